@@ -1,0 +1,254 @@
+/*
+ * Serow.xs - the Perl face of the C core: Serow::Loop wraps one worker's
+ * event loop (src/worker_loop.c) and the response writer.  Glue only: every
+ * decision is made in src/.
+ */
+#define PERL_NO_GET_CONTEXT
+#include "EXTERN.h"
+#include "perl.h"
+#include "XSUB.h"
+
+#include "src/worker_loop.h"
+#include "src/psgi_env.h"
+#include "src/psgi_response.h"
+#include "src/response_writer.h"
+
+typedef struct worker_loop *Serow__Loop;
+
+static double setting(pTHX_ HV *settings, const char *name, double fallback)
+{
+    SV **sv = hv_fetch(settings, name, (I32)strlen(name), 0);
+    return sv && SvOK(*sv) ? SvNV(*sv) : fallback;
+}
+
+/* Turns a writer result into what the Perl side sees: 1 sent, 0 client gone;
+ * a malformed response dies with a message naming what is wrong. */
+static int response_result(pTHX_ int r, SV *bad_header)
+{
+    switch (r) {
+    case RESPONSE_OK:
+        return 1;
+    case RESPONSE_CLIENT_GONE:
+        return 0;
+    case RESPONSE_BAD_STATUS:
+        croak("invalid status code in the response");
+    case RESPONSE_BAD_CONTENT_LENGTH:
+        croak("invalid Content-Length in the response (not digits, repeated, or with Transfer-Encoding)");
+    default:
+        croak("invalid response header %s%" SVf "%s: %s",
+              bad_header ? "'" : "", SVfARG(bad_header ? sv_2mortal(bad_header) : &PL_sv_no),
+              bad_header ? "'" : "",
+              r == RESPONSE_BAD_HEADER_NAME ? "headers must be an array of name/value pairs with token names"
+                                            : "a value holds CR, LF or another control character");
+    }
+    return 0;
+}
+
+MODULE = Serow    PACKAGE = Serow::Loop    PREFIX = loop_
+
+PROTOTYPES: DISABLE
+
+BOOT:
+    psgi_env_init(aTHX);
+
+Serow::Loop
+loop_new(const char *class, HV *settings)
+  CODE:
+    struct worker_settings s;
+    PERL_UNUSED_VAR(class);
+    s.limits.max_request_line = (size_t)setting(aTHX_ settings, "max_request_line", 8192);
+    s.limits.max_header_size = (size_t)setting(aTHX_ settings, "max_header_size", 65536);
+    s.limits.max_headers = (size_t)setting(aTHX_ settings, "max_headers", 100);
+    s.max_body_size = (uint64_t)setting(aTHX_ settings, "max_body_size", 0);
+    s.header_timeout = setting(aTHX_ settings, "header_timeout", 10);
+    s.read_timeout = setting(aTHX_ settings, "read_timeout", 60);
+    s.write_timeout = setting(aTHX_ settings, "write_timeout", 60);
+    s.keepalive_timeout = setting(aTHX_ settings, "keepalive_timeout", 5);
+    s.max_keepalive_requests = (unsigned long)setting(aTHX_ settings, "max_keepalive_requests", 0);
+    RETVAL = worker_loop_new(&s);
+    if (RETVAL == NULL)
+        croak("cannot create the event loop: %s", strerror(errno));
+  OUTPUT:
+    RETVAL
+
+void
+loop_DESTROY(Serow::Loop loop)
+  CODE:
+    worker_loop_free(loop);
+
+void
+loop_add_listener(Serow::Loop loop, int fd, int is_unix, const char *server_name, int server_port)
+  CODE:
+    if (worker_loop_add_listener(loop, fd, is_unix, server_name, server_port) != 0)
+        croak("cannot watch listen socket %d: %s", fd, strerror(errno));
+
+SV *
+loop_next_request(Serow::Loop loop, HV *template)
+  CODE:
+    if (worker_loop_next_request(loop))
+        RETVAL = newRV_noinc((SV *)build_psgi_env(aTHX_ loop, template));
+    else
+        RETVAL = &PL_sv_undef;
+  OUTPUT:
+    RETVAL
+
+int
+loop_request_body_framing(Serow::Loop loop)
+  CODE:
+    /* 0: no body, 1: Content-Length, 2: chunked */
+    RETVAL = loop->current ? (int)loop->head.framing : 0;
+  OUTPUT:
+    RETVAL
+
+double
+loop_request_content_length(Serow::Loop loop)
+  CODE:
+    RETVAL = loop->current && loop->head.framing == HTTP_BODY_LENGTH ? (double)loop->head.content_length : -1;
+  OUTPUT:
+    RETVAL
+
+int
+loop_read_body(Serow::Loop loop, SV *buffer, size_t max)
+  CODE:
+    /* Appends up to max body bytes to buffer.  Returns the count, 0 at the
+     * end of the body, -1 when the client is gone, or -STATUS (400, 408, 413). */
+    size_t got = 0;
+    STRLEN cur;
+    if (!SvOK(buffer))
+        sv_setpvs(buffer, "");
+    (void)SvPV_force(buffer, cur);
+    char *p = SvGROW(buffer, cur + max + 1);
+    int r = worker_loop_read_body(loop, p + cur, max, &got);
+    if (r == 0) {
+        SvCUR_set(buffer, cur + got);
+        p[cur + got] = '\0';
+        RETVAL = (int)got;
+    } else {
+        RETVAL = r < 0 ? -1 : -r;
+    }
+  OUTPUT:
+    RETVAL
+
+int
+loop_send_response(Serow::Loop loop, SV *status, SV *headers, AV *body)
+  CODE:
+    SV *bad = NULL;
+    RETVAL = response_result(aTHX_ send_psgi_response(aTHX_ loop, status, headers, body, &bad), bad);
+  OUTPUT:
+    RETVAL
+
+int
+loop_start_response(Serow::Loop loop, SV *status, SV *headers, SV *length)
+  CODE:
+    SV *bad = NULL;
+    int64_t n = SvOK(length) ? (int64_t)SvNV(length) : -1;
+    RETVAL = response_result(aTHX_ start_psgi_response(aTHX_ loop, status, headers, n, &bad), bad);
+  OUTPUT:
+    RETVAL
+
+int
+loop_write_body(Serow::Loop loop, SV *data)
+  CODE:
+    STRLEN len;
+    const char *p = SvPV(data, len);
+    RETVAL = write_psgi_body(aTHX_ loop, p, len) == RESPONSE_OK;
+  OUTPUT:
+    RETVAL
+
+int
+loop_sendfile_body(Serow::Loop loop, int fd, double offset, double len)
+  CODE:
+    RETVAL = sendfile_psgi_body(aTHX_ loop, fd, (uint64_t)offset, (uint64_t)len) == RESPONSE_OK;
+  OUTPUT:
+    RETVAL
+
+int
+loop_finish_body(Serow::Loop loop)
+  CODE:
+    RETVAL = finish_psgi_body(aTHX_ loop) == RESPONSE_OK;
+  OUTPUT:
+    RETVAL
+
+int
+loop_send_informational(Serow::Loop loop, SV *status, SV *headers)
+  CODE:
+    SV *bad = NULL;
+    RETVAL = response_result(aTHX_ send_informational_response(aTHX_ loop, status, headers, &bad), bad);
+  OUTPUT:
+    RETVAL
+
+int
+loop_response_started(Serow::Loop loop)
+  CODE:
+    RETVAL = loop->response_started;
+  OUTPUT:
+    RETVAL
+
+void
+loop_finish_request(Serow::Loop loop)
+  CODE:
+    worker_loop_finish_request(loop, psgi_response_keeps_alive());
+    reset_psgi_response();
+
+void
+loop_fail_request(Serow::Loop loop, int status)
+  CODE:
+    worker_loop_fail_request(loop, status);
+    reset_psgi_response();
+
+void
+loop_release_current(Serow::Loop loop)
+  CODE:
+    worker_loop_release_current(loop);
+    reset_psgi_response();
+
+int
+loop_current_fd(Serow::Loop loop)
+  CODE:
+    RETVAL = loop->current ? loop->current->fd : -1;
+  OUTPUT:
+    RETVAL
+
+void
+loop_stop(Serow::Loop loop)
+  CODE:
+    worker_loop_stop(loop);
+
+int
+loop_is_stopping(Serow::Loop loop)
+  CODE:
+    RETVAL = loop->stopping;
+  OUTPUT:
+    RETVAL
+
+int
+loop_is_drained(Serow::Loop loop)
+  CODE:
+    RETVAL = worker_loop_is_drained(loop);
+  OUTPUT:
+    RETVAL
+
+int
+loop_connection_count(Serow::Loop loop)
+  CODE:
+    RETVAL = loop->num_connections;
+  OUTPUT:
+    RETVAL
+
+double
+loop_requests_total(Serow::Loop loop)
+  CODE:
+    RETVAL = (double)loop->requests_total;
+  OUTPUT:
+    RETVAL
+
+MODULE = Serow    PACKAGE = Serow
+
+int
+referent_refcount(SV *ref)
+  CODE:
+    /* How many references the thing ref points at has: a psgix.io handle
+     * with more than ours is one the app kept. */
+    RETVAL = SvROK(ref) ? (int)SvREFCNT(SvRV(ref)) : 0;
+  OUTPUT:
+    RETVAL

@@ -1,0 +1,41 @@
+package Plack::Handler::Serow;
+use strict;
+use warnings;
+
+use Serow::Server ();
+
+# plackup folds --host, --port and --socket into listen; Plack::Loader (and
+# Plack::Test::Server) pass host and port alone.
+sub new {
+    my ($class, %args) = @_;
+    my ($host, $port, $socket, $listen) = delete @args{qw(host port socket listen)};
+    my @listen = @{ $listen || [] };
+    if (!@listen) {
+        push @listen, $socket if defined $socket;
+        push @listen, ($host // '0.0.0.0') . ':' . ($port // 5000) if defined $port || !@listen;
+    }
+    return bless { server => Serow::Server->new(%args, listen => \@listen) }, $class;
+}
+
+sub run {
+    my ($self, $app) = @_;
+    return $self->{server}->run($app);
+}
+
+1;
+__END__
+
+=head1 NAME
+
+Plack::Handler::Serow - run PSGI apps with Serow from plackup
+
+=head1 SYNOPSIS
+
+    plackup -s Serow --listen 127.0.0.1:5000 --workers 8 app.psgi
+
+=head1 DESCRIPTION
+
+Every option of L<serow> can be given to plackup, with dashes or
+underscores. An unknown option is an error.
+
+=cut

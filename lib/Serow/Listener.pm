@@ -1,0 +1,140 @@
+package Serow::Listener;
+use strict;
+use warnings;
+
+use Carp ();
+use IO::Socket::IP ();
+use IO::Socket::UNIX ();
+use Socket qw(IPPROTO_TCP TCP_NODELAY SOL_SOCKET SO_REUSEADDR AF_UNIX AF_INET AF_INET6
+              sockaddr_family unpack_sockaddr_in unpack_sockaddr_in6 inet_ntop);
+
+# Linux's TCP_DEFER_ACCEPT: accept() only once the client has sent data, so a
+# worker woken for a connection finds the request already there.
+use constant TCP_DEFER_ACCEPT => 9;
+use constant DEFER_ACCEPT_SECONDS => 10;
+
+# A listener is { socket, fd, is_unix, name (as given), server_name, server_port }.
+
+sub _describe_sockname {
+    my ($socket) = @_;
+    my $sockname = getsockname($socket) or return;
+    my $family = sockaddr_family($sockname);
+    if ($family == AF_UNIX) {
+        my $path = eval { Socket::unpack_sockaddr_un($sockname) } // '';
+        return { is_unix => 1, server_name => 'localhost', server_port => 0, name => $path };
+    }
+    my ($port, $addr) = $family == AF_INET6 ? unpack_sockaddr_in6($sockname) : unpack_sockaddr_in($sockname);
+    my $host = inet_ntop($family, $addr);
+    my $name = $family == AF_INET6 ? "[$host]:$port" : "$host:$port";
+    return { is_unix => 0, server_name => $host, server_port => $port, name => $name };
+}
+
+sub _tune_tcp {
+    my ($socket) = @_;
+    setsockopt($socket, IPPROTO_TCP, TCP_NODELAY, 1);
+    setsockopt($socket, IPPROTO_TCP, TCP_DEFER_ACCEPT, DEFER_ACCEPT_SECONDS);
+}
+
+# Parses "host:port", "[v6]:port", ":port", "port" or a path.
+sub parse_address {
+    my ($class, $address) = @_;
+    return { path => $address } if $address =~ m{/};
+    return { host => $1, port => $2 } if $address =~ /\A\[([0-9a-fA-F:.]+)\]:(\d+)\z/;
+    return { host => ($1 eq '' || $1 eq '*' ? '0.0.0.0' : $1), port => $2 }
+        if $address =~ /\A([^:\[\]]*):(\d+)\z/;
+    return { host => '0.0.0.0', port => $address } if $address =~ /\A\d+\z/;
+    die "--listen: '$address' is not HOST:PORT, [IPv6]:PORT, :PORT or a socket path\n";
+}
+
+sub open_address {
+    my ($class, $address, %opts) = @_;
+    my $parsed = $class->parse_address($address);
+    my $socket;
+    if (defined $parsed->{path}) {
+        my $path = $parsed->{path};
+        if (-S $path) {
+            # A socket file nobody answers on is left over from a crash.
+            my $probe = IO::Socket::UNIX->new(Peer => $path);
+            die "--listen: $path is in use by another server\n" if $probe;
+            unlink $path;
+        }
+        $socket = IO::Socket::UNIX->new(Local => $path, Listen => $opts{backlog})
+            or die "--listen: cannot listen on $path: $!\n";
+        if (defined $opts{socket_mode}) {
+            chmod $opts{socket_mode}, $path or die "--socket-mode: cannot chmod $path: $!\n";
+        }
+    } else {
+        die "--listen: port '$parsed->{port}' is out of range\n" if $parsed->{port} > 65535;
+        $socket = IO::Socket::IP->new(
+            LocalHost => $parsed->{host},
+            LocalPort => $parsed->{port},
+            Listen    => $opts{backlog},
+            ReuseAddr => 1,
+            Proto     => 'tcp',
+            ($parsed->{host} =~ /:/ ? (V6Only => 1) : ()),
+        ) or die "--listen: cannot listen on $address: $@\n";
+        _tune_tcp($socket);
+    }
+    return $class->_wrap($socket, $parsed->{path});
+}
+
+sub _wrap {
+    my ($class, $socket, $path) = @_;
+    my $info = _describe_sockname($socket) or die "cannot read the address of a listen socket: $!\n";
+    $info->{name} = $path if defined $path;
+    $info->{path} = $path;
+    $info->{socket} = $socket;
+    $info->{fd} = fileno($socket);
+    return bless $info, $class;
+}
+
+# Sockets handed over by Server::Starter: SERVER_STARTER_PORT is
+# "addr=fd;addr=fd", one entry per port, TCP and UNIX alike.
+sub from_server_starter {
+    my ($class, $spec) = @_;
+    my @listeners;
+    for my $entry (split /;/, $spec) {
+        my ($addr, $fd) = $entry =~ /\A(.*)=(\d+)\z/
+            or die "SERVER_STARTER_PORT: cannot read '$entry'\n";
+        open(my $socket, '+<&=', $fd) or die "SERVER_STARTER_PORT: fd $fd for $addr: $!\n";
+        my $listener = $class->_wrap($socket, undef);
+        _tune_tcp($socket) unless $listener->{is_unix};
+        $listener->{name} = $addr;
+        push @listeners, $listener;
+    }
+    return @listeners;
+}
+
+# Sockets from systemd socket activation (LISTEN_FDS, starting at fd 3).
+sub from_systemd {
+    my ($class, $count) = @_;
+    my @listeners;
+    for my $fd (3 .. 3 + $count - 1) {
+        open(my $socket, '+<&=', $fd) or die "LISTEN_FDS: fd $fd: $!\n";
+        my $listener = $class->_wrap($socket, undef);
+        _tune_tcp($socket) unless $listener->{is_unix};
+        push @listeners, $listener;
+    }
+    return @listeners;
+}
+
+sub close_and_unlink {
+    my ($self) = @_;
+    close $self->{socket};
+    unlink $self->{path} if defined $self->{path} && $self->{owned};
+}
+
+1;
+__END__
+
+=head1 NAME
+
+Serow::Listener - the listen sockets of a Serow server
+
+=head1 DESCRIPTION
+
+Opens the sockets named by C<--listen> (IPv4, IPv6 and UNIX), or takes the
+ones Server::Starter (C<SERVER_STARTER_PORT>) or systemd (C<LISTEN_FDS>)
+hand over. TCP sockets get C<TCP_NODELAY> and C<TCP_DEFER_ACCEPT>.
+
+=cut

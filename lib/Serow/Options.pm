@@ -1,0 +1,191 @@
+package Serow::Options;
+use strict;
+use warnings;
+
+use Getopt::Long ();
+
+# Every option of the server, in one table: the command line, --help,
+# Plack::Handler::Serow and the defaults all come from here.
+#   name => [type, default, help]
+# Types: int (whole number >= 0), size (bytes, K/M/G suffixes), seconds
+# (a positive number), string, list (repeatable string), mode (octal).
+my @OPTIONS = (
+    listen => ['list', [], 'HOST:PORT, [IPv6]:PORT, :PORT or /path/to.sock to listen on (repeatable; default 0.0.0.0:5000)'],
+    socket_mode => ['mode', undef, 'permissions of UNIX sockets Serow creates, in octal (e.g. 0660)'],
+    backlog => ['int', 1024, 'listen queue length'],
+    workers => ['int', 4, 'worker processes'],
+    max_requests => ['int', 0, 'requests a worker serves before it is replaced (0: never); each worker draws its own limit between 75% and 100% of it, so they do not all restart at once'],
+    max_request_line => ['size', 8192, 'longest request line; longer gets 414'],
+    max_header_size => ['size', 65536, 'largest header section; larger gets 431'],
+    max_headers => ['int', 100, 'most header fields in a request; more gets 431'],
+    max_body_size => ['size', 1024 ** 3, 'largest request body; larger gets 413 (0: no limit)'],
+    body_memory_limit => ['size', 1024 * 1024, 'request bodies larger than this are buffered in an unlinked temp file instead of memory'],
+    header_timeout => ['seconds', 10, 'time a client has to send a whole request head; then 408'],
+    read_timeout => ['seconds', 60, 'time without progress while reading a request body; then 408'],
+    write_timeout => ['seconds', 60, 'time without progress while writing a response; then the connection is closed'],
+    keepalive_timeout => ['seconds', 5, 'time an idle keep-alive connection is kept open'],
+    max_keepalive_requests => ['int', 0, 'requests on one connection before it is closed (0: no limit)'],
+    graceful_timeout => ['seconds', 30, 'on stop or HUP, time workers get to finish before they are killed'],
+);
+
+my %SPEC = @OPTIONS;
+my @ORDER = @OPTIONS[grep { $_ % 2 == 0 } 0 .. $#OPTIONS];
+
+sub names { @ORDER }
+sub spec { $SPEC{ $_[1] } }
+
+sub defaults {
+    my %d;
+    for my $name (@ORDER) {
+        my $default = $SPEC{$name}[1];
+        $d{$name} = ref $default eq 'ARRAY' ? [@$default] : $default;
+    }
+    return \%d;
+}
+
+sub _parse_size {
+    my ($name, $v) = @_;
+    $v =~ /\A\s*(\d+)\s*([kmg]?)i?b?\s*\z/i
+        or die "--" . _dashed($name) . ": '$v' is not a size (a whole number of bytes, optionally with K, M or G)\n";
+    return $1 * { '' => 1, k => 1024, m => 1024**2, g => 1024**3 }->{ lc $2 };
+}
+
+sub _dashed { (my $n = shift) =~ tr/_/-/; $n }
+
+# Checks and converts one value; dies with a message naming the option.
+sub normalize {
+    my ($class, $name, $value) = @_;
+    my $spec = $SPEC{$name} or die "unknown option '$name'\n";
+    my $type = $spec->[0];
+    my $flag = '--' . _dashed($name);
+    if ($type eq 'int') {
+        defined $value && $value =~ /\A\d+\z/ or die "$flag: '" . ($value // '') . "' is not a whole number\n";
+        return $value + 0;
+    }
+    if ($type eq 'size') {
+        return _parse_size($name, $value // '');
+    }
+    if ($type eq 'seconds') {
+        defined $value && $value =~ /\A(?:\d+(?:\.\d*)?|\.\d+)\z/ && $value > 0
+            or die "$flag: '" . ($value // '') . "' is not a positive number of seconds\n";
+        return $value + 0;
+    }
+    if ($type eq 'mode') {
+        defined $value && $value =~ /\A0?[0-7]{3,4}\z/ or die "$flag: '" . ($value // '') . "' is not an octal mode such as 0660\n";
+        return oct $value;
+    }
+    if ($type eq 'list') {
+        return [ map { split /,/ } ref $value eq 'ARRAY' ? @$value : ($value) ];
+    }
+    return $value;
+}
+
+# Options given as a hash (Plack::Handler, Serow::Server->new): validated,
+# defaults filled in.  Unknown keys are an error: a typo must not be ignored.
+sub from_hash {
+    my ($class, %given) = @_;
+    my $opts = $class->defaults;
+    for my $key (sort keys %given) {
+        (my $name = $key) =~ tr/-/_/;
+        next unless defined $given{$key};
+        die "unknown option '$key'" . _hint($name) . "\n" unless $SPEC{$name};
+        $opts->{$name} = $class->normalize($name, $given{$key});
+    }
+    return $opts;
+}
+
+# Parses a command line; returns (options, remaining arguments).
+sub from_argv {
+    my ($class, @argv) = @_;
+    my %given;
+    my @getopt;
+    for my $name (@ORDER) {
+        my $type = $SPEC{$name}[0];
+        my $flag = _dashed($name);
+        push @getopt, $type eq 'list' ? "$flag=s\@" : "$flag=s";
+    }
+    my @errors;
+    local $SIG{__WARN__} = sub { push @errors, $_[0] };
+    my $p = Getopt::Long::Parser->new(config => [qw(no_ignore_case bundling no_auto_abbrev require_order)]);
+    my %raw;
+    my $help = 0;
+    local @ARGV = @argv;
+    $p->getoptions(\%raw, @getopt, 'help|h' => \$help, 'version|v' => \my $version);
+    if (@errors) {
+        my ($unknown) = $errors[0] =~ /Unknown option: (\S+)/;
+        die $unknown ? "unknown option --$unknown" . _hint($unknown) . "\n" : $errors[0];
+    }
+    for my $flag (keys %raw) {
+        (my $name = $flag) =~ tr/-/_/;
+        $given{$name} = $raw{$flag};
+    }
+    my $opts = $class->from_hash(%given);
+    $opts->{help} = $help;
+    $opts->{version} = $version;
+    return ($opts, @ARGV);
+}
+
+# "did you mean --max-requests?" for a mistyped option.
+sub _hint {
+    my ($typed) = @_;
+    $typed =~ tr/-/_/;
+    my ($best, $best_distance);
+    for my $name (@ORDER) {
+        my $d = _distance(lc $typed, $name);
+        ($best, $best_distance) = ($name, $d) if !defined $best_distance || $d < $best_distance;
+    }
+    return defined $best && $best_distance <= 3
+        ? " (did you mean --" . _dashed($best) . "? see --help)"
+        : " (see --help)";
+}
+
+sub _distance {
+    my ($s, $t) = @_;
+    my @prev = (0 .. length $t);
+    for my $i (1 .. length $s) {
+        my @cur = ($i);
+        for my $j (1 .. length $t) {
+            my $cost = substr($s, $i - 1, 1) eq substr($t, $j - 1, 1) ? 0 : 1;
+            my $m = $prev[$j] + 1;
+            $m = $cur[$j - 1] + 1 if $cur[$j - 1] + 1 < $m;
+            $m = $prev[$j - 1] + $cost if $prev[$j - 1] + $cost < $m;
+            push @cur, $m;
+        }
+        @prev = @cur;
+    }
+    return $prev[-1];
+}
+
+sub help_text {
+    my $text = '';
+    for my $name (@ORDER) {
+        my ($type, $default, $help) = @{ $SPEC{$name} };
+        my $d = ref $default eq 'ARRAY' ? '' : defined $default ? " (default: $default)" : '';
+        $text .= sprintf "  --%-24s %s%s\n", _dashed($name) . ($type eq 'list' ? '=...' : '=N'),
+            $help, $d;
+    }
+    return $text;
+}
+
+1;
+__END__
+
+=head1 NAME
+
+Serow::Options - the options of the Serow server: names, types, defaults, checks
+
+=head1 SYNOPSIS
+
+    my ($options, @rest) = Serow::Options->from_argv(@ARGV);
+    my $options = Serow::Options->from_hash(workers => 8, listen => ['127.0.0.1:8080']);
+
+=head1 DESCRIPTION
+
+One table holds every option with its type, default and help line. Values are
+checked when they are given: a bad value dies with a message that names the
+option and the problem, and an unknown option is an error with a hint, never
+silently ignored. Sizes accept C<K>, C<M> and C<G> suffixes.
+
+See L<serow> for the list of options.
+
+=cut

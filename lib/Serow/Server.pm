@@ -1,0 +1,76 @@
+package Serow::Server;
+use strict;
+use warnings;
+
+use Serow ();
+use Serow::Options ();
+use Serow::Listener ();
+use Serow::Master ();
+use Serow::Log ();
+
+use constant DEFAULT_LISTEN => '0.0.0.0:5000';
+
+sub new {
+    my ($class, %args) = @_;
+    my $server_ready = delete $args{server_ready};
+    return bless { options => Serow::Options->from_hash(%args), server_ready => $server_ready }, $class;
+}
+
+sub options { $_[0]{options} }
+
+# Sockets from Server::Starter or systemd when they hand some over, else the
+# ones --listen names.
+sub open_listeners {
+    my ($self) = @_;
+    my $options = $self->{options};
+    if (defined $ENV{SERVER_STARTER_PORT}) {
+        return Serow::Listener->from_server_starter($ENV{SERVER_STARTER_PORT});
+    }
+    if ($ENV{LISTEN_FDS} && ($ENV{LISTEN_PID} // $$) == $$) {
+        return Serow::Listener->from_systemd($ENV{LISTEN_FDS});
+    }
+    my @addresses = @{ $options->{listen} };
+    @addresses = (DEFAULT_LISTEN) unless @addresses;
+    return map {
+        my $l = Serow::Listener->open_address($_, backlog => $options->{backlog},
+            socket_mode => $options->{socket_mode});
+        $l->{owned} = 1;
+        $l;
+    } @addresses;
+}
+
+sub run {
+    my ($self, $app) = @_;
+    my @listeners = $self->open_listeners;
+    Serow::Log->info(sprintf "Serow %s listening on %s with %d workers (master pid %d)",
+        $Serow::VERSION, join(', ', map { $_->{name} } @listeners), $self->{options}{workers}, $$);
+    if ($self->{server_ready}) {
+        my $first = $listeners[0];
+        $self->{server_ready}->({ host => $first->{server_name}, port => $first->{server_port},
+            server_software => 'Serow', proto => 'http' });
+    }
+    my $status = Serow::Master->new(app => $app, options => $self->{options},
+        listeners => \@listeners)->run;
+    $_->close_and_unlink for @listeners;
+    return $status;
+}
+
+1;
+__END__
+
+=head1 NAME
+
+Serow::Server - a Serow server: options, listen sockets, master
+
+=head1 SYNOPSIS
+
+    use Serow::Server;
+    Serow::Server->new(listen => ['127.0.0.1:5000'], workers => 4)->run($app);
+
+=head1 DESCRIPTION
+
+Checks the options (L<Serow::Options>), opens the listen sockets
+(L<Serow::Listener>) and hands them with the app to the master
+(L<Serow::Master>), which forks the workers (L<Serow::Worker>).
+
+=cut

@@ -1,0 +1,97 @@
+/*
+ * connection.c - allocation and the input buffer of a client connection.
+ */
+#include "connection.h"
+
+#include <arpa/inet.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/un.h>
+
+struct connection *connection_new(int fd, const struct sockaddr *addr, socklen_t addr_len,
+                                  int is_unix)
+{
+    struct connection *conn = calloc(1, sizeof(*conn));
+    if (conn == NULL)
+        return NULL;
+    conn->fd = fd;
+    conn->is_unix = is_unix;
+    conn->timer_list = -1;
+    conn->state = CONNECTION_READING_HEAD;
+
+    if (addr != NULL && addr->sa_family == AF_INET && addr_len >= sizeof(struct sockaddr_in)) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)addr;
+        inet_ntop(AF_INET, &in->sin_addr, conn->remote_addr, sizeof(conn->remote_addr));
+        conn->remote_port = ntohs(in->sin_port);
+    } else if (addr != NULL && addr->sa_family == AF_INET6 &&
+               addr_len >= sizeof(struct sockaddr_in6)) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)addr;
+        if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr))
+            inet_ntop(AF_INET, &in6->sin6_addr.s6_addr[12], conn->remote_addr,
+                      sizeof(conn->remote_addr));
+        else
+            inet_ntop(AF_INET6, &in6->sin6_addr, conn->remote_addr, sizeof(conn->remote_addr));
+        conn->remote_port = ntohs(in6->sin6_port);
+    } else {
+        /* A UNIX socket peer has no address; PSGI still wants one. */
+        strcpy(conn->remote_addr, "127.0.0.1");
+        conn->remote_port = 0;
+    }
+    return conn;
+}
+
+void connection_free(struct connection *conn)
+{
+    conn->buffer_len = 0;
+    connection_release_buffer(conn);
+    free(conn);
+}
+
+/* Buffers of CONNECTION_READ_SIZE given back by idle connections, kept for the
+ * next connection that reads, so that a busy keep-alive connection does not
+ * pay a malloc and a free per request. */
+#define SPARE_BUFFERS 16
+static char *spare_buffers[SPARE_BUFFERS];
+static int spare_buffer_count;
+
+size_t connection_reserve(struct connection *conn, size_t max_size)
+{
+    if (conn->buffer == NULL && spare_buffer_count > 0 && max_size >= CONNECTION_READ_SIZE) {
+        conn->buffer = spare_buffers[--spare_buffer_count];
+        conn->buffer_size = CONNECTION_READ_SIZE;
+    }
+    size_t want = conn->buffer_len + CONNECTION_READ_SIZE;
+    if (want > max_size)
+        want = max_size;
+    if (want > conn->buffer_size) {
+        char *grown = realloc(conn->buffer, want);
+        if (grown == NULL)
+            return conn->buffer_size - conn->buffer_len;
+        conn->buffer = grown;
+        conn->buffer_size = want;
+    }
+    return conn->buffer_size - conn->buffer_len;
+}
+
+void connection_consume(struct connection *conn, size_t n)
+{
+    if (n >= conn->buffer_len) {
+        conn->buffer_len = 0;
+    } else {
+        memmove(conn->buffer, conn->buffer + n, conn->buffer_len - n);
+        conn->buffer_len -= n;
+    }
+    conn->head_scan_from = 0;
+}
+
+void connection_release_buffer(struct connection *conn)
+{
+    if (conn->buffer_len == 0 && conn->buffer != NULL) {
+        if (conn->buffer_size == CONNECTION_READ_SIZE && spare_buffer_count < SPARE_BUFFERS)
+            spare_buffers[spare_buffer_count++] = conn->buffer;
+        else
+            free(conn->buffer);
+        conn->buffer = NULL;
+        conn->buffer_size = 0;
+    }
+}

@@ -1,0 +1,40 @@
+/*
+ * psgi_response.h - sends what a PSGI app returned: the [status, headers,
+ * body] triple with an array body in one writev, or a head followed by body
+ * parts (streaming writers, file handles).  Uses response_writer for the
+ * framing and worker_loop for the I/O.
+ */
+#ifndef SEROW_PSGI_RESPONSE_H
+#define SEROW_PSGI_RESPONSE_H
+
+#include "EXTERN.h"
+#include "perl.h"
+
+#include "worker_loop.h"
+
+/* Results besides RESPONSE_OK (0) and the RESPONSE_BAD_* reasons (< 0). */
+#define RESPONSE_CLIENT_GONE 1
+
+/* Status, headers and an array body, all in one writev. */
+int send_psgi_response(pTHX_ struct worker_loop *loop, SV *status, SV *headers, AV *body,
+                       SV **bad_header);
+
+/* A head whose body follows in parts.  length < 0: unknown. */
+int start_psgi_response(pTHX_ struct worker_loop *loop, SV *status, SV *headers,
+                        int64_t length, SV **bad_header);
+int write_psgi_body(pTHX_ struct worker_loop *loop, const char *data, size_t len);
+int sendfile_psgi_body(pTHX_ struct worker_loop *loop, int fd, uint64_t offset, uint64_t len);
+int finish_psgi_body(pTHX_ struct worker_loop *loop);
+
+/* psgix.informational: a 1xx response before the final one. */
+int send_informational_response(pTHX_ struct worker_loop *loop, SV *status, SV *headers,
+                                SV **bad_header);
+
+/* Whether the response sent allows the connection to stay open: the app's
+ * and client's wishes, and whether the body had the length announced. */
+int psgi_response_keeps_alive(void);
+
+/* Forgets any response in progress (after an error). */
+void reset_psgi_response(void);
+
+#endif

@@ -1,0 +1,75 @@
+/*
+ * response_writer.h - turns what a PSGI app returned into bytes on the wire:
+ * checks the app's status and headers, decides the framing (Content-Length,
+ * chunked, or none), formats the response head, and frames chunks.
+ * No Perl and no I/O here: the caller writes the iovecs.
+ */
+#ifndef SEROW_RESPONSE_WRITER_H
+#define SEROW_RESPONSE_WRITER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct response_header {
+    const char *name;
+    size_t name_len;
+    const char *value;
+    size_t value_len;
+};
+
+/* What the server knows about the request and the body it is to send. */
+struct response_facts {
+    int status;
+    int is_head_request;
+    int minor_version;
+    int may_keep_alive;        /* the client and the server's limits allow it */
+    int body_length_known;     /* the body's length is known (array, file) */
+    uint64_t body_length;
+};
+
+/* What the writer decided. */
+struct response_framing {
+    int body_allowed;          /* false for HEAD, 1xx, 204 and 304 */
+    int chunked;               /* body parts go out as chunks */
+    int keep_alive;
+    int has_content_length;    /* a Content-Length goes out (the app's or ours) */
+    uint64_t content_length;   /* its value: the bytes the body must have */
+    int content_length_from_app; /* else the server adds the header */
+};
+
+/* Why a response cannot be sent as the app gave it. */
+#define RESPONSE_OK               0
+#define RESPONSE_BAD_STATUS      (-1)
+#define RESPONSE_BAD_HEADER_NAME (-2)
+#define RESPONSE_BAD_HEADER_VALUE (-3)
+#define RESPONSE_BAD_CONTENT_LENGTH (-4)
+
+/*
+ * Checks the headers and decides the framing.  Returns RESPONSE_OK, or a
+ * negative reason with *bad_header set to the index of the offending header.
+ */
+int plan_response(const struct response_facts *facts, const struct response_header *headers,
+                  size_t num_headers, struct response_framing *framing, size_t *bad_header);
+
+/* Bytes format_response_head() needs at most. */
+size_t response_head_size(const struct response_header *headers, size_t num_headers);
+
+/*
+ * Writes the status line, the app's headers (Connection and, when the server
+ * frames the body itself, Transfer-Encoding left out), Date, the framing
+ * headers and the empty line into out.  Returns the length.
+ */
+size_t format_response_head(char *out, const struct response_facts *facts,
+                            const struct response_header *headers, size_t num_headers,
+                            const struct response_framing *framing);
+
+/* The line before a chunk of len bytes ("1a2b\r\n") into out (>= 20 bytes). */
+size_t format_chunk_size(char *out, size_t len);
+
+/* "\r\n" after a chunk, and the last chunk with its empty trailer section. */
+#define CHUNK_END "\r\n"
+#define LAST_CHUNK "0\r\n\r\n"
+
+const char *status_reason(int status);
+
+#endif

@@ -1,0 +1,763 @@
+/*
+ * worker_loop.c - epoll loop of a worker: accept, read, find complete request
+ * heads, answer bad ones, expire slow and idle connections.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "worker_loop.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Events taken from one epoll_wait: enough to amortise the call. */
+#define EPOLL_BATCH 64
+/* Connections accepted per readiness event of a listen socket, so that one
+ * worker does not take a whole burst while others idle (EPOLLEXCLUSIVE wakes
+ * one worker per connection anyway). */
+#define ACCEPT_BATCH 16
+/* A closing connection whose client still sends is drained this long, and at
+ * most this much, so that the client reads our response instead of a reset. */
+#define LINGER_SECONDS 2.0
+#define LINGER_MAX_BYTES (1024 * 1024)
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* ---- Date header ------------------------------------------------------- */
+
+const char *http_date_now(void)
+{
+    static char date[40];
+    static time_t formatted_for = -1;
+    time_t now = time(NULL);
+    if (now != formatted_for) {
+        static const char days[7][4] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+        static const char months[12][4] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                           "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+        struct tm tm;
+        gmtime_r(&now, &tm);
+        snprintf(date, sizeof(date), "%s, %02d %s %04d %02d:%02d:%02d GMT", days[tm.tm_wday],
+                 tm.tm_mday, months[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min,
+                 tm.tm_sec);
+        formatted_for = now;
+    }
+    return date;
+}
+
+/* ---- timer lists: each holds connections in deadline order ------------- */
+
+static void timer_remove(struct worker_loop *loop, struct connection *conn)
+{
+    if (conn->timer_list < 0)
+        return;
+    struct timer_list *list = &loop->timers[conn->timer_list];
+    if (conn->timer_link.prev)
+        conn->timer_link.prev->timer_link.next = conn->timer_link.next;
+    else
+        list->first = conn->timer_link.next;
+    if (conn->timer_link.next)
+        conn->timer_link.next->timer_link.prev = conn->timer_link.prev;
+    else
+        list->last = conn->timer_link.prev;
+    conn->timer_link.prev = conn->timer_link.next = NULL;
+    conn->timer_list = -1;
+}
+
+/* Every list has one timeout for all its members, so appending keeps it sorted. */
+static void timer_append(struct worker_loop *loop, struct connection *conn,
+                         enum timer_list_kind kind, double deadline)
+{
+    timer_remove(loop, conn);
+    struct timer_list *list = &loop->timers[kind];
+    conn->deadline = deadline;
+    conn->timer_list = (int)kind;
+    conn->timer_link.next = NULL;
+    conn->timer_link.prev = list->last;
+    if (list->last)
+        list->last->timer_link.next = conn;
+    else
+        list->first = conn;
+    list->last = conn;
+}
+
+/* ---- ready queue: connections holding a complete request head ----------- */
+
+static void ready_push(struct worker_loop *loop, struct connection *conn)
+{
+    if (conn->in_ready_queue)
+        return;
+    conn->in_ready_queue = 1;
+    conn->ready_link.next = NULL;
+    conn->ready_link.prev = loop->ready_last;
+    if (loop->ready_last)
+        loop->ready_last->ready_link.next = conn;
+    else
+        loop->ready_first = conn;
+    loop->ready_last = conn;
+}
+
+static void ready_remove(struct worker_loop *loop, struct connection *conn)
+{
+    if (!conn->in_ready_queue)
+        return;
+    if (conn->ready_link.prev)
+        conn->ready_link.prev->ready_link.next = conn->ready_link.next;
+    else
+        loop->ready_first = conn->ready_link.next;
+    if (conn->ready_link.next)
+        conn->ready_link.next->ready_link.prev = conn->ready_link.prev;
+    else
+        loop->ready_last = conn->ready_link.prev;
+    conn->in_ready_queue = 0;
+}
+
+/* ---- set-up ------------------------------------------------------------ */
+
+struct worker_loop *worker_loop_new(const struct worker_settings *settings)
+{
+    struct worker_loop *loop = calloc(1, sizeof(*loop));
+    if (loop == NULL)
+        return NULL;
+    loop->settings = *settings;
+    if (loop->settings.limits.max_headers > WORKER_HEADERS_CAPACITY)
+        loop->settings.limits.max_headers = WORKER_HEADERS_CAPACITY;
+    loop->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+    if (loop->epoll_fd < 0) {
+        free(loop);
+        return NULL;
+    }
+    loop->accepting = 1;
+    loop->head.headers = loop->headers;
+    loop->head.headers_capacity = WORKER_HEADERS_CAPACITY;
+    return loop;
+}
+
+static void close_connection(struct worker_loop *loop, struct connection *conn);
+
+void worker_loop_free(struct worker_loop *loop)
+{
+    for (int fd = 0; fd < loop->connections_size; fd++)
+        if (loop->connections[fd])
+            close_connection(loop, loop->connections[fd]);
+    free(loop->connections);
+    close(loop->epoll_fd);
+    free(loop);
+}
+
+/* Listen sockets are tagged in epoll by index | LISTENER_TAG, connections by fd. */
+#define LISTENER_TAG (1ULL << 40)
+
+int worker_loop_add_listener(struct worker_loop *loop, int fd, int is_unix,
+                             const char *server_name, int server_port)
+{
+    if (loop->num_listeners >= WORKER_MAX_LISTENERS)
+        return -1;
+    struct listener *l = &loop->listeners[loop->num_listeners];
+    l->fd = fd;
+    l->is_unix = is_unix;
+    snprintf(l->server_name, sizeof(l->server_name), "%s", server_name);
+    l->server_port = server_port;
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    /* EPOLLEXCLUSIVE: a new connection wakes one waiting worker, not all. */
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLEXCLUSIVE,
+                             .data.u64 = LISTENER_TAG | (uint64_t)loop->num_listeners};
+    if (epoll_ctl(loop->epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0)
+        return -1;
+    loop->num_listeners++;
+    return 0;
+}
+
+/* ---- connections ------------------------------------------------------- */
+
+static int track_connection(struct worker_loop *loop, struct connection *conn)
+{
+    if (conn->fd >= loop->connections_size) {
+        int size = loop->connections_size ? loop->connections_size : 256;
+        while (size <= conn->fd)
+            size *= 2;
+        struct connection **grown = realloc(loop->connections, sizeof(*grown) * (size_t)size);
+        if (grown == NULL)
+            return -1;
+        memset(grown + loop->connections_size, 0,
+               sizeof(*grown) * (size_t)(size - loop->connections_size));
+        loop->connections = grown;
+        loop->connections_size = size;
+    }
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP, .data.u64 = (uint64_t)conn->fd};
+    if (epoll_ctl(loop->epoll_fd, EPOLL_CTL_ADD, conn->fd, &ev) != 0)
+        return -1;
+    loop->connections[conn->fd] = conn;
+    loop->num_connections++;
+    return 0;
+}
+
+static void close_connection(struct worker_loop *loop, struct connection *conn)
+{
+    timer_remove(loop, conn);
+    ready_remove(loop, conn);
+    if (loop->current == conn)
+        loop->current = NULL;
+    /* close() removes it from epoll, since no other process shares this socket */
+    close(conn->fd);
+    loop->connections[conn->fd] = NULL;
+    loop->num_connections--;
+    connection_free(conn);
+}
+
+/* Stop sending, then discard what the client still sends for a while: closing
+ * with unread input makes the kernel send a reset, which can destroy the
+ * response before the client reads it. */
+static void close_lingering(struct worker_loop *loop, struct connection *conn)
+{
+    ready_remove(loop, conn);
+    if (loop->current == conn)
+        loop->current = NULL;
+    shutdown(conn->fd, SHUT_WR);
+    conn->state = CONNECTION_LINGERING;
+    conn->buffer_len = 0;
+    conn->requests_served = 0; /* reused as the count of bytes discarded */
+    timer_append(loop, conn, TIMER_LINGERING, now_seconds() + LINGER_SECONDS);
+}
+
+static const char *reason_phrase(int status)
+{
+    switch (status) {
+    case 400: return "Bad Request";
+    case 408: return "Request Timeout";
+    case 413: return "Content Too Large";
+    case 414: return "URI Too Long";
+    case 417: return "Expectation Failed";
+    case 431: return "Request Header Fields Too Large";
+    case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
+    case 503: return "Service Unavailable";
+    case 505: return "HTTP Version Not Supported";
+    default: return "Error";
+    }
+}
+
+/* Writes without waiting: used for errors on connections that are not being
+ * served, where a client that does not read gets nothing more. */
+static void send_error_response(struct connection *conn, int status)
+{
+    char response[512];
+    const char *reason = reason_phrase(status);
+    int n = snprintf(response, sizeof(response),
+                     "HTTP/1.1 %d %s\r\nDate: %s\r\nContent-Type: text/plain\r\n"
+                     "Content-Length: %zu\r\nConnection: close\r\n\r\n%s\n",
+                     status, reason, http_date_now(), strlen(reason) + 1, reason);
+    ssize_t ignored = send(conn->fd, response, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+    (void)ignored;
+}
+
+static void reject_connection(struct worker_loop *loop, struct connection *conn, int status)
+{
+    send_error_response(conn, status);
+    close_lingering(loop, conn);
+}
+
+/* The most a request head can take in the buffer before a limit answers it. */
+static size_t max_head_bytes(const struct worker_loop *loop)
+{
+    return loop->settings.limits.max_request_line + loop->settings.limits.max_header_size + 8;
+}
+
+/*
+ * Looks at the buffered bytes of a connection that is receiving a head.
+ * A head is parsed only when it looks complete, a new line has ended (to
+ * reject garbage early) or the buffer is full (to apply the limits): a client
+ * sending one byte at a time cannot make us parse the same bytes over and
+ * over for each byte.
+ */
+static void examine_buffered_head(struct worker_loop *loop, struct connection *conn,
+                                  size_t new_bytes_from)
+{
+    size_t scan = conn->head_scan_from > 3 ? conn->head_scan_from - 3 : 0;
+    int complete = 0, new_line = 0;
+    for (size_t i = scan; i + 3 < conn->buffer_len; i++) {
+        if (conn->buffer[i] == '\r' && conn->buffer[i + 1] == '\n' &&
+            conn->buffer[i + 2] == '\r' && conn->buffer[i + 3] == '\n') {
+            complete = 1;
+            break;
+        }
+    }
+    if (!complete && memchr(conn->buffer + new_bytes_from, '\n',
+                            conn->buffer_len - new_bytes_from) != NULL)
+        new_line = 1;
+    conn->head_scan_from = conn->buffer_len;
+
+    if (complete) {
+        ready_push(loop, conn);
+        return;
+    }
+    if (new_line || new_bytes_from == 0 || conn->buffer_len >= max_head_bytes(loop)) {
+        struct http_request_head probe;
+        probe.headers = loop->headers;
+        probe.headers_capacity = WORKER_HEADERS_CAPACITY;
+        int r = parse_request_head(conn->buffer, conn->buffer_len, &probe,
+                                   &loop->settings.limits);
+        if (r == HTTP_PARSE_ERROR) {
+            reject_connection(loop, conn, probe.error_status);
+        } else if (r > 0) {
+            ready_push(loop, conn); /* e.g. a head ended by a bare "\r\n" after empty lines */
+        } else if (conn->buffer_len >= max_head_bytes(loop)) {
+            reject_connection(loop, conn, 431);
+        }
+    }
+}
+
+/* Reads what the socket has.  Returns -1 when the connection was closed. */
+static int read_connection(struct worker_loop *loop, struct connection *conn)
+{
+    for (;;) {
+        size_t room = connection_reserve(conn, max_head_bytes(loop));
+        if (room == 0)
+            return 0; /* full: examine_buffered_head has answered it */
+        ssize_t n = read(conn->fd, conn->buffer + conn->buffer_len, room);
+        if (n > 0) {
+            size_t before = conn->buffer_len;
+            conn->buffer_len += (size_t)n;
+            if (conn->state == CONNECTION_IDLE) {
+                conn->state = CONNECTION_READING_HEAD;
+                timer_append(loop, conn, TIMER_READING_HEAD,
+                             now_seconds() + loop->settings.header_timeout);
+            }
+            examine_buffered_head(loop, conn, before);
+            if (conn->state == CONNECTION_LINGERING || conn->in_ready_queue)
+                return 0;
+            if ((size_t)n < room)
+                return 0; /* the socket is most likely empty: let epoll say */
+            continue;
+        }
+        if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+            close_connection(loop, conn);
+            return -1;
+        }
+        return 0;
+    }
+}
+
+static void accept_connections(struct worker_loop *loop, int listener_index)
+{
+    struct listener *l = &loop->listeners[listener_index];
+    for (int i = 0; i < ACCEPT_BATCH && loop->accepting; i++) {
+        struct sockaddr_storage addr;
+        socklen_t addr_len = sizeof(addr);
+        int fd = accept4(l->fd, (struct sockaddr *)&addr, &addr_len,
+                         SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0)
+            return; /* EAGAIN: another worker took it; EMFILE etc.: try later */
+        struct connection *conn =
+            connection_new(fd, l->is_unix ? NULL : (struct sockaddr *)&addr, addr_len, l->is_unix);
+        if (conn == NULL || track_connection(loop, conn) != 0) {
+            if (conn)
+                connection_free(conn);
+            close(fd);
+            continue;
+        }
+        conn->listener_index = listener_index;
+        timer_append(loop, conn, TIMER_READING_HEAD,
+                     now_seconds() + loop->settings.header_timeout);
+        /* TCP_DEFER_ACCEPT usually means the request is already here. */
+        read_connection(loop, conn);
+    }
+}
+
+static void drain_lingering(struct worker_loop *loop, struct connection *conn)
+{
+    char discard[16384];
+    for (;;) {
+        ssize_t n = read(conn->fd, discard, sizeof(discard));
+        if (n > 0) {
+            conn->requests_served += (unsigned long)n;
+            if (conn->requests_served > LINGER_MAX_BYTES) {
+                close_connection(loop, conn);
+                return;
+            }
+            continue;
+        }
+        if (n < 0 && errno == EAGAIN)
+            return;
+        close_connection(loop, conn);
+        return;
+    }
+}
+
+static void expire_timers(struct worker_loop *loop, double now)
+{
+    struct connection *conn;
+    while ((conn = loop->timers[TIMER_READING_HEAD].first) && conn->deadline <= now) {
+        if (conn->buffer_len == 0)
+            close_connection(loop, conn); /* nothing sent: nothing to answer */
+        else
+            reject_connection(loop, conn, 408);
+    }
+    while ((conn = loop->timers[TIMER_IDLE].first) && conn->deadline <= now)
+        close_connection(loop, conn);
+    while ((conn = loop->timers[TIMER_LINGERING].first) && conn->deadline <= now)
+        close_connection(loop, conn);
+}
+
+static int next_timeout_ms(struct worker_loop *loop, double now)
+{
+    double earliest = -1;
+    for (int k = 0; k < TIMER_LIST_COUNT; k++) {
+        struct connection *first = loop->timers[k].first;
+        if (first && (earliest < 0 || first->deadline < earliest))
+            earliest = first->deadline;
+    }
+    if (earliest < 0)
+        return -1;
+    double ms = (earliest - now) * 1000.0 + 10.0; /* coarse clock: do not wake early */
+    return ms < 0 ? 0 : ms > 60000 ? 60000 : (int)ms;
+}
+
+/* Takes a connection off the ready queue and parses its head for serving. */
+static int start_request(struct worker_loop *loop, struct connection *conn)
+{
+    ready_remove(loop, conn);
+    int r = parse_request_head(conn->buffer, conn->buffer_len, &loop->head,
+                               &loop->settings.limits);
+    if (r == HTTP_PARSE_INCOMPLETE) {
+        /* "\r\n\r\n" matched only empty lines before the request line */
+        return 0;
+    }
+    if (r == HTTP_PARSE_ERROR) {
+        reject_connection(loop, conn, loop->head.error_status);
+        return 0;
+    }
+    if (loop->settings.max_body_size && loop->head.framing == HTTP_BODY_LENGTH &&
+        loop->head.content_length > loop->settings.max_body_size) {
+        reject_connection(loop, conn, 413);
+        return 0;
+    }
+    timer_remove(loop, conn);
+    conn->state = CONNECTION_SERVING;
+    loop->current = conn;
+    loop->head_len = (size_t)r;
+    loop->body_remaining = loop->head.framing == HTTP_BODY_LENGTH ? loop->head.content_length : 0;
+    loop->body_received = 0;
+    loop->body_done = loop->head.framing == HTTP_BODY_NONE ||
+                      (loop->head.framing == HTTP_BODY_LENGTH && loop->body_remaining == 0);
+    loop->continue_sent = 0;
+    loop->response_started = 0;
+    if (loop->head.framing == HTTP_BODY_CHUNKED)
+        chunked_decoder_init(&loop->chunked);
+    return 1;
+}
+
+int worker_loop_next_request(struct worker_loop *loop)
+{
+    struct epoll_event events[EPOLL_BATCH];
+
+    for (;;) {
+        while (loop->ready_first) {
+            if (start_request(loop, loop->ready_first))
+                return 1;
+        }
+        if (loop->stopping && worker_loop_is_drained(loop))
+            return 0;
+
+        double now = now_seconds();
+        int n = epoll_wait(loop->epoll_fd, events, EPOLL_BATCH, next_timeout_ms(loop, now));
+        if (n < 0) {
+            if (errno == EINTR)
+                return 0; /* let Perl run its signal handlers */
+            return 0;
+        }
+        for (int i = 0; i < n; i++) {
+            uint64_t tag = events[i].data.u64;
+            if (tag & LISTENER_TAG) {
+                if (loop->accepting)
+                    accept_connections(loop, (int)(tag & 0xffff));
+                continue;
+            }
+            int fd = (int)tag;
+            struct connection *conn = fd < loop->connections_size ? loop->connections[fd] : NULL;
+            if (conn == NULL)
+                continue;
+            if (conn->state == CONNECTION_LINGERING)
+                drain_lingering(loop, conn);
+            else if (!conn->in_ready_queue)
+                read_connection(loop, conn);
+        }
+        expire_timers(loop, now_seconds());
+    }
+}
+
+/* ---- serving the current request ---------------------------------------- */
+
+/* Waits until fd is ready for events, up to timeout seconds. 1 ready, 0 not. */
+static int wait_for(int fd, short events, double timeout)
+{
+    struct pollfd pfd = {.fd = fd, .events = events};
+    double deadline = now_seconds() + timeout;
+    for (;;) {
+        double left = deadline - now_seconds();
+        if (left <= 0)
+            return 0;
+        int r = poll(&pfd, 1, (int)(left * 1000.0) + 1);
+        if (r > 0)
+            return 1;
+        if (r < 0 && errno != EINTR)
+            return 0;
+    }
+}
+
+int worker_loop_write(struct worker_loop *loop, struct iovec *iov, int iovcnt)
+{
+    struct connection *conn = loop->current;
+    if (conn == NULL)
+        return -1;
+    loop->response_started = 1;
+    while (iovcnt > 0) {
+        int batch = iovcnt > IOV_MAX ? IOV_MAX : iovcnt;
+        ssize_t n = writev(conn->fd, iov, batch);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN && wait_for(conn->fd, POLLOUT, loop->settings.write_timeout))
+                continue;
+            return -1;
+        }
+        while (iovcnt > 0 && (size_t)n >= iov->iov_len) {
+            n -= (ssize_t)iov->iov_len;
+            iov++;
+            iovcnt--;
+        }
+        if (iovcnt > 0) {
+            iov->iov_base = (char *)iov->iov_base + n;
+            iov->iov_len -= (size_t)n;
+        }
+    }
+    return 0;
+}
+
+int worker_loop_sendfile(struct worker_loop *loop, int file_fd, uint64_t offset, uint64_t len)
+{
+    struct connection *conn = loop->current;
+    if (conn == NULL)
+        return -1;
+    loop->response_started = 1;
+    off_t off = (off_t)offset;
+    while (len > 0) {
+        size_t chunk = len > (1u << 30) ? (1u << 30) : (size_t)len;
+        ssize_t n = sendfile(conn->fd, file_fd, &off, chunk);
+        if (n > 0) {
+            len -= (uint64_t)n;
+            continue;
+        }
+        if (n == 0)
+            return -1; /* the file is shorter than it said */
+        if (errno == EINTR)
+            continue;
+        if (errno == EAGAIN && wait_for(conn->fd, POLLOUT, loop->settings.write_timeout))
+            continue;
+        return -1;
+    }
+    return 0;
+}
+
+static void send_continue_if_expected(struct worker_loop *loop)
+{
+    struct connection *conn = loop->current;
+    /* Only when the body has not started arriving: then the client waits for us. */
+    if (loop->head.expect_continue && !loop->continue_sent && !loop->response_started &&
+        conn->buffer_len <= loop->head_len) {
+        static const char continue_line[] = "HTTP/1.1 100 Continue\r\n\r\n";
+        struct iovec iov = {(void *)continue_line, sizeof(continue_line) - 1};
+        worker_loop_write(loop, &iov, 1);
+        loop->response_started = 0;
+    }
+    loop->continue_sent = 1;
+}
+
+/* Reads more of the current connection's input into its buffer (after the
+ * head).  0 ok, 408 on timeout, -1 when the client is gone. */
+static int read_more_body(struct worker_loop *loop)
+{
+    struct connection *conn = loop->current;
+    for (;;) {
+        size_t room = connection_reserve(conn, loop->head_len + CONNECTION_READ_SIZE);
+        if (room == 0)
+            return 0;
+        ssize_t n = read(conn->fd, conn->buffer + conn->buffer_len, room);
+        if (n > 0) {
+            conn->buffer_len += (size_t)n;
+            return 0;
+        }
+        if (n == 0)
+            return -1;
+        if (errno == EINTR)
+            continue;
+        if (errno != EAGAIN)
+            return -1;
+        if (!wait_for(conn->fd, POLLIN, loop->settings.read_timeout))
+            return 408;
+    }
+}
+
+int worker_loop_read_body(struct worker_loop *loop, char *out, size_t cap, size_t *got)
+{
+    struct connection *conn = loop->current;
+    *got = 0;
+    if (conn == NULL)
+        return -1;
+    if (loop->body_done)
+        return 0;
+    send_continue_if_expected(loop);
+
+    for (;;) {
+        /* body bytes buffered after the head */
+        size_t avail = conn->buffer_len - loop->head_len;
+        if (avail > 0) {
+            char *body = conn->buffer + loop->head_len;
+            if (loop->head.framing == HTTP_BODY_LENGTH) {
+                size_t take = avail < cap ? avail : cap;
+                if ((uint64_t)take > loop->body_remaining)
+                    take = (size_t)loop->body_remaining;
+                memcpy(out, body, take);
+                /* keep the head, drop the body bytes just handed out */
+                memmove(body, body + take, avail - take);
+                conn->buffer_len -= take;
+                loop->body_remaining -= take;
+                loop->body_received += take;
+                if (loop->body_remaining == 0)
+                    loop->body_done = 1;
+                *got = take;
+                return 0;
+            } else {
+                /* decoded data is never longer than its input: give the
+                 * decoder at most cap bytes and all it decodes fits in out */
+                size_t len = avail < cap ? avail : cap, consumed = 0;
+                int r = decode_chunked(&loop->chunked, body, &len, &consumed);
+                if (r == CHUNKED_ERROR)
+                    return 400;
+                size_t take = len;
+                memcpy(out, body, take);
+                memmove(body, body + consumed, avail - consumed);
+                conn->buffer_len -= consumed;
+                loop->body_received += take;
+                if (loop->settings.max_body_size &&
+                    loop->body_received > loop->settings.max_body_size)
+                    return 413;
+                if (r == CHUNKED_DONE)
+                    loop->body_done = 1;
+                if (take > 0 || loop->body_done) {
+                    *got = take;
+                    return 0;
+                }
+            }
+        }
+        int r = read_more_body(loop);
+        if (r != 0)
+            return r;
+    }
+}
+
+int worker_loop_may_keep_alive(struct worker_loop *loop)
+{
+    struct connection *conn = loop->current;
+    if (conn == NULL || !loop->head.keep_alive || loop->stopping)
+        return 0;
+    if (loop->settings.max_keepalive_requests &&
+        conn->requests_served + 1 >= loop->settings.max_keepalive_requests)
+        return 0;
+    return 1;
+}
+
+void worker_loop_finish_request(struct worker_loop *loop, int keep_alive)
+{
+    struct connection *conn = loop->current;
+    if (conn == NULL)
+        return;
+    loop->current = NULL;
+    conn->requests_served++;
+    loop->requests_total++;
+
+    if (!loop->body_done)
+        keep_alive = 0; /* the app did not read the body: where would the next request start? */
+    if (!keep_alive) {
+        if (conn->buffer_len > loop->head_len || !loop->body_done)
+            close_lingering(loop, conn); /* the client may still be sending */
+        else
+            close_connection(loop, conn);
+        return;
+    }
+    connection_consume(conn, loop->head_len);
+    if (conn->buffer_len > 0) {
+        /* pipelined: the next request is (partly) here already */
+        conn->state = CONNECTION_READING_HEAD;
+        timer_append(loop, conn, TIMER_READING_HEAD, now_seconds() + loop->settings.header_timeout);
+        examine_buffered_head(loop, conn, 0);
+    } else {
+        conn->state = CONNECTION_IDLE;
+        connection_release_buffer(conn);
+        timer_append(loop, conn, TIMER_IDLE, now_seconds() + loop->settings.keepalive_timeout);
+    }
+}
+
+void worker_loop_fail_request(struct worker_loop *loop, int status)
+{
+    struct connection *conn = loop->current;
+    if (conn == NULL)
+        return;
+    if (!loop->response_started)
+        send_error_response(conn, status);
+    loop->current = NULL;
+    conn->requests_served++;
+    loop->requests_total++;
+    close_lingering(loop, conn);
+}
+
+void worker_loop_release_current(struct worker_loop *loop)
+{
+    struct connection *conn = loop->current;
+    if (conn == NULL)
+        return;
+    loop->requests_total++;
+    close_connection(loop, conn); /* our descriptor only: the app holds a duplicate */
+}
+
+void worker_loop_stop(struct worker_loop *loop)
+{
+    if (loop->stopping)
+        return;
+    loop->stopping = 1;
+    loop->accepting = 0;
+    for (int i = 0; i < loop->num_listeners; i++)
+        epoll_ctl(loop->epoll_fd, EPOLL_CTL_DEL, loop->listeners[i].fd, NULL);
+    struct connection *conn;
+    while ((conn = loop->timers[TIMER_IDLE].first))
+        close_connection(loop, conn);
+    /* Kept-alive connections that have sent nothing of their next request are
+     * idle too.  New connections are not: their first request is on its way. */
+    for (conn = loop->timers[TIMER_READING_HEAD].first; conn;) {
+        struct connection *next = conn->timer_link.next;
+        if (conn->buffer_len == 0 && conn->requests_served > 0)
+            close_connection(loop, conn);
+        conn = next;
+    }
+}
+
+int worker_loop_is_drained(const struct worker_loop *loop)
+{
+    return loop->num_connections == 0 || (loop->current == NULL && loop->ready_first == NULL &&
+                                          loop->timers[TIMER_READING_HEAD].first == NULL &&
+                                          loop->timers[TIMER_LINGERING].first == NULL);
+}

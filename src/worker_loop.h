@@ -1,0 +1,134 @@
+/*
+ * worker_loop.h - the event loop of one worker process.
+ *
+ * A worker waits in epoll on the listen sockets and on the connections it
+ * owns.  next_request() returns as soon as one of them holds a complete
+ * request head; the worker then answers it (the app runs in Perl) and calls
+ * finish_request(), which keeps the connection for its next request or
+ * closes it.  A connection that is idle or still sending its head costs the
+ * worker nothing: it waits in the same epoll as every other one.
+ *
+ * Malformed requests, timeouts and limits are answered here, in C, with the
+ * right status and a closed connection; Perl never sees them.  No Perl here.
+ */
+#ifndef SEROW_WORKER_LOOP_H
+#define SEROW_WORKER_LOOP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "connection.h"
+#include "http_parser.h"
+
+#define WORKER_MAX_LISTENERS 64
+/* The header array is sized once; max_headers may not exceed it. */
+#define WORKER_HEADERS_CAPACITY 1024
+
+struct listener {
+    int fd;
+    int is_unix;
+    char server_name[256];
+    int server_port;
+};
+
+struct worker_settings {
+    struct http_limits limits;
+    uint64_t max_body_size;        /* 0: unlimited */
+    double header_timeout;         /* seconds for a whole request head */
+    double read_timeout;           /* seconds without progress reading a body */
+    double write_timeout;          /* seconds without progress writing a response */
+    double keepalive_timeout;      /* seconds an idle keep-alive connection is kept */
+    unsigned long max_keepalive_requests; /* per connection; 0: unlimited */
+};
+
+enum timer_list_kind {
+    TIMER_READING_HEAD, /* deadline: header timeout */
+    TIMER_IDLE,         /* deadline: keep-alive timeout */
+    TIMER_LINGERING,    /* deadline: end of a lingering close */
+    TIMER_LIST_COUNT
+};
+
+struct timer_list {
+    struct connection *first, *last;
+};
+
+struct worker_loop {
+    int epoll_fd;
+    struct worker_settings settings;
+    struct listener listeners[WORKER_MAX_LISTENERS];
+    int num_listeners;
+    int accepting;
+    int stopping;
+
+    struct connection **connections; /* indexed by fd */
+    int connections_size;
+    int num_connections;
+
+    struct timer_list timers[TIMER_LIST_COUNT];
+    struct connection *ready_first, *ready_last;
+
+    /* the request being answered */
+    struct connection *current;
+    struct http_request_head head;
+    struct http_header headers[WORKER_HEADERS_CAPACITY];
+    size_t head_len;
+    uint64_t body_remaining;     /* Content-Length bytes not yet read */
+    uint64_t body_received;      /* decoded body bytes handed out */
+    struct chunked_decoder chunked;
+    int body_done;
+    int continue_sent;
+    int response_started;
+
+    unsigned long requests_total;
+};
+
+struct worker_loop *worker_loop_new(const struct worker_settings *settings);
+void worker_loop_free(struct worker_loop *loop);
+int worker_loop_add_listener(struct worker_loop *loop, int fd, int is_unix,
+                             const char *server_name, int server_port);
+
+/* Waits for a request.  1: loop->current holds one (loop->head parsed).
+ * 0: interrupted by a signal, or (when loop->stopping) nothing left to do;
+ * check worker_loop_is_drained(). */
+int worker_loop_next_request(struct worker_loop *loop);
+
+/* Reads up to cap bytes of the current request's body (chunked coding
+ * removed) into out.  Returns 0 with *got > 0 for data, 0 with *got == 0 at
+ * the end of the body, or an HTTP status (400, 408, 413) when the body is
+ * broken, too large or too slow, or -1 when the client went away.  Sends
+ * "100 Continue" first when the client asked for it. */
+int worker_loop_read_body(struct worker_loop *loop, char *out, size_t cap, size_t *got);
+
+/* Writes all of iov to the current connection, waiting up to write_timeout
+ * for progress.  0 on success, -1 when the client is gone or too slow. */
+int worker_loop_write(struct worker_loop *loop, struct iovec *iov, int iovcnt);
+
+/* Sends len bytes of file_fd from offset with sendfile(2). */
+int worker_loop_sendfile(struct worker_loop *loop, int file_fd, uint64_t offset, uint64_t len);
+
+/* Whether the current connection may stay open after this response, given
+ * what the client asked for and the limits. */
+int worker_loop_may_keep_alive(struct worker_loop *loop);
+
+/* Ends the current request.  keep_alive = 0 closes the connection (after
+ * discarding what the client still sends, so that it reads the response). */
+void worker_loop_finish_request(struct worker_loop *loop, int keep_alive);
+
+/* Sends a complete error response on the current connection and closes it. */
+void worker_loop_fail_request(struct worker_loop *loop, int status);
+
+/* The current connection is taken over by the app (psgix.io): forget it
+ * without closing the socket the app now holds a duplicate of. */
+void worker_loop_release_current(struct worker_loop *loop);
+
+/* Graceful stop: no more accepting, idle connections closed, requests whose
+ * heads are arriving may still complete. */
+void worker_loop_stop(struct worker_loop *loop);
+int worker_loop_is_drained(const struct worker_loop *loop);
+
+/* Formats an "HTTP-date" for the Date header into out (30 bytes + NUL),
+ * recomputed at most once a second. */
+const char *http_date_now(void);
+
+#endif
