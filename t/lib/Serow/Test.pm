@@ -18,7 +18,7 @@ use Time::HiRes ();
 use Fcntl ();
 
 our @EXPORT_OK = qw(start_server raw_request raw_connect read_response parse_response
-                    wait_until);
+                    wait_until child_pids process_alive gate hammer http_get);
 
 # Generous: the machine is shared and slow; these bound a wait, never pace it.
 use constant READ_TIMEOUT => 30;
@@ -28,12 +28,20 @@ my $ROOT = Cwd::abs_path(File::Spec->catdir(__FILE__, (File::Spec->updir) x 4));
 
 sub root { $ROOT }
 
-# start_server(app => CODE | app_file => PATH, options => [...], listen => 'unix' | 'tcp')
+# start_server(app => CODE | app_file => PATH | command => [ARGV], options => [...],
+#              listen => 'tcp' | 'unix' | 'none', env => {...})
+# listen 'none' hands no socket over: the server opens the ones its --listen
+# options name (find a port with Net::EmptyPort and wait for it).  command runs
+# that command line instead (plackup, start_server, a perl -e), with the same
+# log pipe, environment and process group.
 sub start_server {
     my (%args) = @_;
     my $self = bless { log => '' }, __PACKAGE__;
     my @fds;
-    if (($args{listen} // 'tcp') eq 'unix') {
+    my $listen = $args{listen} // 'tcp';
+    if ($listen eq 'none') {
+        # nothing to hand over
+    } elsif ($listen eq 'unix') {
         require IO::Socket::UNIX;
         $self->{dir} = File::Temp->newdir;
         $self->{path} = "$self->{dir}/serow.sock";
@@ -46,9 +54,11 @@ sub start_server {
         $self->{port} = $self->{socket}->sockport;
         push @fds, "127.0.0.1:$self->{port}=" . fileno($self->{socket});
     }
-    # The child must inherit the listen socket.
-    my $flags = fcntl($self->{socket}, Fcntl::F_GETFD(), 0);
-    fcntl($self->{socket}, Fcntl::F_SETFD(), $flags & ~Fcntl::FD_CLOEXEC());
+    if ($self->{socket}) {
+        # The child must inherit the listen socket.
+        my $flags = fcntl($self->{socket}, Fcntl::F_GETFD(), 0);
+        fcntl($self->{socket}, Fcntl::F_SETFD(), $flags & ~Fcntl::FD_CLOEXEC());
+    }
 
     pipe(my $log_read, my $log_write) or die "pipe: $!";
     my @options = @{ $args{options} || [] };
@@ -56,9 +66,18 @@ sub start_server {
     if ($pid == 0) {
         close $log_read;
         POSIX::dup2(fileno($log_write), 2) or POSIX::_exit(111);
-        $ENV{SERVER_STARTER_PORT} = join ';', @fds;
+        if (@fds) {
+            $ENV{SERVER_STARTER_PORT} = join ';', @fds;
+        } else {
+            delete @ENV{qw(SERVER_STARTER_PORT LISTEN_FDS LISTEN_PID)};
+        }
         %ENV = (%ENV, %{ $args{env} || {} });
         POSIX::setpgid(0, 0);
+        if ($args{command}) {
+            my @command = @{ $args{command} };
+            { exec { $command[0] } @command }
+            POSIX::_exit(112);
+        }
         if ($args{app_file}) {
             { exec $^X, "-I$ROOT/blib/lib", "-I$ROOT/blib/arch", "$ROOT/script/serow", @options,
                 $args{app_file} }
@@ -165,14 +184,15 @@ sub DESTROY {
     waitpid($self->{pid}, 0);
 }
 
-# A connected socket to the server.
+# A connected socket to the server, or to any { host, port } or { path }
+# (host defaults to 127.0.0.1).
 sub raw_connect {
     my ($server) = @_;
     if ($server->{path}) {
         require IO::Socket::UNIX;
         return IO::Socket::UNIX->new(Peer => $server->{path}) || die "connect: $!";
     }
-    return IO::Socket::IP->new(PeerHost => '127.0.0.1', PeerPort => $server->{port})
+    return IO::Socket::IP->new(PeerHost => $server->{host} // '127.0.0.1', PeerPort => $server->{port})
         || die "connect: $@";
 }
 
@@ -302,5 +322,196 @@ sub wait_until {
         $interval *= 2 if $interval < 0.2;
     }
 }
+
+# ---- processes ---------------------------------------------------------------
+
+# The pids whose parent is $pid (from /proc), zombies left out.
+sub child_pids {
+    my ($pid) = @_;
+    my @children;
+    for my $stat (glob '/proc/[0-9]*/stat') {
+        open(my $fh, '<', $stat) or next; # the process may be gone already
+        my $line = <$fh> // next;
+        # "pid (comm) state ppid ...": comm may hold spaces and parentheses
+        my ($state, $ppid) = substr($line, rindex($line, ')') + 2) =~ /\A(\S) (\d+)/ or next;
+        push @children, ($line =~ /\A(\d+)/)[0] if $ppid == $pid && $state ne 'Z';
+    }
+    return sort { $a <=> $b } @children;
+}
+
+# Whether $pid runs (a zombie does not).
+sub process_alive {
+    my ($pid) = @_;
+    open(my $fh, '<', "/proc/$pid/stat") or return 0;
+    my $line = <$fh> // return 0;
+    return substr($line, rindex($line, ')') + 2, 1) ne 'Z';
+}
+
+sub worker_pids { child_pids($_[0]{pid}) }
+
+# ---- requests ------------------------------------------------------------------
+
+# One GET on a new connection; returns the parsed response (or undef).
+sub http_get {
+    my ($target, $path, %opts) = @_;
+    my $raw = raw_request($target, "GET " . ($path // '/') . " HTTP/1.1\r\nHost: localhost\r\n"
+        . "Connection: close\r\n\r\n", %opts);
+    return scalar parse_response($raw);
+}
+
+# gate(): a pipe an app can wait on until the test lets it through, for a
+# request that is in flight for as long as the test wants.
+#   app:  $gate->wait           (or, in an app file: Serow::Test::Gate->from_fd($ENV{...})->wait)
+#   test: $gate->open($n)       (lets $n waiting requests through)
+# The read end stays open across exec: pass $gate->fd to an app file.
+sub gate { Serow::Test::Gate->new }
+
+# hammer($target, clients => 2, path => '/', expect => qr/.../): processes
+# that send GET requests, each on a new connection, until stopped (or
+# max_seconds / max_requests pass).  ->wait_running waits for every client's
+# first answer; ->stop returns { ok, failed, errors => [first few] }.
+sub hammer { Serow::Test::Hammer->new(@_) }
+
+package Serow::Test::Gate;
+
+sub new {
+    my ($class) = @_;
+    pipe(my $r, my $w) or die "pipe: $!";
+    my $flags = fcntl($r, Fcntl::F_GETFD(), 0);
+    fcntl($r, Fcntl::F_SETFD(), $flags & ~Fcntl::FD_CLOEXEC());
+    return bless { r => $r, w => $w }, $class;
+}
+
+sub from_fd {
+    my ($class, $fd) = @_;
+    open(my $r, '<&=', $fd) or die "gate fd $fd: $!";
+    return bless { r => $r }, $class;
+}
+
+sub fd { fileno $_[0]{r} }
+
+# In the app: blocks until the test opens the gate.  A signal does not end
+# the wait (the worker's TERM handler runs and the wait goes on).
+sub wait {
+    my ($self) = @_;
+    for (;;) {
+        my $n = sysread($self->{r}, my $byte, 1);
+        return 1 if $n;
+        return 0 if defined $n || !$!{EINTR};
+    }
+}
+
+sub open {
+    my ($self, $n) = @_;
+    syswrite($self->{w}, 'x' x ($n // 1)) or die "gate: $!";
+}
+
+package Serow::Test::Hammer;
+
+sub new {
+    my ($class, $target, %opts) = @_;
+    my $self = bless { clients => [], reports => {} }, $class;
+    pipe(my $stop_r, my $stop_w) or die "pipe: $!";
+    pipe(my $report_r, my $report_w) or die "pipe: $!";
+    $report_w->autoflush(1);
+    for (1 .. $opts{clients} // 2) {
+        my $pid = fork // die "fork: $!";
+        if ($pid == 0) {
+            close $stop_w;
+            close $report_r;
+            my $status = eval { _client($target, $stop_r, $report_w, %opts); 1 } ? 0 : 1;
+            print {$report_w} "result 0 1 client died: $@\n" if $status;
+            POSIX::_exit($status);
+        }
+        push @{ $self->{clients} }, $pid;
+    }
+    close $stop_r;
+    close $report_w;
+    @$self{qw(stop_w report_r)} = ($stop_w, $report_r);
+    return $self;
+}
+
+sub _client {
+    my ($target, $stop, $report, %opts) = @_;
+    my $deadline = Time::HiRes::time + ($opts{max_seconds} // 120);
+    my $max = $opts{max_requests} // 100_000;
+    my $expect = $opts{expect} // qr/\A/;
+    my $stopped = IO::Select->new($stop);
+    my ($ok, $failed, @errors) = (0, 0);
+    while ($ok + $failed < $max && Time::HiRes::time < $deadline && !$stopped->can_read(0)) {
+        my $res = eval { Serow::Test::http_get($target, $opts{path} // '/') };
+        if ($res && $res->{status} == 200 && $res->{body} =~ $expect) {
+            print {$report} "running\n" if !$ok++;
+        } else {
+            $failed++;
+            push @errors, $@ ? "no connection: $@" : $res ? "status $res->{status}: $res->{body}"
+                : 'no response' if @errors < 5;
+        }
+    }
+    s/\s+/ /g for @errors;
+    print {$report} join(' ', 'result', $ok, $failed, join(' | ', @errors)), "\n";
+}
+
+sub _read_reports {
+    my ($self, $timeout) = @_;
+    my $sel = IO::Select->new($self->{report_r});
+    return 0 unless $sel->can_read($timeout);
+    my $n = sysread($self->{report_r}, my $chunk, 65536);
+    return 0 unless $n;
+    $self->{buffer} .= $chunk;
+    while ($self->{buffer} =~ s/\A([^\n]*)\n//) {
+        my $line = $1;
+        if ($line eq 'running') { $self->{running}++ }
+        elsif ($line =~ /\Aresult (\d+) (\d+) ?(.*)\z/) { push @{ $self->{results} }, [$1, $2, $3] }
+    }
+    return 1;
+}
+
+# Waits until every client has had one answer; returns whether they have.
+sub wait_running {
+    my ($self, $timeout) = @_;
+    my $deadline = Time::HiRes::time + ($timeout // Serow::Test::READ_TIMEOUT);
+    while (($self->{running} // 0) + @{ $self->{results} || [] } < @{ $self->{clients} }) {
+        my $left = $deadline - Time::HiRes::time;
+        return 0 if $left <= 0;
+        $self->_read_reports($left);
+    }
+    return ($self->{running} // 0) == @{ $self->{clients} };
+}
+
+sub stop {
+    my ($self) = @_;
+    syswrite($self->{stop_w}, 'x');
+    my $deadline = Time::HiRes::time + Serow::Test::STOP_TIMEOUT;
+    while (@{ $self->{results} || [] } < @{ $self->{clients} } && Time::HiRes::time < $deadline) {
+        $self->_read_reports($deadline - Time::HiRes::time);
+    }
+    $self->_reap;
+    my %total = (ok => 0, failed => 0, errors => []);
+    for (@{ $self->{results} || [] }) {
+        $total{ok} += $_->[0];
+        $total{failed} += $_->[1];
+        push @{ $total{errors} }, $_->[2] if length $_->[2];
+    }
+    $total{failed} += @{ $self->{clients} } - @{ $self->{results} || [] }; # a client that never answered
+    return \%total;
+}
+
+sub _reap {
+    my ($self) = @_;
+    for my $pid (@{ $self->{clients} }) {
+        kill 'KILL', $pid;
+        waitpid($pid, 0);
+    }
+    $self->{clients_reaped} = 1;
+}
+
+sub DESTROY {
+    my ($self) = @_;
+    local ($?, $@, $!);
+    $self->_reap unless $self->{clients_reaped};
+}
+
+package Serow::Test;
 
 1;
