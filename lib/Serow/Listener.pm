@@ -58,10 +58,16 @@ sub open_address {
             die "--listen: $path is in use by another server\n" if $probe;
             unlink $path;
         }
-        $socket = IO::Socket::UNIX->new(Local => $path, Listen => $opts{backlog})
-            or die "--listen: cannot listen on $path: $!\n";
-        if (defined $opts{socket_mode}) {
-            chmod $opts{socket_mode}, $path or die "--socket-mode: cannot chmod $path: $!\n";
+        my $mode = defined $opts{socket_mode} ? oct $opts{socket_mode} : undef;
+        # With a mode asked for, the socket is created with no more
+        # permissions than that: no client can connect before the chmod.
+        my $umask = defined $mode ? umask(~$mode & 0777) : undef;
+        $socket = IO::Socket::UNIX->new(Local => $path, Listen => $opts{backlog});
+        my $error = $!;
+        umask $umask if defined $umask;
+        $socket or die "--listen: cannot listen on $path: $error\n";
+        if (defined $mode) {
+            chmod $mode, $path or die "--socket-mode: cannot chmod $path: $!\n";
         }
     } else {
         die "--listen: port '$parsed->{port}' is out of range\n" if $parsed->{port} > 65535;

@@ -2,13 +2,15 @@ package Serow::Options;
 use strict;
 use warnings;
 
+use B ();
 use Getopt::Long ();
 
 # Every option of the server, in one table: the command line, --help,
 # Plack::Handler::Serow and the defaults all come from here.
 #   name => [type, default, help]
 # Types: int (whole number >= 0), size (bytes, K/M/G suffixes), seconds
-# (a positive number), string, list (repeatable string), mode (octal).
+# (a positive number), string, list (repeatable string), mode (octal, kept as
+# a string such as "0660").
 my @OPTIONS = (
     listen => ['list', [], 'HOST:PORT, [IPv6]:PORT, :PORT or /path/to.sock to listen on (repeatable; default 0.0.0.0:5000)'],
     socket_mode => ['mode', undef, 'permissions of UNIX sockets Serow creates, in octal (e.g. 0660)'],
@@ -52,6 +54,14 @@ sub _parse_size {
 
 sub _dashed { (my $n = shift) =~ tr/_/-/; $n }
 
+# A value Perl holds as a number and never held as a string.
+sub _is_number {
+    my ($value) = @_;
+    return 0 unless defined $value && !ref $value;
+    my $flags = B::svref_2object(\$value)->FLAGS;
+    return ($flags & (B::SVf_IOK() | B::SVf_NOK())) && !($flags & B::SVf_POK());
+}
+
 # Checks and converts one value; dies with a message naming the option.
 sub normalize {
     my ($class, $name, $value) = @_;
@@ -71,8 +81,11 @@ sub normalize {
         return $value + 0;
     }
     if ($type eq 'mode') {
+        # Kept as an octal string ("0660"), so that checking a checked value
+        # again changes nothing; a Perl number (the literal 0660) is the mode.
+        return sprintf '%04o', $value if _is_number($value) && $value >= 0 && $value <= 07777;
         defined $value && $value =~ /\A0?[0-7]{3,4}\z/ or die "$flag: '" . ($value // '') . "' is not an octal mode such as 0660\n";
-        return oct $value;
+        return sprintf '%04o', oct $value;
     }
     if ($type eq 'list') {
         return [ map { split /,/ } ref $value eq 'ARRAY' ? @$value : ($value) ];

@@ -1,0 +1,118 @@
+use strict;
+use warnings;
+use Test::More;
+use lib 't/lib';
+use Serow::Options ();
+use Serow::Test ();
+
+# Option mistakes are errors that say what is wrong, whichever way the
+# options come in: the serow command line, Serow::Server->new (and so
+# plackup -s Serow), or Serow::Options itself.
+
+my $ROOT = Serow::Test::root();
+
+# Runs script/serow; returns (exit status, stdout + stderr).
+sub serow {
+    my (@argv) = @_;
+    my $pid = open(my $out, '-|') // die "fork: $!";
+    if ($pid == 0) {
+        open(STDERR, '>&', \*STDOUT) or die;
+        exec $^X, "-I$ROOT/blib/lib", "-I$ROOT/blib/arch", "$ROOT/script/serow", @argv;
+        die "exec: $!";
+    }
+    local $/;
+    my $text = <$out> // '';
+    close $out;
+    return ($? >> 8, $text);
+}
+
+subtest 'an unknown option is an error with a hint' => sub {
+    my ($status, $text) = serow('--max-request', 5, "$ROOT/eg/hello.psgi");
+    is $status, 2, 'exit status 2';
+    like $text, qr/unknown option --max-request\b.*did you mean --max-requests\?/, 'names it and suggests the right one';
+
+    ($status, $text) = serow('--wrokers', 5, "$ROOT/eg/hello.psgi");
+    is $status, 2;
+    like $text, qr/unknown option --wrokers.*did you mean --workers\?/;
+
+    ($status, $text) = serow('--frobnicate-everything', "$ROOT/eg/hello.psgi");
+    is $status, 2;
+    like $text, qr/unknown option --frobnicate-everything \(see --help\)/, 'far from any option: only the pointer to --help';
+};
+
+subtest 'a bad value names the option' => sub {
+    for my $case (
+        [['--workers', 'many'], qr/--workers: 'many' is not a whole number/],
+        [['--workers', '-1'], qr/--workers: '-1' is not a whole number/],
+        [['--max-requests', '1.5'], qr/--max-requests: '1\.5' is not a whole number/],
+        [['--graceful-timeout', '0'], qr/--graceful-timeout: '0' is not a positive number of seconds/],
+        [['--keepalive-timeout', 'soon'], qr/--keepalive-timeout: 'soon' is not a positive number/],
+        [['--max-body-size', '12Q'], qr/--max-body-size: '12Q' is not a size/],
+        [['--socket-mode', '0999'], qr/--socket-mode: '0999' is not an octal mode/],
+        [['--socket-mode', 'rw'], qr/--socket-mode: 'rw' is not an octal mode/],
+        [['--listen', 'localhost'], qr/--listen: 'localhost' is not HOST:PORT/],
+        [['--listen', '127.0.0.1:99999'], qr/--listen: port '99999' is out of range/],
+    ) {
+        my ($argv, $message) = @$case;
+        my ($status, $text) = serow(@$argv, "$ROOT/eg/hello.psgi");
+        is $status, 2, "@$argv: exit status 2";
+        like $text, $message, "@$argv: says what is wrong";
+    }
+};
+
+subtest 'a missing value is an error too' => sub {
+    my ($status, $text) = serow('--workers');
+    is $status, 2;
+    like $text, qr/workers/, 'names the option';
+};
+
+subtest 'arguments after the app are refused' => sub {
+    my ($status, $text) = serow("$ROOT/eg/hello.psgi", '--workers', 2);
+    is $status, 2;
+    like $text, qr/unexpected arguments after the app: --workers 2 \(options go before it\)/;
+};
+
+subtest 'an app that does not load is an error' => sub {
+    my ($status, $text) = serow("$ROOT/t/no-such-app.psgi");
+    is $status, 2;
+    like $text, qr/cannot load .*no-such-app\.psgi/;
+};
+
+subtest '--help lists every option with its default' => sub {
+    my ($status, $text) = serow('--help');
+    is $status, 0;
+    for my $name (Serow::Options->names) {
+        (my $flag = $name) =~ tr/_/-/;
+        like $text, qr/^  --\Q$flag\E\b/m, "--$flag";
+    }
+    like $text, qr/--workers=N\s+worker processes \(default: 4\)/;
+};
+
+subtest 'options as a hash: unknown keys and bad values die' => sub {
+    ok !eval { Serow::Options->from_hash(max_request => 5); 1 }, 'an unknown key dies';
+    like $@, qr/unknown option 'max_request' \(did you mean --max-requests\?/;
+    ok !eval { Serow::Options->from_hash('max-requests' => 'x'); 1 }, 'a bad value dies';
+    like $@, qr/--max-requests: 'x' is not a whole number/;
+    my $o = Serow::Options->from_hash('max-requests' => 7, keepalive_timeout => '2.5', max_body_size => '2M');
+    is $o->{max_requests}, 7, 'dashes or underscores';
+    is $o->{keepalive_timeout}, 2.5;
+    is $o->{max_body_size}, 2 * 1024 * 1024, 'sizes take suffixes';
+    is $o->{workers}, 4, 'defaults are filled in';
+};
+
+subtest 'checking checked options again changes nothing' => sub {
+    # script/serow checks the command line, then Serow::Server->new checks
+    # the result again: every value must come out the same.
+    my ($once) = Serow::Options->from_argv(qw(--socket-mode 0660 --workers 3 --max-body-size 1K
+        --graceful-timeout 1.5 --listen 127.0.0.1:1 --listen /tmp/x.sock));
+    delete @$once{qw(help version)};
+    my $twice = Serow::Options->from_hash(%$once);
+    is_deeply $twice, $once, 'from_hash(from_argv(...)) is from_argv(...)';
+    is $twice->{socket_mode}, '0660', 'the mode stays 0660';
+    is oct $twice->{socket_mode}, 0660;
+    is(Serow::Options->from_hash(socket_mode => 0660)->{socket_mode}, '0660',
+        'a Perl octal literal is the mode it says');
+    is(Serow::Options->from_hash(socket_mode => '600')->{socket_mode}, '0600');
+};
+
+done_testing;
