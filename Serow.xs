@@ -68,6 +68,8 @@ loop_new(const char *class, HV *settings)
     RETVAL = worker_loop_new(&s);
     if (RETVAL == NULL)
         croak("cannot create the event loop: %s", strerror(errno));
+    /* Perl's "a signal waits for its handler" flag: see wait_for_events. */
+    RETVAL->signal_pending = (volatile int *)&PL_sig_pending;
   OUTPUT:
     RETVAL
 

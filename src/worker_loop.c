@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -461,6 +462,33 @@ static int start_request(struct worker_loop *loop, struct connection *conn)
     return 1;
 }
 
+/*
+ * epoll_wait that a signal always interrupts.  A signal caught after the
+ * embedding last looked at its pending signals, but before epoll_wait began,
+ * would leave the loop asleep with the signal unhandled (a TERM ignored until
+ * the master's --graceful-timeout kills the worker).  So signals are blocked
+ * while *signal_pending is checked, and epoll_pwait unblocks them atomically.
+ */
+static int wait_for_events(struct worker_loop *loop, struct epoll_event *events, int timeout_ms)
+{
+    if (loop->signal_pending == NULL)
+        return epoll_wait(loop->epoll_fd, events, EPOLL_BATCH, timeout_ms);
+    sigset_t all, old;
+    sigfillset(&all);
+    sigprocmask(SIG_BLOCK, &all, &old);
+    int n;
+    if (*loop->signal_pending) {
+        n = -1;
+        errno = EINTR;
+    } else {
+        n = epoll_pwait(loop->epoll_fd, events, EPOLL_BATCH, timeout_ms, &old);
+    }
+    int saved_errno = errno;
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    errno = saved_errno;
+    return n;
+}
+
 int worker_loop_next_request(struct worker_loop *loop)
 {
     struct epoll_event events[EPOLL_BATCH];
@@ -474,12 +502,9 @@ int worker_loop_next_request(struct worker_loop *loop)
             return 0;
 
         double now = now_seconds();
-        int n = epoll_wait(loop->epoll_fd, events, EPOLL_BATCH, next_timeout_ms(loop, now));
-        if (n < 0) {
-            if (errno == EINTR)
-                return 0; /* let Perl run its signal handlers */
-            return 0;
-        }
+        int n = wait_for_events(loop, events, next_timeout_ms(loop, now));
+        if (n < 0)
+            return 0; /* EINTR: let Perl run its signal handlers */
         for (int i = 0; i < n; i++) {
             uint64_t tag = events[i].data.u64;
             if (tag & LISTENER_TAG) {

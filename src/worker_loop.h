@@ -81,6 +81,11 @@ struct worker_loop {
     int response_started;
 
     unsigned long requests_total;
+
+    /* Non-zero while a signal has arrived that the embedding (Perl) has not
+     * handled yet: the loop then returns instead of waiting, since a signal
+     * caught just before epoll_wait would not interrupt it.  NULL: none. */
+    volatile int *signal_pending;
 };
 
 struct worker_loop *worker_loop_new(const struct worker_settings *settings);
