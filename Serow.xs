@@ -8,6 +8,8 @@
 #include "perl.h"
 #include "XSUB.h"
 
+#include <sys/prctl.h>
+
 #include "src/worker_loop.h"
 #include "src/psgi_env.h"
 #include "src/psgi_response.h"
@@ -252,5 +254,13 @@ referent_refcount(SV *ref)
     /* How many references the thing ref points at has: a psgix.io handle
      * with more than ours is one the app kept. */
     RETVAL = SvROK(ref) ? (int)SvREFCNT(SvRV(ref)) : 0;
+  OUTPUT:
+    RETVAL
+
+int
+set_parent_death_signal(int signal)
+  CODE:
+    /* The kernel sends signal to this process when its parent exits. */
+    RETVAL = prctl(PR_SET_PDEATHSIG, (unsigned long)signal) == 0;
   OUTPUT:
     RETVAL

@@ -5,6 +5,7 @@ use warnings;
 use POSIX qw(WNOHANG SIGTERM SIGKILL SIG_BLOCK SIG_SETMASK);
 use Time::HiRes ();
 
+use Serow ();
 use Serow::Worker ();
 use Serow::Log ();
 
@@ -14,8 +15,21 @@ use constant IDLE_WAKE_SECONDS => 1;
 # A worker that dies this soon after it started is probably failing at start:
 # replacements are then spawned no faster than one per this many seconds.
 use constant FAST_DEATH_SECONDS => 1;
+# Each worker draws its own --max-requests limit, up to this share below the
+# option, so that workers started together do not all restart together.
+use constant MAX_REQUESTS_SPREAD => 0.25;
 
 my @SIGNALS = qw(TERM INT QUIT HUP TTIN TTOU CHLD);
+
+# What each signal asks of the master (CHLD only wakes it up to reap).
+my %ON_SIGNAL = (
+    TERM => 'stop',
+    INT  => 'stop',
+    QUIT => 'stop',
+    HUP  => 'restart_workers',
+    TTIN => 'add_worker',
+    TTOU => 'remove_worker',
+);
 
 sub new {
     my ($class, %args) = @_;
@@ -23,8 +37,9 @@ sub new {
         app        => $args{app},
         options    => $args{options},
         listeners  => $args{listeners},
+        on_ready   => $args{on_ready}, # called once the signal handlers are in place
         target     => $args{options}{workers},
-        workers    => {},   # pid => { generation, started, stopping_since }
+        workers    => {},   # pid => { generation, started, stopping_since, killed }
         generation => 1,
         pending    => [],   # signals received, handled in order by the loop
     }, $class;
@@ -35,49 +50,67 @@ sub run {
     local $0 = "serow master";
     local @SIG{@SIGNALS} = map { my $sig = $_; sub { push @{ $self->{pending} }, $sig } } @SIGNALS;
     local $SIG{PIPE} = 'IGNORE';
+    $self->{pid} = $$;
+    $self->{on_ready}->() if $self->{on_ready};
 
     $self->spawn_missing_workers;
-    for (;;) {
-        select(undef, undef, undef, IDLE_WAKE_SECONDS) unless @{ $self->{pending} };
+    until ($self->{stopping} && !%{ $self->{workers} }) {
+        $self->wait_for_event;
         $self->reap_workers;
-        while (defined(my $sig = shift @{ $self->{pending} })) {
-            $self->handle_signal($sig);
-        }
-        if ($self->{stopping}) {
-            $self->kill_overdue_workers;
-            last unless %{ $self->{workers} };
-            next;
-        }
-        $self->retire_surplus_workers;
+        $self->handle_signals;
         $self->kill_overdue_workers;
+        next if $self->{stopping};
+        $self->retire_surplus_workers;
         $self->spawn_missing_workers;
     }
     Serow::Log->info("stopped");
     return 0;
 }
 
-sub handle_signal {
-    my ($self, $sig) = @_;
-    if ($sig eq 'TERM' || $sig eq 'INT' || $sig eq 'QUIT') {
-        return if $self->{stopping};
-        Serow::Log->info("received SIG$sig: finishing in-flight requests, then exiting");
-        $self->{stopping} = 1;
-        $self->stop_worker($_) for keys %{ $self->{workers} };
-    } elsif ($sig eq 'HUP') {
-        # New workers first, then the old ones finish what they have: the
-        # listen sockets never go unserved.
-        Serow::Log->info("received SIGHUP: replacing workers gracefully");
-        my @old = keys %{ $self->{workers} };
-        $self->{generation}++;
-        $self->spawn_missing_workers;
-        $self->stop_worker($_) for @old;
-    } elsif ($sig eq 'TTIN') {
-        $self->{target}++;
-        Serow::Log->info("received SIGTTIN: $self->{target} workers");
-    } elsif ($sig eq 'TTOU') {
-        $self->{target}-- if $self->{target} > 1;
-        Serow::Log->info("received SIGTTOU: $self->{target} workers");
+sub wait_for_event {
+    my ($self) = @_;
+    select(undef, undef, undef, IDLE_WAKE_SECONDS) unless @{ $self->{pending} };
+}
+
+sub handle_signals {
+    my ($self) = @_;
+    while (defined(my $sig = shift @{ $self->{pending} })) {
+        my $method = $ON_SIGNAL{$sig} or next;
+        # Once stopping, only the exit is left: a HUP or TTIN must not start
+        # workers that nobody would stop.
+        next if $self->{stopping};
+        $self->$method($sig);
     }
+}
+
+sub stop {
+    my ($self, $sig) = @_;
+    Serow::Log->info("received SIG$sig: finishing in-flight requests, then exiting");
+    $self->{stopping} = 1;
+    $self->stop_worker($_) for keys %{ $self->{workers} };
+}
+
+# New workers first, then the old ones finish what they have: the listen
+# sockets never go unserved.
+sub restart_workers {
+    my ($self, $sig) = @_;
+    Serow::Log->info("received SIG$sig: replacing workers gracefully");
+    my @old = keys %{ $self->{workers} };
+    $self->{generation}++;
+    $self->spawn_missing_workers;
+    $self->stop_worker($_) for @old;
+}
+
+sub add_worker {
+    my ($self, $sig) = @_;
+    $self->{target}++;
+    Serow::Log->info("received SIG$sig: $self->{target} workers");
+}
+
+sub remove_worker {
+    my ($self, $sig) = @_;
+    $self->{target}-- if $self->{target} > 1;
+    Serow::Log->info("received SIG$sig: $self->{target} workers");
 }
 
 sub current_workers {
@@ -90,18 +123,22 @@ sub spawn_missing_workers {
     my ($self) = @_;
     my $missing = $self->{target} - $self->current_workers;
     for (1 .. $missing) {
-        my $now = Time::HiRes::time;
-        if ($self->{throttled_until} && $now < $self->{throttled_until}) {
-            return;
-        }
+        return if $self->{throttled_until} && Time::HiRes::time < $self->{throttled_until};
         $self->spawn_worker;
     }
 }
 
+sub request_limit {
+    my ($self) = @_;
+    my $max = $self->{options}{max_requests} or return 0;
+    return $max - int(rand($max * MAX_REQUESTS_SPREAD));
+}
+
 sub spawn_worker {
     my ($self) = @_;
+    my $limit = $self->request_limit;
     # Signals stay blocked across fork so that the child never runs the
-    # master's handlers; the worker installs its own before unblocking.
+    # master's handlers; the worker unblocks them once its own are set.
     my $block = POSIX::SigSet->new(map { POSIX->can("SIG$_")->() } @SIGNALS);
     my $old = POSIX::SigSet->new;
     POSIX::sigprocmask(SIG_BLOCK, $block, $old);
@@ -112,20 +149,32 @@ sub spawn_worker {
         $self->{throttled_until} = Time::HiRes::time + FAST_DEATH_SECONDS;
         return;
     }
-    if ($pid == 0) {
-        $SIG{$_} = 'DEFAULT' for @SIGNALS;
-        my $worker = Serow::Worker->new(
-            app       => $self->{app},
-            options   => $self->{options},
-            listeners => $self->{listeners},
-        );
-        $0 = "serow worker";
-        POSIX::sigprocmask(SIG_SETMASK, $old);
-        my $status = eval { $worker->run; 1 } ? 0 : do { Serow::Log->error("worker failed: $@"); 1 };
-        exit $status;
-    }
+    $self->run_worker($limit, $old) if $pid == 0;
     POSIX::sigprocmask(SIG_SETMASK, $old);
     $self->{workers}{$pid} = { generation => $self->{generation}, started => Time::HiRes::time };
+    Serow::Log->info("worker $pid started" . ($limit ? " (max requests $limit)" : ''));
+}
+
+# In the child: becomes a worker and never returns.
+sub run_worker {
+    my ($self, $limit, $signal_mask) = @_;
+    $SIG{$_} = 'DEFAULT' for @SIGNALS;
+    $0 = "serow worker";
+    # A worker whose master is gone finishes its requests and leaves; the
+    # master may have died before this line, leaving nobody to signal it.
+    Serow::set_parent_death_signal(SIGTERM);
+    POSIX::_exit(0) if getppid() != $self->{pid};
+    # Else every worker would draw the same rand() sequence as its siblings.
+    srand();
+    my $worker = Serow::Worker->new(
+        app           => $self->{app},
+        options       => $self->{options},
+        listeners     => $self->{listeners},
+        request_limit => $limit,
+        signal_mask   => $signal_mask,
+    );
+    my $status = eval { $worker->run; 1 } ? 0 : do { Serow::Log->error("worker failed: $@"); 1 };
+    exit $status;
 }
 
 sub stop_worker {
@@ -150,12 +199,11 @@ sub kill_overdue_workers {
     my $limit = $self->{options}{graceful_timeout};
     my $now = Time::HiRes::time;
     for my $pid (keys %{ $self->{workers} }) {
-        my $since = $self->{workers}{$pid}{stopping_since} or next;
-        if ($now - $since > $limit && !$self->{workers}{$pid}{killed}) {
-            Serow::Log->error("worker $pid did not finish within --graceful-timeout ${limit}s: killed");
-            kill SIGKILL, $pid;
-            $self->{workers}{$pid}{killed} = 1;
-        }
+        my $w = $self->{workers}{$pid};
+        next if !$w->{stopping_since} || $w->{killed} || $now - $w->{stopping_since} <= $limit;
+        Serow::Log->error("worker $pid did not finish within --graceful-timeout ${limit}s: killed");
+        kill SIGKILL, $pid;
+        $w->{killed} = 1;
     }
 }
 
@@ -164,15 +212,26 @@ sub reap_workers {
     while ((my $pid = waitpid(-1, WNOHANG)) > 0) {
         my $status = $?;
         my $w = delete $self->{workers}{$pid} or next;
-        next if $w->{stopping_since};
-        # A worker that left on its own: max-requests, harakiri, or a crash.
-        if ($status != 0) {
-            my $how = $status & 127 ? "was killed by signal " . ($status & 127) : "exited with status " . ($status >> 8);
-            Serow::Log->error("worker $pid $how; starting a new one");
-        }
-        if (Time::HiRes::time - $w->{started} < FAST_DEATH_SECONDS && $status != 0) {
+        $self->log_worker_exit($pid, $w, $status);
+        # One that fails right after it started would fail again at once.
+        if (!$w->{stopping_since} && $status != 0
+                && Time::HiRes::time - $w->{started} < FAST_DEATH_SECONDS) {
             $self->{throttled_until} = Time::HiRes::time + FAST_DEATH_SECONDS;
         }
+    }
+}
+
+sub log_worker_exit {
+    my ($self, $pid, $w, $status) = @_;
+    my $how = $status & 127 ? "was killed by signal " . ($status & 127)
+            : "exited with status " . ($status >> 8);
+    if ($w->{stopping_since}) {
+        Serow::Log->info("worker $pid $how");
+    } elsif ($status == 0) {
+        # It left on its own: --max-requests or psgix.harakiri.
+        Serow::Log->info("worker $pid $how; starting a new one");
+    } else {
+        Serow::Log->error("worker $pid $how; starting a new one");
     }
 }
 
@@ -187,7 +246,12 @@ Serow::Master - the master process: forks workers, replaces them, handles signal
 
 The master holds the listen sockets and the loaded app, forks C<--workers>
 workers and replaces any that exits (C<--max-requests>, C<psgix.harakiri>,
-a crash).
+a crash). It logs a line when a worker starts (C<worker PID started>, with
+the worker's own request limit under C<--max-requests>) and when one exits
+(C<worker PID exited with status N> or C<was killed by signal N>).
+
+A worker whose master dies (even by SIGKILL) gets SIGTERM from the kernel
+and finishes its requests, so no worker outlives its master for long.
 
 =head2 Signals
 
@@ -196,15 +260,17 @@ a crash).
 =item TERM, INT, QUIT
 
 Stop accepting, let the workers finish the requests they have (up to
-C<--graceful-timeout>), then exit.
+C<--graceful-timeout>), then exit 0. Signals other than these are ignored
+from then on.
 
 =item HUP
 
-Start a new set of workers, then let the old ones finish and exit.
+Start a new set of workers, then let the old ones finish and exit (each
+within C<--graceful-timeout>).
 
 =item TTIN, TTOU
 
-One worker more, one worker less.
+One worker more, one worker less (never fewer than one).
 
 =back
 

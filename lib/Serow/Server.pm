@@ -42,6 +42,17 @@ sub open_listeners {
 sub run {
     my ($self, $app) = @_;
     my @listeners = $self->open_listeners;
+    my $master = Serow::Master->new(app => $app, options => $self->{options},
+        listeners => \@listeners, on_ready => sub { $self->announce(@listeners) });
+    my $status = $master->run;
+    $_->close_and_unlink for @listeners;
+    return $status;
+}
+
+# Says the server is up: only once the master's signal handlers are in
+# place, so that whoever waits for this line may signal it at once.
+sub announce {
+    my ($self, @listeners) = @_;
     Serow::Log->info(sprintf "Serow %s listening on %s with %d workers (master pid %d)",
         $Serow::VERSION, join(', ', map { $_->{name} } @listeners), $self->{options}{workers}, $$);
     if ($self->{server_ready}) {
@@ -49,10 +60,6 @@ sub run {
         $self->{server_ready}->({ host => $first->{server_name}, port => $first->{server_port},
             server_software => 'Serow', proto => 'http' });
     }
-    my $status = Serow::Master->new(app => $app, options => $self->{options},
-        listeners => \@listeners)->run;
-    $_->close_and_unlink for @listeners;
-    return $status;
 }
 
 1;

@@ -2,6 +2,7 @@ package Serow::Worker;
 use strict;
 use warnings;
 
+use POSIX ();
 use Serow ();
 use Serow::Writer ();
 use Serow::Log ();
@@ -32,16 +33,18 @@ sub _env_template {
 
 sub new {
     my ($class, %args) = @_;
-    my $self = bless {
-        app       => $args{app},
-        options   => $args{options},
-        listeners => $args{listeners},
-        served    => 0,
+    return bless {
+        app           => $args{app},
+        options       => $args{options},
+        listeners     => $args{listeners},
+        # Requests before this worker leaves (0: no limit); the master draws
+        # it per worker from --max-requests.
+        request_limit => $args{request_limit} // 0,
+        # The signal mask to restore once the handlers are set (the master
+        # forks with its signals blocked).
+        signal_mask   => $args{signal_mask},
+        served        => 0,
     }, $class;
-    my $max = $self->{options}{max_requests};
-    # Each worker draws its own limit so that workers do not all restart together.
-    $self->{request_limit} = $max ? $max - int(rand($max / 4)) : 0;
-    return $self;
 }
 
 sub run {
@@ -53,14 +56,11 @@ sub run {
     for my $l (@{ $self->{listeners} }) {
         $loop->add_listener($l->{fd}, $l->{is_unix} ? 1 : 0, $l->{server_name}, $l->{server_port});
     }
-
-    $SIG{PIPE} = 'IGNORE';
-    $SIG{$_} = sub { $loop->stop } for qw(TERM INT QUIT);
-    $SIG{HUP} = 'IGNORE';
-    $SIG{$_} = 'DEFAULT' for qw(TTIN TTOU CHLD USR1);
+    $self->install_signal_handlers;
 
     my $template = _env_template();
     $template->{'psgix.informational'} = sub { $loop->send_informational(@_) };
+    my $limit = $self->{request_limit};
 
     for (;;) {
         my $env = $loop->next_request($template);
@@ -68,13 +68,34 @@ sub run {
             last if $loop->is_stopping && $loop->is_drained;
             next; # a signal: its handler has run
         }
-        my $keep_going = $self->handle_request($env);
-        $self->{served}++;
-        if (!$keep_going || ($self->{request_limit} && $self->{served} >= $self->{request_limit})) {
-            $loop->stop;
+        # Before the last request, so that its response closes the connection
+        # instead of leaving the client a kept-alive socket about to close.
+        if ($limit && ++$self->{served} >= $limit) {
+            $self->stop("served its $limit requests (--max-requests)");
         }
+        $self->handle_request($env) or $self->stop('psgix.harakiri');
     }
     return 0;
+}
+
+sub install_signal_handlers {
+    my ($self) = @_;
+    $SIG{PIPE} = 'IGNORE';
+    $SIG{$_} = sub { $self->stop("SIG$_[0]") } for qw(TERM INT QUIT);
+    # The master's signals: sent to a whole process group, they must neither
+    # stop (TTIN, TTOU) nor end (HUP) a worker.
+    $SIG{$_} = 'IGNORE' for qw(HUP TTIN TTOU);
+    $SIG{$_} = 'DEFAULT' for qw(CHLD USR1);
+    POSIX::sigprocmask(POSIX::SIG_SETMASK(), $self->{signal_mask}) if $self->{signal_mask};
+}
+
+# Stops accepting; the requests in flight are finished, then run returns.
+sub stop {
+    my ($self, $why) = @_;
+    my $loop = $self->{loop};
+    return if $loop->is_stopping;
+    $loop->stop;
+    Serow::Log->info("worker $$ stopping ($why): finishing in-flight requests");
 }
 
 # Answers one request.  Returns false when the worker should stop after it
