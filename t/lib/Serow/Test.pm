@@ -26,6 +26,10 @@ use constant STOP_TIMEOUT => 60;
 
 my $ROOT = Cwd::abs_path(File::Spec->catdir(__FILE__, (File::Spec->updir) x 4));
 
+# A write to a connection the server closed (or to a pipe whose reader left)
+# must fail, not kill the test before it has stopped what it started.
+$SIG{PIPE} = 'IGNORE';
+
 sub root { $ROOT }
 
 # start_server(app => CODE | app_file => PATH | command => [ARGV], options => [...],
@@ -73,6 +77,10 @@ sub start_server {
         }
         %ENV = (%ENV, %{ $args{env} || {} });
         POSIX::setpgid(0, 0);
+        # Should the test die without stopping it (a signal, a crash), the
+        # server gets a TERM from the kernel instead of running on.
+        eval { require Serow; Serow::set_parent_death_signal(POSIX::SIGTERM()) };
+        $SIG{PIPE} = 'DEFAULT'; # an ignored signal would stay ignored across exec
         if ($args{command}) {
             my @command = @{ $args{command} };
             { exec { $command[0] } @command }
