@@ -333,7 +333,8 @@ sub wait_until {
 
 # ---- processes ---------------------------------------------------------------
 
-# The pids whose parent is $pid (from /proc), zombies left out.
+# The pids whose parent is $pid (from /proc), zombies left out; in scalar
+# context, how many.
 sub child_pids {
     my ($pid) = @_;
     my @children;
@@ -344,7 +345,8 @@ sub child_pids {
         my ($state, $ppid) = substr($line, rindex($line, ')') + 2) =~ /\A(\S) (\d+)/ or next;
         push @children, ($line =~ /\A(\d+)/)[0] if $ppid == $pid && $state ne 'Z';
     }
-    return sort { $a <=> $b } @children;
+    @children = sort { $a <=> $b } @children;
+    return wantarray ? @children : scalar @children;
 }
 
 # Whether $pid runs (a zombie does not).
