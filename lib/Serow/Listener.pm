@@ -94,6 +94,14 @@ sub _wrap {
     return bless $info, $class;
 }
 
+# A socket the caller opened and listens on (Plack's listen_sock).
+sub from_socket {
+    my ($class, $socket) = @_;
+    my $listener = $class->_wrap($socket, undef);
+    _tune_tcp($socket) unless $listener->{is_unix};
+    return $listener;
+}
+
 # Sockets handed over by Server::Starter: SERVER_STARTER_PORT is
 # "addr=fd;addr=fd", one entry per port, TCP and UNIX alike.
 sub from_server_starter {

@@ -13,16 +13,21 @@ use constant DEFAULT_LISTEN => '0.0.0.0:5000';
 sub new {
     my ($class, %args) = @_;
     my $server_ready = delete $args{server_ready};
-    return bless { options => Serow::Options->from_hash(%args), server_ready => $server_ready }, $class;
+    my $sockets = delete $args{listen_sockets}; # already listening: used as they are
+    return bless { options => Serow::Options->from_hash(%args), server_ready => $server_ready,
+        listen_sockets => $sockets }, $class;
 }
 
 sub options { $_[0]{options} }
 
-# Sockets from Server::Starter or systemd when they hand some over, else the
-# ones --listen names.
+# Sockets given to new (listen_sockets), else the ones Server::Starter or
+# systemd hand over, else the ones --listen names.
 sub open_listeners {
     my ($self) = @_;
     my $options = $self->{options};
+    if ($self->{listen_sockets}) {
+        return map { Serow::Listener->from_socket($_) } @{ $self->{listen_sockets} };
+    }
     if (defined $ENV{SERVER_STARTER_PORT}) {
         return Serow::Listener->from_server_starter($ENV{SERVER_STARTER_PORT});
     }

@@ -5,10 +5,14 @@ use warnings;
 use Serow::Server ();
 
 # plackup folds --host, --port and --socket into listen; Plack::Loader (and
-# Plack::Test::Server) pass host and port alone.
+# Plack::Test::Server) pass host and port alone, or a socket it opened
+# (listen_sock, as Plack::Test::Server does with listen => 1).
 sub new {
     my ($class, %args) = @_;
-    my ($host, $port, $socket, $listen) = delete @args{qw(host port socket listen)};
+    my ($host, $port, $socket, $listen, $listen_sock) = delete @args{qw(host port socket listen listen_sock)};
+    if ($listen_sock) {
+        return bless { server => Serow::Server->new(%args, listen_sockets => [$listen_sock]) }, $class;
+    }
     my @listen = @{ $listen || [] };
     if (!@listen) {
         push @listen, $socket if defined $socket;
@@ -37,5 +41,9 @@ Plack::Handler::Serow - run PSGI apps with Serow from plackup
 
 Every option of L<serow> can be given to plackup, with dashes or
 underscores. An unknown option is an error.
+
+C<host> and C<port> (as L<Plack::Loader> passes them) work as well as
+C<listen>, and so does C<listen_sock>, a listening socket already open (as
+L<Plack::Test::Server> passes it).
 
 =cut

@@ -18,7 +18,7 @@ use Time::HiRes ();
 use Fcntl ();
 
 our @EXPORT_OK = qw(start_server raw_request raw_connect read_response parse_response
-                    wait_until child_pids process_alive gate hammer http_get);
+                    wait_until child_pids process_alive gate hammer http_get find_command);
 
 # Generous: the machine is shared and slow; these bound a wait, never pace it.
 use constant READ_TIMEOUT => 30;
@@ -358,6 +358,12 @@ sub process_alive {
 }
 
 sub worker_pids { child_pids($_[0]{pid}) }
+
+# The path of a command in PATH (plackup, start_server), or undef.
+sub find_command {
+    my ($name) = @_;
+    return (grep { -f && -x } map { "$_/$name" } split /:/, $ENV{PATH} // '')[0];
+}
 
 # ---- requests ------------------------------------------------------------------
 
