@@ -1,0 +1,71 @@
+use strict;
+use warnings;
+use Test::More;
+use Net::EmptyPort qw(empty_port wait_port);
+use File::Temp ();
+use lib 't/lib';
+use Serow::Test qw(start_server http_get hammer find_command child_pids wait_until process_alive);
+
+# Under the real start_server (Server::Starter): Serow serves every socket
+# it is handed, TCP and UNIX at once, and a HUP to start_server (a new
+# Serow, then TERM to the old one) loses no request.
+
+my $start_server = find_command('start_server') or plan skip_all => 'no start_server (libserver-starter-perl)';
+my $ROOT = Serow::Test::root();
+
+my $dir = File::Temp->newdir;
+my $path = "$dir/starter.sock";
+my $port = empty_port();
+
+# start_server runs in the helper's process group: stopping it (or the
+# helper killing the group) takes every Serow it started along.
+my $starter = start_server(listen => 'none', command => [$start_server,
+    '--port', "127.0.0.1:$port", '--path', $path, '--',
+    $^X, "-I$ROOT/blib/lib", "-I$ROOT/blib/arch", "$ROOT/script/serow", '--workers', 2,
+    "$ROOT/t/apps/pid.psgi"]);
+
+ok wait_port({ port => $port, max_wait => 30 }), 'start_server listens' or BAIL_OUT($starter->log);
+my $line = $starter->wait_for_log(qr/listening on .* \(master pid \d+\)/);
+ok $line, 'Serow started' or diag $starter->log;
+like $line, qr/listening on 127\.0\.0\.1:$port, \Q$path\E with 2 workers/, 'on both sockets it was handed';
+my ($first_master) = $line =~ /master pid (\d+)/;
+
+subtest 'both sockets are served' => sub {
+    my $tcp = http_get({ port => $port }, '/');
+    is $tcp->{status}, 200, 'TCP';
+    like $tcp->{body}, qr/ loaded-in $first_master server 127\.0\.0\.1:$port$/, 'by the Serow start_server started';
+    my $unix = http_get({ path => $path }, '/');
+    is $unix->{status}, 200, 'UNIX';
+    like $unix->{body}, qr/ loaded-in $first_master /;
+};
+
+subtest 'HUP to start_server: a new Serow takes over, no request fails' => sub {
+    my $tcp_clients = hammer({ port => $port }, clients => 1, expect => qr/^pid \d+ /);
+    my $unix_clients = hammer({ path => $path }, clients => 1, expect => qr/^pid \d+ /);
+    ok $tcp_clients->wait_running && $unix_clients->wait_running, 'clients are sending requests';
+    $starter->signal('HUP');
+    ok $starter->wait_for_log(qr/received HUP, spawning a new worker/), 'start_server spawns a new Serow';
+    my ($new_master) = ($starter->wait_for_log(qr/\(master pid \d+\)/) // '') =~ /master pid (\d+)/;
+    ok $new_master && $new_master != $first_master, "the new Serow is up (master $new_master)";
+    ok $starter->wait_for_log(qr/sending TERM to old workers:$first_master/), 'start_server stops the old one';
+    ok $starter->wait_for_log(qr/\[pid $first_master\] stopped/), 'which stops gracefully';
+    ok $starter->wait_for_log(qr/old worker $first_master died, status:0/), 'and exits 0';
+    # Requests after the switch, on both sockets, meet the new Serow.
+    like http_get({ port => $port }, '/')->{body}, qr/ loaded-in $new_master /, 'TCP is served by the new Serow';
+    like http_get({ path => $path }, '/')->{body}, qr/ loaded-in $new_master /, 'UNIX too';
+    for my $clients ($tcp_clients, $unix_clients) {
+        my $result = $clients->stop;
+        cmp_ok $result->{ok}, '>', 0, "$result->{ok} requests answered";
+        is $result->{failed}, 0, 'none failed' or diag explain $result->{errors};
+    }
+};
+
+subtest 'TERM to start_server stops everything' => sub {
+    my @serow = child_pids($starter->pid);
+    my $status = $starter->stop;
+    is $status >> 8, 0, 'start_server exits 0';
+    ok wait_until(sub { !grep { process_alive($_) } @serow }), 'no Serow is left';
+    ok !-e $path, 'the UNIX socket is removed';
+};
+
+done_testing;
