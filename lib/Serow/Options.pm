@@ -8,14 +8,14 @@ use Getopt::Long ();
 # Every option of the server, in one table: the command line, --help,
 # Plack::Handler::Serow and the defaults all come from here.
 #   name => [type, default, help]
-# Types: int (whole number >= 0), size (bytes, K/M/G suffixes), seconds
+# Types: int (whole number >= 0), count (whole number >= 1), size (bytes, K/M/G suffixes), seconds
 # (a positive number), string, list (repeatable string), mode (octal, kept as
 # a string such as "0660").
 my @OPTIONS = (
     listen => ['list', [], 'HOST:PORT, [IPv6]:PORT, :PORT or /path/to.sock to listen on (repeatable; default 0.0.0.0:5000)'],
     socket_mode => ['mode', undef, 'permissions of UNIX sockets Serow creates, in octal (e.g. 0660)'],
     backlog => ['int', 1024, 'listen queue length'],
-    workers => ['int', 4, 'worker processes'],
+    workers => ['count', 4, 'worker processes'],
     max_requests => ['int', 0, 'requests a worker serves before it is replaced (0: never); each worker draws its own limit between 75% and 100% of it, so they do not all restart at once'],
     max_request_line => ['size', 8192, 'longest request line; longer gets 414'],
     max_header_size => ['size', 65536, 'largest header section; larger gets 431'],
@@ -70,6 +70,11 @@ sub normalize {
     my $flag = '--' . _dashed($name);
     if ($type eq 'int') {
         defined $value && $value =~ /\A\d+\z/ or die "$flag: '" . ($value // '') . "' is not a whole number\n";
+        return $value + 0;
+    }
+    if ($type eq 'count') {
+        defined $value && $value =~ /\A0*[1-9]\d*\z/
+            or die "$flag: '" . ($value // '') . "' is not a whole number of at least 1\n";
         return $value + 0;
     }
     if ($type eq 'size') {

@@ -44,6 +44,7 @@ subtest 'a bad value names the option' => sub {
     for my $case (
         [['--workers', 'many'], qr/--workers: 'many' is not a whole number/],
         [['--workers', '-1'], qr/--workers: '-1' is not a whole number/],
+        [['--workers', '0'], qr/--workers: '0' is not a whole number of at least 1/],
         [['--max-requests', '1.5'], qr/--max-requests: '1\.5' is not a whole number/],
         [['--graceful-timeout', '0'], qr/--graceful-timeout: '0' is not a positive number of seconds/],
         [['--keepalive-timeout', 'soon'], qr/--keepalive-timeout: 'soon' is not a positive number/],
