@@ -152,7 +152,6 @@ sub spawn_worker {
     $self->run_worker($limit, $old) if $pid == 0;
     POSIX::sigprocmask(SIG_SETMASK, $old);
     $self->{workers}{$pid} = { generation => $self->{generation}, started => Time::HiRes::time };
-    Serow::Log->info("worker $pid started" . ($limit ? " (max requests $limit)" : ''));
 }
 
 # In the child: becomes a worker and never returns.
@@ -246,9 +245,10 @@ Serow::Master - the master process: forks workers, replaces them, handles signal
 
 The master holds the listen sockets and the loaded app, forks C<--workers>
 workers and replaces any that exits (C<--max-requests>, C<psgix.harakiri>,
-a crash). It logs a line when a worker starts (C<worker PID started>, with
-the worker's own request limit under C<--max-requests>) and when one exits
-(C<worker PID exited with status N> or C<was killed by signal N>).
+a crash). It logs a line when a worker exits (C<worker PID exited with
+status N> or C<was killed by signal N>); the worker itself logs when it is
+ready (C<worker PID started>, with its own request limit under
+C<--max-requests>) and when it stops accepting (C<worker PID stopping>).
 
 A worker whose master dies (even by SIGKILL) gets SIGTERM from the kernel
 and finishes its requests, so no worker outlives its master for long.

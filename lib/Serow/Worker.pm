@@ -57,10 +57,13 @@ sub run {
         $loop->add_listener($l->{fd}, $l->{is_unix} ? 1 : 0, $l->{server_name}, $l->{server_port});
     }
     $self->install_signal_handlers;
+    my $limit = $self->{request_limit};
+    # From the worker itself, so that it comes before anything it logs about
+    # its requests.
+    Serow::Log->info("worker $$ started" . ($limit ? " (max requests $limit)" : ''));
 
     my $template = _env_template();
     $template->{'psgix.informational'} = sub { $loop->send_informational(@_) };
-    my $limit = $self->{request_limit};
 
     for (;;) {
         my $env = $loop->next_request($template);

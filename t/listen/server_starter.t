@@ -43,13 +43,17 @@ subtest 'HUP to start_server: a new Serow takes over, no request fails' => sub {
     my $tcp_clients = hammer({ port => $port }, clients => 1, expect => qr/^pid \d+ /);
     my $unix_clients = hammer({ path => $path }, clients => 1, expect => qr/^pid \d+ /);
     ok $tcp_clients->wait_running && $unix_clients->wait_running, 'clients are sending requests';
+    # start_server, the old and the new Serow log in no fixed order: each
+    # line is waited for from this mark.
+    my $mark = $starter->log_mark;
     $starter->signal('HUP');
-    ok $starter->wait_for_log(qr/received HUP, spawning a new worker/), 'start_server spawns a new Serow';
-    my ($new_master) = ($starter->wait_for_log(qr/\(master pid \d+\)/) // '') =~ /master pid (\d+)/;
+    ok $starter->wait_for_log(qr/received HUP, spawning a new worker/, undef, $mark), 'start_server spawns a new Serow';
+    my ($new_master) = $starter->wait_for_log_all(qr/\(master pid (\d+)\)/, 1, undef, $mark);
     ok $new_master && $new_master != $first_master, "the new Serow is up (master $new_master)";
-    ok $starter->wait_for_log(qr/sending TERM to old workers:$first_master/), 'start_server stops the old one';
-    ok $starter->wait_for_log(qr/\[pid $first_master\] stopped/), 'which stops gracefully';
-    ok $starter->wait_for_log(qr/old worker $first_master died, status:0/), 'and exits 0';
+    ok $starter->wait_for_log(qr/sending TERM to old workers:$first_master\n/, undef, $mark),
+        'start_server stops the old one';
+    ok $starter->wait_for_log(qr/\[pid $first_master\] stopped/, undef, $mark), 'which stops gracefully';
+    ok $starter->wait_for_log(qr/old worker $first_master died, status:0/, undef, $mark), 'and exits 0';
     # Requests after the switch, on both sockets, meet the new Serow.
     like http_get({ port => $port }, '/')->{body}, qr/ loaded-in $new_master /, 'TCP is served by the new Serow';
     like http_get({ path => $path }, '/')->{body}, qr/ loaded-in $new_master /, 'UNIX too';

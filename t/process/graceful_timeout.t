@@ -43,10 +43,11 @@ subtest 'on HUP, an old worker that does not finish is killed; the new ones serv
     my $server = start_server(app => $app, options => ['--workers', 1, '--graceful-timeout', 1]);
     my ($sock, $stuck) = stuck_request($server);
     ok $stuck or return diag $server->log;
+    my $mark = $server->log_mark;
     $server->signal('HUP');
-    my ($new) = ($server->wait_for_log(qr/worker \d+ started/) // '') =~ /(\d+)/;
+    my ($new) = $server->wait_for_log_all(qr/worker (\d+) started/, 1, undef, $mark);
     ok $new, "a new worker started ($new)";
-    is http_get($server, '/')->{body}, "pid $new", 'and serves while the old one is stuck';
+    is http_get($server, '/')->{body}, "pid $new", 'and serves while the old one is stuck' or diag $server->log;
     ok $server->wait_for_log(qr/worker $stuck did not finish within --graceful-timeout 1s: killed/),
         'the stuck old worker is killed';
     ok $server->wait_for_log(qr/worker $stuck was killed by signal 9/);

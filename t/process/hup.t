@@ -19,13 +19,8 @@ my $app = sub {
 };
 
 sub started_workers {
-    my ($server, $n) = @_;
-    my @pids;
-    for (1 .. $n) {
-        my $line = $server->wait_for_log(qr/worker (\d+) started/) or last;
-        push @pids, $line =~ /(\d+)/;
-    }
-    return @pids;
+    my ($server, $n, $mark) = @_;
+    return $server->wait_for_log_all(qr/worker (\d+) started/, $n, undef, $mark);
 }
 
 subtest 'HUP: new workers, the request in flight finishes, no request fails' => sub {
@@ -40,19 +35,23 @@ subtest 'HUP: new workers, the request in flight finishes, no request fails' => 
 
     my $hammer = hammer($server, clients => 2, expect => qr/^pid \d+$/);
     ok $hammer->wait_running, 'clients are sending requests';
+    # What the master, the old and the new workers log from here comes in no
+    # fixed order: each line is waited for from this mark.
+    my $mark = $server->log_mark;
     $server->signal('HUP');
-    ok $server->wait_for_log(qr/received SIGHUP: replacing workers gracefully/), 'the master restarts its workers';
-    my @new = started_workers($server, 2);
+    ok $server->wait_for_log(qr/received SIGHUP: replacing workers gracefully/, undef, $mark),
+        'the master restarts its workers';
+    my @new = started_workers($server, 2, $mark);
     is scalar(@new), 2, 'two new workers started';
     ok !grep({ my $n = $_; grep { $_ == $n } @old } @new), 'with new pids';
     my ($idle) = grep { $_ != $busy } @old;
-    ok $server->wait_for_log(qr/worker $busy stopping/), 'the busy old worker stops accepting';
-    ok $server->wait_for_log(qr/worker $idle exited with status 0/), 'the idle old worker has left';
+    ok $server->wait_for_log(qr/worker $busy stopping/, undef, $mark), 'the busy old worker stops accepting';
+    ok $server->wait_for_log(qr/worker $idle exited with status 0/, undef, $mark), 'the idle old worker has left';
     $gate->open;
     my $res = read_response($slow);
     is $res && $res->{status}, 200, 'the slow request completes with 200';
     is $res && $res->{body}, "slow request done by $busy", 'answered by the old worker';
-    ok $server->wait_for_log(qr/worker $busy exited with status 0/), 'which then leaves';
+    ok $server->wait_for_log(qr/worker $busy exited with status 0/, undef, $mark), 'which then leaves';
     is_deeply [child_pids($server->pid)], [sort { $a <=> $b } @new], 'only the new workers are left';
 
     my $result = $hammer->stop;
@@ -70,18 +69,14 @@ subtest 'several HUPs in a row under load: no request fails' => sub {
     my $hammer = hammer($server, clients => 3, expect => qr/^pid \d+$/);
     ok $hammer->wait_running, 'clients are sending requests';
     for my $round (1 .. 4) {
+        my $mark = $server->log_mark;
         $server->signal('HUP');
-        ok $server->wait_for_log(qr/received SIGHUP/), "HUP $round received";
-        my @new = started_workers($server, 3);
+        ok $server->wait_for_log(qr/received SIGHUP/, undef, $mark), "HUP $round received";
+        my @new = started_workers($server, 3, $mark);
         is scalar(@new), 3, "HUP $round: three new workers";
-        # The old ones leave in any order.
-        my $exits = join '|', @workers;
-        my %left;
-        for (@workers) {
-            my $line = $server->wait_for_log(qr/worker (?:$exits) exited with status 0/) or last;
-            $left{$1}++ if $line =~ /worker (\d+)/;
-        }
-        is_deeply [sort keys %left], [sort @workers], "HUP $round: the old workers left";
+        my $old = join '|', @workers;
+        my @left = $server->wait_for_log_all(qr/worker ($old) exited with status 0/, 3, undef, $mark);
+        is_deeply [sort @left], [sort @workers], "HUP $round: the old workers left";
         @workers = @new;
     }
     my $result = $hammer->stop;
@@ -97,9 +92,10 @@ subtest 'HUP replaces workers on kept-alive connections too' => sub {
     my $sock = raw_connect($server);
     syswrite $sock, "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
     is read_response($sock)->{body}, "pid $old", 'a kept-alive connection to the old worker';
+    my $mark = $server->log_mark;
     $server->signal('HUP');
-    my ($new) = started_workers($server, 1);
-    ok $server->wait_for_log(qr/worker $old exited with status 0/),
+    my ($new) = started_workers($server, 1, $mark);
+    ok $server->wait_for_log(qr/worker $old exited with status 0/, undef, $mark),
         'the old worker closes its idle connection and leaves';
     ok !read_response($sock), 'the idle connection is closed';
     is http_get($server, '/')->{body}, "pid $new", 'a new connection meets the new worker';

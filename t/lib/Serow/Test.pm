@@ -132,20 +132,53 @@ sub _read_log {
 }
 
 # Waits until the log matches $re (a line the server writes when it gets
-# there), up to READ_TIMEOUT seconds.  Returns the match or undef.
+# there), up to $timeout (READ_TIMEOUT) seconds.  Returns the match or undef.
+# Each wait looks past the line the one before it matched, so that waiting
+# twice for the same line waits for two of them.  Lines that different
+# processes write in no fixed order are waited for from a mark instead
+# (wait_for_log($re, $timeout, $mark) looks past the mark and moves nothing).
 sub wait_for_log {
-    my ($self, $re, $timeout) = @_;
+    my ($self, $re, $timeout, $mark) = @_;
     my $deadline = Time::HiRes::time + ($timeout // READ_TIMEOUT);
-    my $from = $self->{log_seen} // 0;
+    my $from = $mark // $self->{log_seen} // 0;
     for (;;) {
         if (substr($self->{log}, $from) =~ $re) {
-            $self->{log_seen} = $from + $+[0];
+            $self->{log_seen} = $from + $+[0] unless defined $mark;
             return $&;
         }
         my $left = $deadline - Time::HiRes::time;
         return undef if $left <= 0 || !$self->{log_fh};
         $self->_read_log($left);
     }
+}
+
+# Waits until $re has matched $n times; returns what its first group (or
+# the whole pattern) matched each time, or as many as came in time.  With a
+# $mark, as wait_for_log: from the mark, moving nothing.
+sub wait_for_log_all {
+    my ($self, $re, $n, $timeout, $mark) = @_;
+    my $deadline = Time::HiRes::time + ($timeout // READ_TIMEOUT);
+    my $from = $mark // $self->{log_seen} // 0;
+    for (;;) {
+        my (@found, $end);
+        my $text = substr($self->{log}, $from);
+        while (@found < $n && $text =~ /$re/g) {
+            push @found, defined $1 ? $1 : $&;
+            $end = pos $text;
+        }
+        if (@found == $n || !$self->{log_fh} || Time::HiRes::time >= $deadline) {
+            $self->{log_seen} = $from + $end if defined $end && !defined $mark;
+            return @found;
+        }
+        $self->_read_log($deadline - Time::HiRes::time);
+    }
+}
+
+# A mark for wait_for_log: the end of what the server has logged so far.
+sub log_mark {
+    my ($self) = @_;
+    1 while $self->_read_log(0);
+    return length $self->{log};
 }
 
 # Waits for the master to exit; returns its wait status or undef on timeout.
