@@ -100,6 +100,9 @@ sub start_server {
         POSIX::_exit($status // 113);
     }
     close $log_write;
+    # The child does this too; whichever runs first, the group exists before
+    # anything here may signal it.
+    POSIX::setpgid($pid, $pid);
     $self->{pid} = $pid;
     $self->{log_fh} = $log_read;
     return $self;
