@@ -2,10 +2,10 @@ package Serow::Worker;
 use strict;
 use warnings;
 
-use POSIX ();
 use Serow ();
 use Serow::Writer ();
 use Serow::Log ();
+use POSIX ();
 
 # Bytes asked of the C reader per call when buffering a request body.
 use constant BODY_READ_SIZE => 65536;

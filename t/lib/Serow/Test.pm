@@ -18,7 +18,7 @@ use Time::HiRes ();
 use Fcntl ();
 
 our @EXPORT_OK = qw(start_server raw_request raw_connect read_response parse_response
-                    wait_until child_pids process_alive gate hammer http_get find_command);
+                    wait_until);
 
 # Generous: the machine is shared and slow; these bound a wait, never pace it.
 use constant READ_TIMEOUT => 30;
@@ -368,6 +368,9 @@ sub wait_until {
 }
 
 # ---- processes ---------------------------------------------------------------
+
+# Helpers for t/process and t/listen.
+push our @EXPORT_OK, qw(child_pids process_alive gate hammer http_get find_command);
 
 # The pids whose parent is $pid (from /proc), zombies left out; in scalar
 # context, how many.
