@@ -370,7 +370,7 @@ sub wait_until {
 # ---- processes ---------------------------------------------------------------
 
 # Helpers for t/process and t/listen.
-push our @EXPORT_OK, qw(child_pids process_alive gate hammer http_get find_command);
+push @EXPORT_OK, qw(child_pids process_alive gate hammer http_get find_command);
 
 # The pids whose parent is $pid (from /proc), zombies left out; in scalar
 # context, how many.
