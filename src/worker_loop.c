@@ -278,11 +278,46 @@ static size_t max_head_bytes(const struct worker_loop *loop)
 }
 
 /*
+ * Follows the line ends in buf[from..len): where the line still arriving
+ * begins, and whether the request line has ended (any line but an empty one:
+ * a malformed line is rejected by the parse that its line end causes).
+ * Returns whether a line ended.
+ */
+static int track_line_ends(struct connection *conn, size_t from)
+{
+    int ended = 0;
+    const char *lf;
+    while (from < conn->buffer_len &&
+           (lf = memchr(conn->buffer + from, '\n', conn->buffer_len - from)) != NULL) {
+        size_t end = (size_t)(lf - conn->buffer);
+        if (!(end == conn->line_start + 1 && conn->buffer[conn->line_start] == '\r'))
+            conn->request_line_ended = 1;
+        conn->line_start = end + 1;
+        from = end + 1;
+        ended = 1;
+    }
+    return ended;
+}
+
+/*
+ * Whether the line still arriving is already longer than its limit allows
+ * (the request line its own, a field line the whole header section's): then
+ * a parse answers 414 or 431 now instead of waiting for a line end that a
+ * client may never send.  The +1 leaves room for a CR whose LF is on its way.
+ */
+static int open_line_over_limit(const struct worker_loop *loop, const struct connection *conn)
+{
+    size_t limit = conn->request_line_ended ? loop->settings.limits.max_header_size
+                                            : loop->settings.limits.max_request_line;
+    return conn->buffer_len - conn->line_start > limit + 1;
+}
+
+/*
  * Looks at the buffered bytes of a connection that is receiving a head.
  * A head is parsed only when it looks complete, a new line has ended (to
- * reject garbage early) or the buffer is full (to apply the limits): a client
- * sending one byte at a time cannot make us parse the same bytes over and
- * over for each byte.
+ * reject garbage early), the line still arriving has outgrown its limit or
+ * the buffer is full (to apply the limits): a client sending one byte at a
+ * time cannot make us parse the same bytes over and over for each byte.
  */
 static void examine_buffered_head(struct worker_loop *loop, struct connection *conn,
                                   size_t new_bytes_from)
@@ -296,16 +331,15 @@ static void examine_buffered_head(struct worker_loop *loop, struct connection *c
             break;
         }
     }
-    if (!complete && memchr(conn->buffer + new_bytes_from, '\n',
-                            conn->buffer_len - new_bytes_from) != NULL)
-        new_line = 1;
+    new_line = track_line_ends(conn, new_bytes_from);
     conn->head_scan_from = conn->buffer_len;
 
     if (complete) {
         ready_push(loop, conn);
         return;
     }
-    if (new_line || new_bytes_from == 0 || conn->buffer_len >= max_head_bytes(loop)) {
+    if (new_line || new_bytes_from == 0 || open_line_over_limit(loop, conn) ||
+        conn->buffer_len >= max_head_bytes(loop)) {
         struct http_request_head probe;
         probe.headers = loop->headers;
         probe.headers_capacity = WORKER_HEADERS_CAPACITY;
