@@ -432,17 +432,37 @@ static void drain_lingering(struct worker_loop *loop, struct connection *conn)
     }
 }
 
+/*
+ * The header and keep-alive timeouts are the client's time, but a worker busy
+ * with a request reads nobody meanwhile.  So before a connection is expired,
+ * what it has sent is read: a head that arrived complete in time is served,
+ * not answered 408, and a request sent on an idle connection is not dropped,
+ * just because the worker got to them late.
+ */
 static void expire_timers(struct worker_loop *loop, double now)
 {
     struct connection *conn;
     while ((conn = loop->timers[TIMER_READING_HEAD].first) && conn->deadline <= now) {
-        if (conn->buffer_len == 0)
+        if (!conn->in_ready_queue && read_connection(loop, conn) < 0)
+            continue; /* the client has gone */
+        if (conn->state == CONNECTION_LINGERING)
+            continue; /* what arrived was answered with an error */
+        if (conn->in_ready_queue) {
+            /* served next; the timer only matters if its head turns out to be
+             * empty lines, and appending keeps the list in deadline order */
+            timer_append(loop, conn, TIMER_READING_HEAD, now + loop->settings.header_timeout);
+        } else if (conn->buffer_len == 0) {
             close_connection(loop, conn); /* nothing sent: nothing to answer */
-        else
+        } else {
             reject_connection(loop, conn, 408);
+        }
     }
-    while ((conn = loop->timers[TIMER_IDLE].first) && conn->deadline <= now)
-        close_connection(loop, conn);
+    while ((conn = loop->timers[TIMER_IDLE].first) && conn->deadline <= now) {
+        if (read_connection(loop, conn) < 0)
+            continue;
+        if (conn->state == CONNECTION_IDLE)
+            close_connection(loop, conn); /* still nothing: now it is idle too long */
+    }
     while ((conn = loop->timers[TIMER_LINGERING].first) && conn->deadline <= now)
         close_connection(loop, conn);
 }
