@@ -184,6 +184,12 @@ int plan_response(const struct response_facts *facts, const struct response_head
             return RESPONSE_BAD_CONTENT_LENGTH; /* the smuggling pair, from our side */
     } else if (no_body_status) {
         /* no body, nothing to add */
+    } else if (app_transfer_encoding) {
+        /* The app framed the body itself (Plack::Middleware::Chunked does):
+         * a Content-Length beside Transfer-Encoding is forbidden (RFC 9112
+         * 6.2), and would contradict it, even when we know the length.  A
+         * response to HEAD has no body to delimit. */
+        delimited = facts->is_head_request || (app_chunked && facts->minor_version >= 1);
     } else if (facts->is_head_request) {
         /* Only a length that describes the body a GET would get. */
         if (facts->body_length_known && facts->body_length > 0) {
@@ -193,8 +199,6 @@ int plan_response(const struct response_facts *facts, const struct response_head
     } else if (facts->body_length_known) {
         framing->has_content_length = 1;
         framing->content_length = facts->body_length;
-    } else if (app_transfer_encoding) {
-        delimited = app_chunked && facts->minor_version >= 1; /* the app frames it */
     } else if (facts->minor_version >= 1) {
         framing->chunked = 1;
     } else {
