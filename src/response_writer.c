@@ -255,7 +255,10 @@ size_t format_response_head(char *out, const struct response_facts *facts,
         const struct response_header *h = &headers[i];
         if (server_owns_connection && NAME_IS(h, "connection"))
             continue;
-        if ((status < 200 || status == 204) && NAME_IS(h, "transfer-encoding"))
+        /* A 1xx or 204 has no body, and may not carry the headers that would
+         * frame one (RFC 9110 8.6, RFC 9112 6.1), whatever the app says. */
+        if ((status < 200 || status == 204) &&
+            (NAME_IS(h, "transfer-encoding") || NAME_IS(h, "content-length")))
             continue;
         if (NAME_IS(h, "date"))
             has_date = 1;
