@@ -19,7 +19,7 @@ use Fcntl ();
 use Test::More ();
 
 our @EXPORT_OK = qw(start_server raw_request raw_connect read_response parse_response
-                    wait_until read_until_close echo_app rejects);
+                    wait_until read_until_close echo_app rejects send_all);
 
 # Generous: the machine is shared and slow; these bound a wait, never pace it.
 use constant READ_TIMEOUT => 30;
@@ -212,6 +212,37 @@ sub read_until_close {
         }
     }
     return wantarray ? ($out, $closed) : $out;
+}
+
+# Writes all of $bytes to $sock, reading what the server sends meanwhile into
+# ${ $opts{buffer} } (for read_response's buffer option): a server answering
+# while the client still writes can then never block both sides.  Returns the
+# number of bytes written (less when the server closed or READ_TIMEOUT passed
+# without progress).
+sub send_all {
+    my ($sock, $bytes, %opts) = @_;
+    my $own = '';
+    my $buf = ref $opts{buffer} ? $opts{buffer} : \$own;
+    my $written = 0;
+    local $SIG{PIPE} = 'IGNORE';
+    while ($written < length $bytes) {
+        my ($r, $w) = ('', '');
+        vec($r, fileno $sock, 1) = 1;
+        vec($w, fileno $sock, 1) = 1;
+        my $n = select(my $readable = $r, my $writable = $w, undef, READ_TIMEOUT);
+        last if $n <= 0;
+        if (vec($readable, fileno $sock, 1)) {
+            sysread($sock, $$buf, 65536, length $$buf) or last;
+        }
+        if (vec($writable, fileno $sock, 1)) {
+            my $chunk = length($bytes) - $written;
+            $chunk = 65536 if $chunk > 65536;
+            my $n = syswrite($sock, $bytes, $chunk, $written);
+            last unless $n;
+            $written += $n;
+        }
+    }
+    return $written;
 }
 
 # Reads one response from a socket (Content-Length, chunked, or until EOF).
