@@ -80,6 +80,18 @@ static int check_partial_request_line(const char *line, size_t len,
     return HTTP_PARSE_INCOMPLETE;
 }
 
+/* uri-host [ ":" port ]: the characters an authority may hold, no userinfo. */
+static int is_valid_host(const char *v, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)v[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              strchr("-._~%!$&'()*+,;=:[]", c) != NULL) || c == 0)
+            return 0;
+    }
+    return 1;
+}
+
 /* Splits the request target into path and authority (RFC 9112 3.2). */
 static int parse_request_target(struct http_request_head *head)
 {
@@ -119,6 +131,9 @@ static int parse_request_target(struct http_request_head *head)
     for (size_t i = scheme_len; i < end; i++)
         if (t[i] == '@')
             return fail(head, 400); /* userinfo is deprecated and a spoofing tool */
+    /* The authority stands in for Host (RFC 9112 3.2.2): held to the same rules. */
+    if (!is_valid_host(t + scheme_len, end - scheme_len))
+        return fail(head, 400);
     head->authority = t + scheme_len;
     head->authority_len = end - scheme_len;
     head->path = t + end; /* may be empty or start with '?': the caller adds "/" */
@@ -243,18 +258,6 @@ static void apply_connection_options(struct http_request_head *head, const char 
             *saw_keep_alive = 1;
     }
     (void)head;
-}
-
-/* uri-host [ ":" port ]: the characters an authority may hold, no userinfo. */
-static int is_valid_host(const char *v, size_t len)
-{
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)v[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              strchr("-._~%!$&'()*+,;=:[]", c) != NULL) || c == 0)
-            return 0;
-    }
-    return 1;
 }
 
 /* RFC 9112 6.3: decide how the body is delimited, rejecting every ambiguity. */
