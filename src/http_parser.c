@@ -351,6 +351,8 @@ int parse_request_head(const char *buf, size_t len, struct http_request_head *he
 
     head->num_headers = 0;
     head->error_status = 0;
+    head->method = NULL; /* set once the request line is parsed */
+    head->method_len = 0;
 
     /* RFC 9112 2.2: ignore empty lines before the request line. */
     while (pos < len && buf[pos] == '\r') {

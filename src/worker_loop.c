@@ -251,23 +251,36 @@ static const char *reason_phrase(int status)
     }
 }
 
+/* Whether head is a parsed request line with the method HEAD.  A request
+ * that failed before its method was read has method_len 0. */
+static int is_head_request(const struct http_request_head *head)
+{
+    return head != NULL && head->method_len == 4 && memcmp(head->method, "HEAD", 4) == 0;
+}
+
 /* Writes without waiting: used for errors on connections that are not being
- * served, where a client that does not read gets nothing more. */
-static void send_error_response(struct connection *conn, int status)
+ * served, where a client that does not read gets nothing more.  head is the
+ * request as far as it was parsed (NULL: not at all): a response to HEAD
+ * keeps the Content-Length but sends no content (RFC 9110 9.3.2). */
+static void send_error_response(struct connection *conn, int status,
+                                const struct http_request_head *head)
 {
     char response[512];
     const char *reason = reason_phrase(status);
+    int omit_body = is_head_request(head);
     int n = snprintf(response, sizeof(response),
                      "HTTP/1.1 %d %s\r\nDate: %s\r\nContent-Type: text/plain\r\n"
-                     "Content-Length: %zu\r\nConnection: close\r\n\r\n%s\n",
-                     status, reason, http_date_now(), strlen(reason) + 1, reason);
+                     "Content-Length: %zu\r\nConnection: close\r\n\r\n%s%s",
+                     status, reason, http_date_now(), strlen(reason) + 1,
+                     omit_body ? "" : reason, omit_body ? "" : "\n");
     ssize_t ignored = send(conn->fd, response, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
     (void)ignored;
 }
 
-static void reject_connection(struct worker_loop *loop, struct connection *conn, int status)
+static void reject_connection(struct worker_loop *loop, struct connection *conn, int status,
+                              const struct http_request_head *head)
 {
-    send_error_response(conn, status);
+    send_error_response(conn, status, head);
     close_lingering(loop, conn);
 }
 
@@ -346,11 +359,11 @@ static void examine_buffered_head(struct worker_loop *loop, struct connection *c
         int r = parse_request_head(conn->buffer, conn->buffer_len, &probe,
                                    &loop->settings.limits);
         if (r == HTTP_PARSE_ERROR) {
-            reject_connection(loop, conn, probe.error_status);
+            reject_connection(loop, conn, probe.error_status, &probe);
         } else if (r > 0) {
             ready_push(loop, conn); /* e.g. a head ended by a bare "\r\n" after empty lines */
         } else if (conn->buffer_len >= max_head_bytes(loop)) {
-            reject_connection(loop, conn, 431);
+            reject_connection(loop, conn, 431, &probe);
         }
     }
 }
@@ -454,7 +467,7 @@ static void expire_timers(struct worker_loop *loop, double now)
         } else if (conn->buffer_len == 0) {
             close_connection(loop, conn); /* nothing sent: nothing to answer */
         } else {
-            reject_connection(loop, conn, 408);
+            reject_connection(loop, conn, 408, NULL);
         }
     }
     while ((conn = loop->timers[TIMER_IDLE].first) && conn->deadline <= now) {
@@ -492,12 +505,12 @@ static int start_request(struct worker_loop *loop, struct connection *conn)
         return 0;
     }
     if (r == HTTP_PARSE_ERROR) {
-        reject_connection(loop, conn, loop->head.error_status);
+        reject_connection(loop, conn, loop->head.error_status, &loop->head);
         return 0;
     }
     if (loop->settings.max_body_size && loop->head.framing == HTTP_BODY_LENGTH &&
         loop->head.content_length > loop->settings.max_body_size) {
-        reject_connection(loop, conn, 413);
+        reject_connection(loop, conn, 413, &loop->head);
         return 0;
     }
     timer_remove(loop, conn);
@@ -772,7 +785,7 @@ void worker_loop_fail_request(struct worker_loop *loop, int status)
     if (conn == NULL)
         return;
     if (!loop->response_started)
-        send_error_response(conn, status);
+        send_error_response(conn, status, &loop->head);
     loop->current = NULL;
     conn->requests_served++;
     loop->requests_total++;

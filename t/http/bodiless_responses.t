@@ -12,6 +12,7 @@ use Serow::Test qw(start_server raw_connect read_until_close parse_response);
 
 my $server = start_server(app => sub {
     my ($env) = @_;
+    die "on purpose\n" if $env->{PATH_INFO} eq '/die';
     my ($status, $kind) = $env->{PATH_INFO} =~ m{^/(\d+)/(\w+)};
     my @headers = ('Content-Type' => 'text/plain');
     push @headers, 'Content-Length' => 4 if $env->{QUERY_STRING} =~ /length/;
@@ -82,6 +83,18 @@ subtest 'a 1xx before the final response has no body and no framing' => sub {
     like $hints, qr{\r\nLink: </s\.css>; rel=preload\r\n}, 'the 103 carries its fields';
     unlike $hints, qr/\r\n(?:Content-Length|Transfer-Encoding|Connection):/i, 'and no framing';
     is((parse_response($raw))[1]{body}, 'final');
+};
+
+subtest "the server's own error responses to HEAD have no body either" => sub {
+    for my $case (["HEAD / HTTP/1.1\r\n\r\n", 400], ["HEAD / HTTP/1.3\r\nHost: x\r\n\r\n", 505],
+                  ["HEAD /die HTTP/1.1\r\nHost: x\r\n\r\n", 500]) {
+        my ($request, $status) = @$case;
+        my $sock = raw_connect($server);
+        syswrite $sock, $request;
+        my ($raw, $closed) = read_until_close($sock);
+        like $raw, qr{\AHTTP/1\.1 $status [^\r\n]*\r\n(?:[^\r\n]+\r\n)*\r\n\z}, "$status: a head and nothing else";
+        ok $closed, "$status: closed";
+    }
 };
 
 is $server->stop, 0, 'the server stops cleanly';
