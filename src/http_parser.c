@@ -467,7 +467,8 @@ enum chunked_state {
     CHUNK_DATA_CR,
     CHUNK_DATA_LF,
     CHUNK_TRAILER_START, /* at the start of a trailer line (or the final CRLF) */
-    CHUNK_TRAILER_LINE,
+    CHUNK_TRAILER_NAME,  /* field-name, up to its colon */
+    CHUNK_TRAILER_VALUE, /* after the colon until CR */
     CHUNK_TRAILER_LF,
     CHUNK_END_LF,
     CHUNK_FINISHED
@@ -577,11 +578,20 @@ int decode_chunked(struct chunked_decoder *d, char *buf, size_t *len, size_t *co
             if (c == '\r')
                 d->state = CHUNK_END_LF;
             else if (token_char[c])
-                d->state = CHUNK_TRAILER_LINE;
+                d->state = CHUNK_TRAILER_NAME;
             else
-                goto error; /* obs-fold or garbage */
+                goto error; /* obs-fold, an empty name or garbage */
             break;
-        case CHUNK_TRAILER_LINE:
+        case CHUNK_TRAILER_NAME:
+            /* a trailer is a field line (RFC 9112 7.1.2): a line without a
+             * colon, or with whitespace before it, is no trailer; taking it
+             * for one would let a request pass as a trailer */
+            if (c == ':')
+                d->state = CHUNK_TRAILER_VALUE;
+            else if (!token_char[c])
+                goto error;
+            break;
+        case CHUNK_TRAILER_VALUE:
             if (c == '\r')
                 d->state = CHUNK_TRAILER_LF;
             else if (!is_field_value_char(c))

@@ -43,5 +43,17 @@ rejects($server, chunked("5\r\nhello\r\n0\r\nX-Trailer: a\r\n folded\r\n\r\n"), 
 rejects($server, chunked("5\r\nhello\r\n0\r\nX-Trailer: a\n\r\n"), 400,
     'a trailer line ended by a bare LF');
 
+rejects($server, chunked("5;ext=" . ('e' x 5000) . "\r\nhello\r\n0\r\n\r\n"), 400,
+    'a chunk extension longer than a size line may be (4 KB)');
+rejects($server, chunked("5\r\nhello\r\n0\r\n" . join('', map { "X-T$_: " . ('t' x 1000) . "\r\n" } 1 .. 20) . "\r\n"),
+    400, 'a trailer section over 16 KB');
+rejects($server, chunked("5;a\nb\r\nhello\r\n0\r\n\r\n"), 400, 'a bare LF in a chunk extension');
+rejects($server, chunked("5\r\nhello\r\n0\r\nNo-Colon\r\n\r\n"), 400, 'a trailer line without a colon');
+rejects($server, chunked("5\r\nhello\r\n0\r\nX-T : v\r\n\r\n"), 400, 'whitespace before a trailer colon');
+rejects($server, chunked("5\r\nhello\r\n0\r\n: v\r\n\r\n"), 400, 'a trailer with an empty name');
+rejects($server, chunked("5\r\nhello\r\n0\r\nX(T): v\r\n\r\n"), 400, 'a trailer name that is no token');
+rejects($server, chunked("5\r\nhello\r\n0\r\nX"), 400,
+    'a request where the final CRLF should be (as a trailer line it has no colon)');
+
 is $server->stop, 0, 'the server stops cleanly';
 done_testing;
