@@ -22,6 +22,7 @@ rejects($server, "GET / HTTP/1.1\r\n\r\n", 400, 'HTTP/1.1 without Host');
 rejects($server, "GET / HTTP/1.1\r\nHost: a\r\nHost: a\r\n\r\n", 400, 'two Host fields, same value');
 rejects($server, "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400, 'two Host fields, different values');
 rejects($server, "GET / HTTP/1.0\r\nHost: a\r\nHost: b\r\n\r\n", 400, 'two Host fields in HTTP/1.0');
+rejects($server, "GET / HTTP/1.1\r\nhost: a\r\nHOST: a\r\n\r\n", 400, 'two Host fields in other letter cases');
 rejects($server, "GET / HTTP/1.1\r\nHost: a b\r\n\r\n", 400, 'a space inside Host');
 rejects($server, "GET / HTTP/1.1\r\nHost: user\@a\r\n\r\n", 400, 'userinfo in Host');
 rejects($server, "GET / HTTP/1.1\r\nHost: a/b\r\n\r\n", 400, 'a slash in Host');

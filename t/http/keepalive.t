@@ -9,6 +9,9 @@ use Serow::Test qw(start_server raw_connect read_response read_until_close);
 
 my $server = start_server(app => sub {
     my ($env) = @_;
+    if ($env->{PATH_INFO} eq '/app-close') {
+        return [200, ['Connection' => 'close'], ['/app-close']];
+    }
     if ($env->{PATH_INFO} eq '/stream') {
         return sub { my $w = $_[0]->([200, []]); $w->write('streamed'); $w->close };
     }
@@ -63,6 +66,13 @@ subtest 'HTTP/1.1 with Connection: close after kept requests' => sub {
     is_deeply [map { $_->{body} } @$res], ['/1', '/2'];
     ok !exists $res->[0]{headers}{connection}, 'the first is kept';
     is lc $res->[1]{headers}{connection}, 'close', 'the second closes';
+    ok $closed, 'the server closed';
+};
+
+subtest "the app's own Connection: close is honoured" => sub {
+    my ($res, $closed) = exchange(["GET /app-close HTTP/1.1\r\nHost: x\r\n\r\n"]);
+    is $res->[0]{body}, '/app-close';
+    is lc $res->[0]{headers}{connection}, 'close', 'said once';
     ok $closed, 'the server closed';
 };
 
