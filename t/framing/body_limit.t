@@ -5,7 +5,7 @@ use strict;
 use warnings;
 use Test::More;
 use lib 't/lib';
-use Serow::Test qw(start_server raw_request raw_connect read_response parse_response rejects);
+use Serow::Test qw(start_server raw_request raw_connect read_response read_until_close parse_response rejects);
 
 use constant LIMIT => 1000;
 my $server = start_server(app => sub {
@@ -41,6 +41,8 @@ subtest 'a declared oversize body is refused without waiting for it, and without
     my $sock = raw_connect($server);
     syswrite $sock, "PUT /cl HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\nExpect: 100-continue\r\n\r\n";
     my $res = read_response($sock);
+    my (undef, $closed) = read_until_close($sock);
+    ok $closed, 'the server closed the connection';
     is $res && $res->{status}, 413;
 };
 
@@ -50,6 +52,8 @@ subtest 'a chunked body is refused as soon as it passes the limit' => sub {
     syswrite $sock, "POST /chunked HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
         . ("64\r\n" . ('b' x 100) . "\r\n") x 11;
     my $res = read_response($sock);
+    my (undef, $closed) = read_until_close($sock);
+    ok $closed, 'the server closed the connection';
     is $res && $res->{status}, 413;
 };
 

@@ -5,7 +5,7 @@ use strict;
 use warnings;
 use Test::More;
 use lib 't/lib';
-use Serow::Test qw(start_server raw_request raw_connect read_response parse_response echo_app rejects);
+use Serow::Test qw(start_server raw_request raw_connect read_response read_until_close parse_response echo_app rejects);
 
 use constant { SIZE_LIMIT => 2048, COUNT_LIMIT => 10 };
 my $server = start_server(app => echo_app(), options => ['--workers', 1,
@@ -46,7 +46,10 @@ sub answer_to_unfinished_head {
     my $first = read_response($sock, buffer => \$buf);
     is $first && $first->{status}, 200, 'the first request is answered';
     syswrite $sock, $rest;
-    return read_response($sock, buffer => \$buf);
+    my $res = read_response($sock, buffer => \$buf);
+    my (undef, $closed) = read_until_close($sock, buffer => \$buf);
+    ok $closed, 'the server closed the connection';
+    return $res;
 }
 
 subtest 'a field over the size limit is answered before it ends' => sub {

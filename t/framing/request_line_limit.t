@@ -5,7 +5,7 @@ use strict;
 use warnings;
 use Test::More;
 use lib 't/lib';
-use Serow::Test qw(start_server raw_request raw_connect read_response parse_response echo_app rejects);
+use Serow::Test qw(start_server raw_request raw_connect read_response read_until_close parse_response echo_app rejects);
 
 use constant LIMIT => 1024;
 my $server = start_server(app => echo_app(),
@@ -34,7 +34,10 @@ sub answer_to_unfinished_head {
     my $first = read_response($sock, buffer => \$buf);
     is $first && $first->{status}, 200, 'the first request is answered';
     syswrite $sock, $rest;
-    return read_response($sock, buffer => \$buf);
+    my $res = read_response($sock, buffer => \$buf);
+    my (undef, $closed) = read_until_close($sock, buffer => \$buf);
+    ok $closed, 'the server closed the connection';
+    return $res;
 }
 
 subtest 'a request line over the limit is answered before it ends' => sub {
@@ -49,6 +52,8 @@ subtest 'the same when the long line is the first thing on a connection' => sub 
     my $sock = raw_connect($server);
     syswrite $sock, "GET /" . ('a' x (2 * LIMIT));
     my $res = read_response($sock);
+    my (undef, $closed) = read_until_close($sock);
+    ok $closed, 'the server closed the connection';
     is $res && $res->{status}, 414;
 };
 
