@@ -12,7 +12,8 @@ use lib 't/lib';
 use Serow::Test qw(start_server raw_connect read_response read_until_close echo_app);
 
 my $server = start_server(app => echo_app(),
-    options => ['--workers', 1, '--header-timeout', 1, '--keepalive-timeout', 30]);
+    # --max-headers: a trickle of fields meets the timeout, never the count
+    options => ['--workers', 1, '--header-timeout', 1, '--keepalive-timeout', 30, '--max-headers', 1000]);
 
 # Sends $first, then one of @drip every $pace seconds (cycling) until the
 # server answers; returns the answer and whether the server then closed.

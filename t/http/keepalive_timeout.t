@@ -20,15 +20,5 @@ subtest 'an idle connection is closed after the timeout' => sub {
     is $rest, '', 'without a response';
 };
 
-subtest 'each request restarts the idle timeout' => sub {
-    my $sock = raw_connect($server);
-    for my $i (1 .. 3) {
-        syswrite $sock, "GET /$i HTTP/1.1\r\nHost: x\r\n\r\n";
-        is read_response($sock)->{status}, 200, "request $i";
-    }
-    my ($rest, $closed) = read_until_close($sock);
-    ok $closed, 'closed once idle';
-};
-
 is $server->stop, 0, 'the server stops cleanly';
 done_testing;
