@@ -16,6 +16,9 @@ my $server = start_server(app => sub {
     return [200, ['Bad Name' => 'x'], ['broken']] if $path eq '/bad-header';
     return "not a response" if $path eq '/bad-response';
     return [404, [], ['no such thing']] if $path eq '/missing';
+    return sub { my $w = $_[0]->([200, []]); $w->write('partial'); die "mid-stream\n" }
+        if $path eq '/die-mid-stream';
+    return sub { $_[0]->([200, []]); die "before writing\n" } if $path eq '/die-before-writing';
     return [200, [], ["ok $path"]];
 }, options => ['--workers', 1, '--keepalive-timeout', 30]);
 
@@ -46,6 +49,7 @@ my @cases = (
     ['an app that dies', "GET /die HTTP/1.1\r\nHost: x\r\n\r\n", 500],
     ['an app that returns an invalid header', "GET /bad-header HTTP/1.1\r\nHost: x\r\n\r\n", 500],
     ['an app that returns no response', "GET /bad-response HTTP/1.1\r\nHost: x\r\n\r\n", 500],
+    ['a streaming app that dies before its first write', "GET /die-before-writing HTTP/1.1\r\nHost: x\r\n\r\n", 500],
 );
 for my $case (@cases) {
     my ($name, $bad, $status) = @$case;
@@ -55,6 +59,15 @@ for my $case (@cases) {
         is lc($res && $res->{headers}{connection} // ''), 'close', 'Connection: close';
     };
 }
+
+subtest 'a streaming app that dies after its first write: the body is cut, the connection closed' => sub {
+    my $sock = raw_connect($server);
+    syswrite $sock, "GET /die-mid-stream HTTP/1.1\r\nHost: x\r\n\r\n$after";
+    my ($raw, $closed) = read_until_close($sock);
+    like $raw, qr{\AHTTP/1\.1 200 OK\r\n.*\r\n\r\n7\r\npartial\r\n\z}s,
+        'the head and the chunk sent, no last chunk: the client can tell the body is cut';
+    ok $closed, 'the server closed';
+};
 
 subtest "the app's own 404 keeps the connection" => sub {
     my $sock = raw_connect($server);
