@@ -134,16 +134,24 @@ struct worker_loop *worker_loop_new(const struct worker_settings *settings)
     if (loop == NULL)
         return NULL;
     loop->settings = *settings;
-    if (loop->settings.limits.max_headers > WORKER_HEADERS_CAPACITY)
-        loop->settings.limits.max_headers = WORKER_HEADERS_CAPACITY;
+    /* Room for max_headers fields, as configured (no silent lower cap), but
+     * no more than can fit in the header section. */
+    size_t capacity = settings->limits.max_headers;
+    if (capacity > settings->limits.max_header_size / WORKER_MIN_FIELD_LINE + 1)
+        capacity = settings->limits.max_header_size / WORKER_MIN_FIELD_LINE + 1;
+    loop->headers = calloc(capacity + 1, sizeof(*loop->headers));
     loop->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
-    if (loop->epoll_fd < 0) {
+    if (loop->headers == NULL || loop->epoll_fd < 0) {
+        if (loop->epoll_fd >= 0)
+            close(loop->epoll_fd);
+        free(loop->headers);
         free(loop);
         return NULL;
     }
+    loop->headers_capacity = capacity;
     loop->accepting = 1;
     loop->head.headers = loop->headers;
-    loop->head.headers_capacity = WORKER_HEADERS_CAPACITY;
+    loop->head.headers_capacity = capacity;
     return loop;
 }
 
@@ -155,6 +163,7 @@ void worker_loop_free(struct worker_loop *loop)
         if (loop->connections[fd])
             close_connection(loop, loop->connections[fd]);
     free(loop->connections);
+    free(loop->headers);
     close(loop->epoll_fd);
     free(loop);
 }
@@ -355,7 +364,7 @@ static void examine_buffered_head(struct worker_loop *loop, struct connection *c
         conn->buffer_len >= max_head_bytes(loop)) {
         struct http_request_head probe;
         probe.headers = loop->headers;
-        probe.headers_capacity = WORKER_HEADERS_CAPACITY;
+        probe.headers_capacity = loop->headers_capacity;
         int r = parse_request_head(conn->buffer, conn->buffer_len, &probe,
                                    &loop->settings.limits);
         if (r == HTTP_PARSE_ERROR) {

@@ -72,4 +72,14 @@ subtest 'too many fields are answered before the section ends' => sub {
 };
 
 is $server->stop, 0, 'the server stops cleanly';
+
+subtest 'a --max-headers above 1024 is honoured as given' => sub {
+    my $big = start_server(app => echo_app(), options => ['--workers', 1, '--max-headers', 2000]);
+    my @fields = ('Host: x', 'Connection: close');
+    my $res = parse_response(raw_request($big, head_with_fields(@fields, map { "X-$_: v" } 1 .. 1998)));
+    is $res && $res->{status}, 200, '2000 fields are accepted';
+    $res = parse_response(raw_request($big, head_with_fields(@fields, map { "X-$_: v" } 1 .. 1999)));
+    is $res && $res->{status}, 431, '2001 are not';
+    is $big->stop, 0, 'that server stops cleanly';
+};
 done_testing;
