@@ -476,7 +476,12 @@ static void expire_timers(struct worker_loop *loop, double now)
         } else if (conn->buffer_len == 0) {
             close_connection(loop, conn); /* nothing sent: nothing to answer */
         } else {
-            reject_connection(loop, conn, 408, NULL);
+            /* parsed only to learn the method: a HEAD gets no body */
+            struct http_request_head probe;
+            probe.headers = loop->headers;
+            probe.headers_capacity = loop->headers_capacity;
+            parse_request_head(conn->buffer, conn->buffer_len, &probe, &loop->settings.limits);
+            reject_connection(loop, conn, 408, &probe);
         }
     }
     while ((conn = loop->timers[TIMER_IDLE].first) && conn->deadline <= now) {

@@ -54,6 +54,13 @@ subtest 'a request line trickled in one byte every 0.1 s' => sub {
     is_408_and_closed(trickle(raw_connect($server), "GET /", 0.1, 'a'));
 };
 
+subtest 'a HEAD request whose head never ends: the 408 has no body' => sub {
+    my ($raw, $closed) = trickle(raw_connect($server), "HEAD / HTTP/1.1\r\nHost: x\r\n",
+        Serow::Test::READ_TIMEOUT, '');
+    like $raw, qr{\AHTTP/1\.1 408 [^\r\n]*\r\n(?:[^\r\n]+\r\n)*\r\n\z}, 'a head and nothing else';
+    ok $closed, 'the server closed the connection';
+};
+
 subtest 'the next head on a kept-alive connection has the same limit' => sub {
     my $sock = raw_connect($server);
     syswrite $sock, "GET /first HTTP/1.1\r\nHost: x\r\n\r\n";
