@@ -139,7 +139,7 @@ struct worker_loop *worker_loop_new(const struct worker_settings *settings)
     size_t capacity = settings->limits.max_headers;
     if (capacity > settings->limits.max_header_size / WORKER_MIN_FIELD_LINE + 1)
         capacity = settings->limits.max_header_size / WORKER_MIN_FIELD_LINE + 1;
-    loop->headers = calloc(capacity + 1, sizeof(*loop->headers));
+    loop->headers = calloc(capacity + 1, sizeof(*loop->headers)); /* +1: never calloc(0) */
     loop->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
     if (loop->headers == NULL || loop->epoll_fd < 0) {
         if (loop->epoll_fd >= 0)
@@ -300,8 +300,8 @@ static size_t max_head_bytes(const struct worker_loop *loop)
 }
 
 /*
- * Follows the line ends in buf[from..len): where the line still arriving
- * begins, and whether the request line has ended (any line but an empty one:
+ * Follows the line ends in the buffer from offset from on: where the line
+ * still arriving begins, and whether the request line has ended (any line but an empty one:
  * a malformed line is rejected by the parse that its line end causes).
  * Returns whether a line ended.
  */
