@@ -26,7 +26,7 @@ for my $case (
         my @res = parse_response($raw);
         is scalar @res, 1, 'one response';
         is $res[0] && $res[0]{status}, 408, 'status 408';
-        is lc($res[0] && $res[0]{headers}{connection} // ''), 'close', 'Connection: close';
+        is lc(($res[0] && $res[0]{headers}{connection}) // ''), 'close', 'Connection: close';
         ok $closed, 'the server closed';
     };
 }

@@ -56,7 +56,7 @@ subtest 'a field over the size limit is answered before it ends' => sub {
     my $res = answer_to_unfinished_head("GET / HTTP/1.1\r\nHost: x\r\nX-Big: v",
         'v' x (2 * SIZE_LIMIT));
     is $res && $res->{status}, 431;
-    is lc($res && $res->{headers}{connection} // ''), 'close';
+    is lc(($res && $res->{headers}{connection}) // ''), 'close';
 };
 
 subtest 'a section over the size limit is answered before it ends' => sub {

@@ -45,7 +45,7 @@ subtest 'a request line over the limit is answered before it ends' => sub {
     # far away: only the limit can answer it.
     my $res = answer_to_unfinished_head('GET /', 'a' x (2 * LIMIT));
     is $res && $res->{status}, 414;
-    is lc($res && $res->{headers}{connection} // ''), 'close';
+    is lc(($res && $res->{headers}{connection}) // ''), 'close';
 };
 
 subtest 'the same when the long line is the first thing on a connection' => sub {

@@ -56,7 +56,7 @@ for my $case (@cases) {
     subtest $name => sub {
         my $res = after_a_good_one($bad);
         is $res && $res->{status}, $status, "status $status";
-        is lc($res && $res->{headers}{connection} // ''), 'close', 'Connection: close';
+        is lc(($res && $res->{headers}{connection}) // ''), 'close', 'Connection: close';
     };
 }
 

@@ -381,7 +381,7 @@ sub rejects {
             or Test::More::diag("got: $raw");
         $res = $responses[0];
         Test::More::is($res && $res->{status}, $status, "status $status");
-        Test::More::is(lc($res && $res->{headers}{connection} // ''), 'close',
+        Test::More::is(lc(($res && $res->{headers}{connection}) // ''), 'close',
             'it says Connection: close');
         Test::More::ok($closed, 'the server closed the connection');
         Test::More::unlike($raw, qr/smuggled/, 'the bytes after it were not answered')
