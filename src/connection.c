@@ -82,6 +82,8 @@ void connection_consume(struct connection *conn, size_t n)
         conn->buffer_len -= n;
     }
     conn->head_scan_from = 0;
+    conn->line_start = 0;
+    conn->request_line_ended = 0;
 }
 
 void connection_release_buffer(struct connection *conn)

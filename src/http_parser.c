@@ -80,6 +80,18 @@ static int check_partial_request_line(const char *line, size_t len,
     return HTTP_PARSE_INCOMPLETE;
 }
 
+/* uri-host [ ":" port ]: the characters an authority may hold, no userinfo. */
+static int is_valid_host(const char *v, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)v[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              strchr("-._~%!$&'()*+,;=:[]", c) != NULL) || c == 0)
+            return 0;
+    }
+    return 1;
+}
+
 /* Splits the request target into path and authority (RFC 9112 3.2). */
 static int parse_request_target(struct http_request_head *head)
 {
@@ -119,6 +131,9 @@ static int parse_request_target(struct http_request_head *head)
     for (size_t i = scheme_len; i < end; i++)
         if (t[i] == '@')
             return fail(head, 400); /* userinfo is deprecated and a spoofing tool */
+    /* The authority stands in for Host (RFC 9112 3.2.2): held to the same rules. */
+    if (!is_valid_host(t + scheme_len, end - scheme_len))
+        return fail(head, 400);
     head->authority = t + scheme_len;
     head->authority_len = end - scheme_len;
     head->path = t + end; /* may be empty or start with '?': the caller adds "/" */
@@ -245,18 +260,6 @@ static void apply_connection_options(struct http_request_head *head, const char 
     (void)head;
 }
 
-/* uri-host [ ":" port ]: the characters an authority may hold, no userinfo. */
-static int is_valid_host(const char *v, size_t len)
-{
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)v[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              strchr("-._~%!$&'()*+,;=:[]", c) != NULL) || c == 0)
-            return 0;
-    }
-    return 1;
-}
-
 /* RFC 9112 6.3: decide how the body is delimited, rejecting every ambiguity. */
 static int decide_framing(struct http_request_head *head)
 {
@@ -348,6 +351,8 @@ int parse_request_head(const char *buf, size_t len, struct http_request_head *he
 
     head->num_headers = 0;
     head->error_status = 0;
+    head->method = NULL; /* set once the request line is parsed */
+    head->method_len = 0;
 
     /* RFC 9112 2.2: ignore empty lines before the request line. */
     while (pos < len && buf[pos] == '\r') {
@@ -462,7 +467,8 @@ enum chunked_state {
     CHUNK_DATA_CR,
     CHUNK_DATA_LF,
     CHUNK_TRAILER_START, /* at the start of a trailer line (or the final CRLF) */
-    CHUNK_TRAILER_LINE,
+    CHUNK_TRAILER_NAME,  /* field-name, up to its colon */
+    CHUNK_TRAILER_VALUE, /* after the colon until CR */
     CHUNK_TRAILER_LF,
     CHUNK_END_LF,
     CHUNK_FINISHED
@@ -572,11 +578,20 @@ int decode_chunked(struct chunked_decoder *d, char *buf, size_t *len, size_t *co
             if (c == '\r')
                 d->state = CHUNK_END_LF;
             else if (token_char[c])
-                d->state = CHUNK_TRAILER_LINE;
+                d->state = CHUNK_TRAILER_NAME;
             else
-                goto error; /* obs-fold or garbage */
+                goto error; /* obs-fold, an empty name or garbage */
             break;
-        case CHUNK_TRAILER_LINE:
+        case CHUNK_TRAILER_NAME:
+            /* a trailer is a field line (RFC 9112 7.1.2): a line without a
+             * colon, or with whitespace before it, is no trailer; taking it
+             * for one would let a request pass as a trailer */
+            if (c == ':')
+                d->state = CHUNK_TRAILER_VALUE;
+            else if (!token_char[c])
+                goto error;
+            break;
+        case CHUNK_TRAILER_VALUE:
             if (c == '\r')
                 d->state = CHUNK_TRAILER_LF;
             else if (!is_field_value_char(c))

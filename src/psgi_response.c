@@ -141,6 +141,26 @@ static int write_all(struct worker_loop *loop, struct iovec *iov, int count)
     return RESPONSE_OK;
 }
 
+/*
+ * How many of len more body bytes may go out: never more than a declared
+ * Content-Length (RFC 9110 8.6), or the client reads the excess as the next
+ * response.  Counts all len in body_sent, so that psgi_response_keeps_alive()
+ * closes the connection after a body of the wrong length.
+ */
+static uint64_t take_body_bytes(uint64_t len)
+{
+    uint64_t fits = len;
+    if (response.framing.has_content_length) {
+        uint64_t room = response.body_sent < response.framing.content_length
+                            ? response.framing.content_length - response.body_sent
+                            : 0;
+        if (fits > room)
+            fits = room;
+    }
+    response.body_sent += len;
+    return fits;
+}
+
 int send_psgi_response(pTHX_ struct worker_loop *loop, SV *status, SV *headers, AV *body,
                        SV **bad_header)
 {
@@ -171,6 +191,7 @@ int send_psgi_response(pTHX_ struct worker_loop *loop, SV *status, SV *headers, 
             continue;
         STRLEN len;
         char *data = SvPV(*part, len);
+        len = (STRLEN)take_body_bytes(len);
         if (len == 0)
             continue;
         if (count == BODY_IOVECS) {
@@ -180,7 +201,6 @@ int send_psgi_response(pTHX_ struct worker_loop *loop, SV *status, SV *headers, 
         }
         iov[count].iov_base = data;
         iov[count++].iov_len = len;
-        response.body_sent += len;
     }
     r = write_all(loop, iov, count);
     response.head_len = 0;
@@ -204,6 +224,8 @@ int write_psgi_body(pTHX_ struct worker_loop *loop, const char *data, size_t len
         return RESPONSE_CLIENT_GONE;
     if (!response.framing.body_allowed || len == 0)
         return RESPONSE_OK; /* HEAD, 204, 304: the body is dropped; "" would end a chunked body */
+    if ((len = (size_t)take_body_bytes(len)) == 0)
+        return RESPONSE_OK; /* past its Content-Length: dropped */
     if (response.head_len) {
         iov[count].iov_base = response.head;
         iov[count++].iov_len = response.head_len;
@@ -219,7 +241,6 @@ int write_psgi_body(pTHX_ struct worker_loop *loop, const char *data, size_t len
         iov[count++].iov_len = 2;
     }
     response.head_len = 0;
-    response.body_sent += len;
     return write_all(loop, iov, count);
 }
 
@@ -248,6 +269,8 @@ int sendfile_psgi_body(pTHX_ struct worker_loop *loop, int fd, uint64_t offset, 
         return RESPONSE_CLIENT_GONE;
     if (!response.framing.body_allowed || len == 0)
         return RESPONSE_OK;
+    if ((len = take_body_bytes(len)) == 0)
+        return RESPONSE_OK; /* past its Content-Length: dropped */
     int r;
     if (response.framing.chunked) {
         char size_line[24];
@@ -263,7 +286,6 @@ int sendfile_psgi_body(pTHX_ struct worker_loop *loop, int fd, uint64_t offset, 
         response.failed = 1;
         return RESPONSE_CLIENT_GONE;
     }
-    response.body_sent += len;
     if (response.framing.chunked) {
         struct iovec end = {(void *)CHUNK_END, 2};
         return write_all(loop, &end, 1);

@@ -184,6 +184,12 @@ int plan_response(const struct response_facts *facts, const struct response_head
             return RESPONSE_BAD_CONTENT_LENGTH; /* the smuggling pair, from our side */
     } else if (no_body_status) {
         /* no body, nothing to add */
+    } else if (app_transfer_encoding) {
+        /* The app framed the body itself (Plack::Middleware::Chunked does):
+         * a Content-Length beside Transfer-Encoding is forbidden (RFC 9112
+         * 6.2), and would contradict it, even when we know the length.  A
+         * response to HEAD has no body to delimit. */
+        delimited = facts->is_head_request || (app_chunked && facts->minor_version >= 1);
     } else if (facts->is_head_request) {
         /* Only a length that describes the body a GET would get. */
         if (facts->body_length_known && facts->body_length > 0) {
@@ -193,8 +199,6 @@ int plan_response(const struct response_facts *facts, const struct response_head
     } else if (facts->body_length_known) {
         framing->has_content_length = 1;
         framing->content_length = facts->body_length;
-    } else if (app_transfer_encoding) {
-        delimited = app_chunked && facts->minor_version >= 1; /* the app frames it */
     } else if (facts->minor_version >= 1) {
         framing->chunked = 1;
     } else {
@@ -251,7 +255,10 @@ size_t format_response_head(char *out, const struct response_facts *facts,
         const struct response_header *h = &headers[i];
         if (server_owns_connection && NAME_IS(h, "connection"))
             continue;
-        if ((status < 200 || status == 204) && NAME_IS(h, "transfer-encoding"))
+        /* A 1xx or 204 has no body, and may not carry the headers that would
+         * frame one (RFC 9110 8.6, RFC 9112 6.1), whatever the app says. */
+        if ((status < 200 || status == 204) &&
+            (NAME_IS(h, "transfer-encoding") || NAME_IS(h, "content-length")))
             continue;
         if (NAME_IS(h, "date"))
             has_date = 1;

@@ -55,9 +55,10 @@ int plan_response(const struct response_facts *facts, const struct response_head
 size_t response_head_size(const struct response_header *headers, size_t num_headers);
 
 /*
- * Writes the status line, the app's headers (Connection and, when the server
- * frames the body itself, Transfer-Encoding left out), Date, the framing
- * headers and the empty line into out.  Returns the length.
+ * Writes the status line, the app's headers (Connection left out, and the
+ * framing headers of a status that has no body and may not have them: 1xx,
+ * 204), Date, the framing headers the server adds and the empty line into
+ * out.  Returns the length.
  */
 size_t format_response_head(char *out, const struct response_facts *facts,
                             const struct response_header *headers, size_t num_headers,

@@ -135,16 +135,24 @@ struct worker_loop *worker_loop_new(const struct worker_settings *settings)
     if (loop == NULL)
         return NULL;
     loop->settings = *settings;
-    if (loop->settings.limits.max_headers > WORKER_HEADERS_CAPACITY)
-        loop->settings.limits.max_headers = WORKER_HEADERS_CAPACITY;
+    /* Room for max_headers fields, as configured (no silent lower cap), but
+     * no more than can fit in the header section. */
+    size_t capacity = settings->limits.max_headers;
+    if (capacity > settings->limits.max_header_size / WORKER_MIN_FIELD_LINE + 1)
+        capacity = settings->limits.max_header_size / WORKER_MIN_FIELD_LINE + 1;
+    loop->headers = calloc(capacity + 1, sizeof(*loop->headers)); /* +1: never calloc(0) */
     loop->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
-    if (loop->epoll_fd < 0) {
+    if (loop->headers == NULL || loop->epoll_fd < 0) {
+        if (loop->epoll_fd >= 0)
+            close(loop->epoll_fd);
+        free(loop->headers);
         free(loop);
         return NULL;
     }
+    loop->headers_capacity = capacity;
     loop->accepting = 1;
     loop->head.headers = loop->headers;
-    loop->head.headers_capacity = WORKER_HEADERS_CAPACITY;
+    loop->head.headers_capacity = capacity;
     return loop;
 }
 
@@ -156,6 +164,7 @@ void worker_loop_free(struct worker_loop *loop)
         if (loop->connections[fd])
             close_connection(loop, loop->connections[fd]);
     free(loop->connections);
+    free(loop->headers);
     close(loop->epoll_fd);
     free(loop);
 }
@@ -252,23 +261,36 @@ static const char *reason_phrase(int status)
     }
 }
 
+/* Whether head is a parsed request line with the method HEAD.  A request
+ * that failed before its method was read has method_len 0. */
+static int is_head_request(const struct http_request_head *head)
+{
+    return head != NULL && head->method_len == 4 && memcmp(head->method, "HEAD", 4) == 0;
+}
+
 /* Writes without waiting: used for errors on connections that are not being
- * served, where a client that does not read gets nothing more. */
-static void send_error_response(struct connection *conn, int status)
+ * served, where a client that does not read gets nothing more.  head is the
+ * request as far as it was parsed (NULL: not at all): a response to HEAD
+ * keeps the Content-Length but sends no content (RFC 9110 9.3.2). */
+static void send_error_response(struct connection *conn, int status,
+                                const struct http_request_head *head)
 {
     char response[512];
     const char *reason = reason_phrase(status);
+    int omit_body = is_head_request(head);
     int n = snprintf(response, sizeof(response),
                      "HTTP/1.1 %d %s\r\nDate: %s\r\nContent-Type: text/plain\r\n"
-                     "Content-Length: %zu\r\nConnection: close\r\n\r\n%s\n",
-                     status, reason, http_date_now(), strlen(reason) + 1, reason);
+                     "Content-Length: %zu\r\nConnection: close\r\n\r\n%s%s",
+                     status, reason, http_date_now(), strlen(reason) + 1,
+                     omit_body ? "" : reason, omit_body ? "" : "\n");
     ssize_t ignored = send(conn->fd, response, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
     (void)ignored;
 }
 
-static void reject_connection(struct worker_loop *loop, struct connection *conn, int status)
+static void reject_connection(struct worker_loop *loop, struct connection *conn, int status,
+                              const struct http_request_head *head)
 {
-    send_error_response(conn, status);
+    send_error_response(conn, status, head);
     close_lingering(loop, conn);
 }
 
@@ -279,11 +301,46 @@ static size_t max_head_bytes(const struct worker_loop *loop)
 }
 
 /*
+ * Follows the line ends in the buffer from offset from on: where the line
+ * still arriving begins, and whether the request line has ended (any line but an empty one:
+ * a malformed line is rejected by the parse that its line end causes).
+ * Returns whether a line ended.
+ */
+static int track_line_ends(struct connection *conn, size_t from)
+{
+    int ended = 0;
+    const char *lf;
+    while (from < conn->buffer_len &&
+           (lf = memchr(conn->buffer + from, '\n', conn->buffer_len - from)) != NULL) {
+        size_t end = (size_t)(lf - conn->buffer);
+        if (!(end == conn->line_start + 1 && conn->buffer[conn->line_start] == '\r'))
+            conn->request_line_ended = 1;
+        conn->line_start = end + 1;
+        from = end + 1;
+        ended = 1;
+    }
+    return ended;
+}
+
+/*
+ * Whether the line still arriving is already longer than its limit allows
+ * (the request line its own, a field line the whole header section's): then
+ * a parse answers 414 or 431 now instead of waiting for a line end that a
+ * client may never send.  The +1 leaves room for a CR whose LF is on its way.
+ */
+static int open_line_over_limit(const struct worker_loop *loop, const struct connection *conn)
+{
+    size_t limit = conn->request_line_ended ? loop->settings.limits.max_header_size
+                                            : loop->settings.limits.max_request_line;
+    return conn->buffer_len - conn->line_start > limit + 1;
+}
+
+/*
  * Looks at the buffered bytes of a connection that is receiving a head.
  * A head is parsed only when it looks complete, a new line has ended (to
- * reject garbage early) or the buffer is full (to apply the limits): a client
- * sending one byte at a time cannot make us parse the same bytes over and
- * over for each byte.
+ * reject garbage early), the line still arriving has outgrown its limit or
+ * the buffer is full (to apply the limits): a client sending one byte at a
+ * time cannot make us parse the same bytes over and over for each byte.
  */
 static void examine_buffered_head(struct worker_loop *loop, struct connection *conn,
                                   size_t new_bytes_from)
@@ -297,27 +354,26 @@ static void examine_buffered_head(struct worker_loop *loop, struct connection *c
             break;
         }
     }
-    if (!complete && memchr(conn->buffer + new_bytes_from, '\n',
-                            conn->buffer_len - new_bytes_from) != NULL)
-        new_line = 1;
+    new_line = track_line_ends(conn, new_bytes_from);
     conn->head_scan_from = conn->buffer_len;
 
     if (complete) {
         ready_push(loop, conn);
         return;
     }
-    if (new_line || new_bytes_from == 0 || conn->buffer_len >= max_head_bytes(loop)) {
+    if (new_line || new_bytes_from == 0 || open_line_over_limit(loop, conn) ||
+        conn->buffer_len >= max_head_bytes(loop)) {
         struct http_request_head probe;
         probe.headers = loop->headers;
-        probe.headers_capacity = WORKER_HEADERS_CAPACITY;
+        probe.headers_capacity = loop->headers_capacity;
         int r = parse_request_head(conn->buffer, conn->buffer_len, &probe,
                                    &loop->settings.limits);
         if (r == HTTP_PARSE_ERROR) {
-            reject_connection(loop, conn, probe.error_status);
+            reject_connection(loop, conn, probe.error_status, &probe);
         } else if (r > 0) {
             ready_push(loop, conn); /* e.g. a head ended by a bare "\r\n" after empty lines */
         } else if (conn->buffer_len >= max_head_bytes(loop)) {
-            reject_connection(loop, conn, 431);
+            reject_connection(loop, conn, 431, &probe);
         }
     }
 }
@@ -399,17 +455,42 @@ static void drain_lingering(struct worker_loop *loop, struct connection *conn)
     }
 }
 
+/*
+ * The header and keep-alive timeouts are the client's time, but a worker busy
+ * with a request reads nobody meanwhile.  So before a connection is expired,
+ * what it has sent is read: a head that arrived complete in time is served,
+ * not answered 408, and a request sent on an idle connection is not dropped,
+ * just because the worker got to them late.
+ */
 static void expire_timers(struct worker_loop *loop, double now)
 {
     struct connection *conn;
     while ((conn = loop->timers[TIMER_READING_HEAD].first) && conn->deadline <= now) {
-        if (conn->buffer_len == 0)
+        if (!conn->in_ready_queue && read_connection(loop, conn) < 0)
+            continue; /* the client has gone */
+        if (conn->state == CONNECTION_LINGERING)
+            continue; /* what arrived was answered with an error */
+        if (conn->in_ready_queue) {
+            /* served next; the timer only matters if its head turns out to be
+             * empty lines, and appending keeps the list in deadline order */
+            timer_append(loop, conn, TIMER_READING_HEAD, now + loop->settings.header_timeout);
+        } else if (conn->buffer_len == 0) {
             close_connection(loop, conn); /* nothing sent: nothing to answer */
-        else
-            reject_connection(loop, conn, 408);
+        } else {
+            /* parsed only to learn the method: a HEAD gets no body */
+            struct http_request_head probe;
+            probe.headers = loop->headers;
+            probe.headers_capacity = loop->headers_capacity;
+            parse_request_head(conn->buffer, conn->buffer_len, &probe, &loop->settings.limits);
+            reject_connection(loop, conn, 408, &probe);
+        }
     }
-    while ((conn = loop->timers[TIMER_IDLE].first) && conn->deadline <= now)
-        close_connection(loop, conn);
+    while ((conn = loop->timers[TIMER_IDLE].first) && conn->deadline <= now) {
+        if (read_connection(loop, conn) < 0)
+            continue;
+        if (conn->state == CONNECTION_IDLE)
+            close_connection(loop, conn); /* still nothing: now it is idle too long */
+    }
     while ((conn = loop->timers[TIMER_LINGERING].first) && conn->deadline <= now)
         close_connection(loop, conn);
 }
@@ -439,12 +520,12 @@ static int start_request(struct worker_loop *loop, struct connection *conn)
         return 0;
     }
     if (r == HTTP_PARSE_ERROR) {
-        reject_connection(loop, conn, loop->head.error_status);
+        reject_connection(loop, conn, loop->head.error_status, &loop->head);
         return 0;
     }
     if (loop->settings.max_body_size && loop->head.framing == HTTP_BODY_LENGTH &&
         loop->head.content_length > loop->settings.max_body_size) {
-        reject_connection(loop, conn, 413);
+        reject_connection(loop, conn, 413, &loop->head);
         return 0;
     }
     timer_remove(loop, conn);
@@ -743,7 +824,7 @@ void worker_loop_fail_request(struct worker_loop *loop, int status)
     if (conn == NULL)
         return;
     if (!loop->response_started)
-        send_error_response(conn, status);
+        send_error_response(conn, status, &loop->head);
     loop->current = NULL;
     conn->requests_served++;
     loop->requests_total++;

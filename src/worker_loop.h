@@ -22,8 +22,10 @@
 #include "http_parser.h"
 
 #define WORKER_MAX_LISTENERS 64
-/* The header array is sized once; max_headers may not exceed it. */
-#define WORKER_HEADERS_CAPACITY 1024
+/* The shortest field line, "a:" CRLF: a header section of max_header_size
+ * bytes holds at most max_header_size / 4 fields, whatever max_headers says,
+ * which bounds the header array. */
+#define WORKER_MIN_FIELD_LINE 4
 
 struct listener {
     int fd;
@@ -71,7 +73,8 @@ struct worker_loop {
     /* the request being answered */
     struct connection *current;
     struct http_request_head head;
-    struct http_header headers[WORKER_HEADERS_CAPACITY];
+    struct http_header *headers; /* sized once from the limits */
+    size_t headers_capacity;
     size_t head_len;
     uint64_t body_remaining;     /* Content-Length bytes not yet read */
     uint64_t body_received;      /* decoded body bytes handed out */

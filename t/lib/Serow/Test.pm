@@ -16,9 +16,10 @@ use IO::Socket::IP ();
 use POSIX ();
 use Time::HiRes ();
 use Fcntl ();
+use Test::More ();
 
 our @EXPORT_OK = qw(start_server raw_request raw_connect read_response parse_response
-                    wait_until);
+                    wait_until read_until_close echo_app rejects send_all);
 
 # Generous: the machine is shared and slow; these bound a wait, never pace it.
 use constant READ_TIMEOUT => 30;
@@ -241,21 +242,71 @@ sub raw_connect {
 }
 
 # Sends $bytes on a new connection and returns everything the server sends
-# until it closes the connection (or READ_TIMEOUT passes).
+# until it closes the connection (or READ_TIMEOUT passes).  Options:
+#   half_close => 1     shut down our sending side after the bytes
+#   timeout => SECONDS  bound of the wait (default READ_TIMEOUT)
+#   eof => \$closed     set to 1 when the server ended the connection (EOF or
+#                       reset), 0 when the wait ran out with it still open
 sub raw_request {
     my ($server, $bytes, %opts) = @_;
     my $sock = raw_connect($server);
     syswrite($sock, $bytes) if length $bytes;
     shutdown($sock, 1) if $opts{half_close};
-    my $out = '';
+    my ($out, $closed) = read_until_close($sock, timeout => $opts{timeout});
+    ${ $opts{eof} } = $closed if ref $opts{eof};
+    return $out;
+}
+
+# Reads from $sock until the server ends the connection or timeout seconds
+# (default READ_TIMEOUT) pass.  Returns the bytes, and in list context also
+# whether the connection ended (1: EOF or reset; 0: still open at the timeout).
+# buffer => \$bytes: bytes already read, put first.
+sub read_until_close {
+    my ($sock, %opts) = @_;
+    my $out = ref $opts{buffer} ? ${ $opts{buffer} } : '';
     my $sel = IO::Select->new($sock);
     my $deadline = Time::HiRes::time + ($opts{timeout} // READ_TIMEOUT);
+    my $closed = 0;
     while ((my $left = $deadline - Time::HiRes::time) > 0) {
         last unless $sel->can_read($left);
         my $n = sysread($sock, $out, 65536, length $out);
-        last unless $n;
+        if (!$n) {
+            $closed = 1;
+            last;
+        }
     }
-    return $out;
+    return wantarray ? ($out, $closed) : $out;
+}
+
+# Writes all of $bytes to $sock, reading what the server sends meanwhile into
+# ${ $opts{buffer} } (for read_response's buffer option): a server answering
+# while the client still writes can then never block both sides.  Returns the
+# number of bytes written (less when the server closed or READ_TIMEOUT passed
+# without progress).
+sub send_all {
+    my ($sock, $bytes, %opts) = @_;
+    my $own = '';
+    my $buf = ref $opts{buffer} ? $opts{buffer} : \$own;
+    my $written = 0;
+    local $SIG{PIPE} = 'IGNORE';
+    while ($written < length $bytes) {
+        my ($r, $w) = ('', '');
+        vec($r, fileno $sock, 1) = 1;
+        vec($w, fileno $sock, 1) = 1;
+        my $n = select(my $readable = $r, my $writable = $w, undef, READ_TIMEOUT);
+        last if $n <= 0;
+        if (vec($readable, fileno $sock, 1)) {
+            sysread($sock, $$buf, 65536, length $$buf) or last;
+        }
+        if (vec($writable, fileno $sock, 1)) {
+            my $chunk = length($bytes) - $written;
+            $chunk = 65536 if $chunk > 65536;
+            my $n = syswrite($sock, $bytes, $chunk, $written);
+            last unless $n;
+            $written += $n;
+        }
+    }
+    return $written;
 }
 
 # Reads one response from a socket (Content-Length, chunked, or until EOF).
@@ -351,6 +402,56 @@ sub parse_response {
         push @responses, $res;
     }
     return wantarray ? @responses : $responses[0];
+}
+
+# An app that answers with what it saw, as JSON: method, path, query, uri,
+# host, protocol, content_length, transfer_encoding and the body it read.
+sub echo_app {
+    require JSON::PP;
+    return sub {
+        my ($env) = @_;
+        my $body = '';
+        my $in = $env->{'psgi.input'};
+        while ($in->read(my $part, 65536)) { $body .= $part }
+        my %seen = (
+            method => $env->{REQUEST_METHOD}, path => $env->{PATH_INFO},
+            query => $env->{QUERY_STRING}, uri => $env->{REQUEST_URI},
+            host => $env->{HTTP_HOST}, protocol => $env->{SERVER_PROTOCOL},
+            content_length => $env->{CONTENT_LENGTH},
+            transfer_encoding => $env->{HTTP_TRANSFER_ENCODING}, body => $body,
+        );
+        return [200, ['Content-Type' => 'application/json'],
+                [JSON::PP->new->canonical->encode(\%seen)]];
+    };
+}
+
+# The request a rejection test appends to its bytes: a server that answered
+# it would have been fooled into reading it as a request of its own.
+use constant SMUGGLED => "GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n";
+
+# Sends $bytes (and, unless smuggle => 0, SMUGGLED right behind them in the
+# same write) and checks that the server answers with exactly one response,
+# with $status and "Connection: close", then closes the connection.  Returns
+# the response.  A Test::More subtest named $name.
+sub rejects {
+    my ($server, $bytes, $status, $name, %opts) = @_;
+    my $res;
+    Test::More::subtest($name => sub {
+        my $smuggle = $opts{smuggle} // 1;
+        my $raw = raw_request($server, $bytes . ($smuggle ? SMUGGLED : ''), eof => \my $closed,
+            half_close => $opts{half_close});
+        my @responses = parse_response($raw);
+        Test::More::is(scalar @responses, 1, 'exactly one response')
+            or Test::More::diag("got: $raw");
+        $res = $responses[0];
+        Test::More::is($res && $res->{status}, $status, "status $status");
+        Test::More::is(lc(($res && $res->{headers}{connection}) // ''), 'close',
+            'it says Connection: close');
+        Test::More::ok($closed, 'the server closed the connection');
+        Test::More::unlike($raw, qr/smuggled/, 'the bytes after it were not answered')
+            if $smuggle;
+    });
+    return $res;
 }
 
 # Polls $cond until it is true or $timeout seconds pass.  For conditions no

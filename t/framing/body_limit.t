@@ -1,0 +1,64 @@
+# --max-body-size: a larger body gets 413 (RFC 9110 15.5.14) and a closed
+# connection: at once when Content-Length says so, as soon as a chunked body
+# grows past it otherwise.  The app never runs.
+use strict;
+use warnings;
+use Test::More;
+use lib 't/lib';
+use Serow::Test qw(start_server raw_request raw_connect read_response read_until_close parse_response rejects);
+
+use constant LIMIT => 1000;
+my $server = start_server(app => sub {
+    my ($env) = @_;
+    my $body = '';
+    while ($env->{'psgi.input'}->read(my $part, 65536)) { $body .= $part }
+    print STDERR "app ran for $env->{PATH_INFO}\n";
+    return [200, [], [length $body]];
+}, options => ['--workers', 1, '--max-body-size', LIMIT]);
+
+sub post_cl { "POST /cl HTTP/1.1\r\nHost: x\r\nContent-Length: $_[0]\r\n\r\n" . ('b' x $_[0]) }
+sub post_chunked {
+    my (@sizes) = @_;
+    return "POST /chunked HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+        . join('', map { sprintf("%x\r\n", $_) . ('b' x $_) . "\r\n" } @sizes) . "0\r\n\r\n";
+}
+
+subtest 'a body of exactly the limit is accepted' => sub {
+    my $sock = raw_connect($server);
+    syswrite $sock, post_cl(LIMIT) . post_chunked(LIMIT / 2, LIMIT / 2);
+    my $buf = '';
+    is read_response($sock, buffer => \$buf)->{body}, LIMIT, 'Content-Length';
+    is read_response($sock, buffer => \$buf)->{body}, LIMIT, 'chunked';
+};
+
+rejects($server, post_cl(LIMIT + 1), 413, 'Content-Length one byte over the limit');
+rejects($server, "POST /cl HTTP/1.1\r\nHost: x\r\nContent-Length: 100000000000\r\n\r\n", 413,
+    'a huge Content-Length, before any of the body');
+rejects($server, post_chunked(LIMIT + 1), 413, 'one chunk over the limit');
+rejects($server, post_chunked((100) x 11), 413, 'chunks that add up to more than the limit');
+
+subtest 'a declared oversize body is refused without waiting for it, and without 100 Continue' => sub {
+    my $sock = raw_connect($server);
+    syswrite $sock, "PUT /cl HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\nExpect: 100-continue\r\n\r\n";
+    my $res = read_response($sock);
+    my (undef, $closed) = read_until_close($sock);
+    ok $closed, 'the server closed the connection';
+    is $res && $res->{status}, 413;
+};
+
+subtest 'a chunked body is refused as soon as it passes the limit' => sub {
+    my $sock = raw_connect($server);
+    # no last chunk: the body never ends, so only the limit can answer it
+    syswrite $sock, "POST /chunked HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+        . ("64\r\n" . ('b' x 100) . "\r\n") x 11;
+    my $res = read_response($sock);
+    my (undef, $closed) = read_until_close($sock);
+    ok $closed, 'the server closed the connection';
+    is $res && $res->{status}, 413;
+};
+
+my @runs = $server->log =~ /app ran/g;
+is scalar @runs, 2, 'the app ran only for the two accepted bodies';
+
+is $server->stop, 0, 'the server stops cleanly';
+done_testing;

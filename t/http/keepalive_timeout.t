@@ -1,0 +1,24 @@
+# --keepalive-timeout: an idle kept-alive connection is closed (quietly: no
+# response is owed) once the timeout passes.  It expires here on purpose.
+use strict;
+use warnings;
+use Test::More;
+use lib 't/lib';
+use Serow::Test qw(start_server raw_connect read_response read_until_close);
+
+my $server = start_server(app => sub { [200, [], ['ok']] },
+    options => ['--workers', 1, '--keepalive-timeout', 1]);
+
+subtest 'an idle connection is closed after the timeout' => sub {
+    my $sock = raw_connect($server);
+    syswrite $sock, "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+    my $res = read_response($sock);
+    is $res->{status}, 200;
+    ok !exists $res->{headers}{connection}, 'kept alive';
+    my ($rest, $closed) = read_until_close($sock);
+    ok $closed, 'then closed';
+    is $rest, '', 'without a response';
+};
+
+is $server->stop, 0, 'the server stops cleanly';
+done_testing;
