@@ -207,6 +207,30 @@ loop_length_mismatch(Serow::Loop loop)
     }
 
 int
+loop_socket_handle_made(Serow::Loop loop)
+  CODE:
+    PERL_UNUSED_VAR(loop);
+    RETVAL = psgi_env_socket_handle_made();
+  OUTPUT:
+    RETVAL
+
+SV *
+loop_take_socket_handle(Serow::Loop loop)
+  CODE:
+    PERL_UNUSED_VAR(loop);
+    RETVAL = psgi_env_take_socket_handle(aTHX);
+    if (RETVAL == NULL)
+        RETVAL = &PL_sv_undef;
+  OUTPUT:
+    RETVAL
+
+void
+loop_set_socket_opener(const char *class, SV *code)
+  CODE:
+    PERL_UNUSED_VAR(class);
+    psgi_env_set_socket_opener(aTHX_ code);
+
+int
 loop_response_started(Serow::Loop loop)
   CODE:
     RETVAL = loop->response_started;
@@ -218,18 +242,21 @@ loop_finish_request(Serow::Loop loop)
   CODE:
     worker_loop_finish_request(loop, psgi_response_keeps_alive());
     reset_psgi_response();
+    psgi_env_request_done(aTHX);
 
 void
 loop_fail_request(Serow::Loop loop, int status)
   CODE:
     worker_loop_fail_request(loop, status);
     reset_psgi_response();
+    psgi_env_request_done(aTHX);
 
 void
 loop_release_current(Serow::Loop loop)
   CODE:
     worker_loop_release_current(loop);
     reset_psgi_response();
+    psgi_env_request_done(aTHX);
 
 int
 loop_current_fd(Serow::Loop loop)

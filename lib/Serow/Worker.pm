@@ -32,6 +32,14 @@ sub _env_template {
     };
 }
 
+# psgix.io is made when the app first reads it (src/psgi_env.c): a handle on
+# a duplicate of the connection's socket, opened here.
+Serow::Loop->set_socket_opener(sub {
+    my ($fd) = @_;
+    open(my $io, '+<&', $fd) or return undef;
+    return $io;
+});
+
 sub new {
     my ($class, %args) = @_;
     my $self = bless {
@@ -86,10 +94,6 @@ sub handle_request {
     my $loop = $self->{loop};
 
     $env->{'psgi.input'} = $self->buffer_request_body($env) // return 1;
-    open($env->{'psgix.io'}, '+<&', $loop->current_fd) or do {
-        $loop->fail_request(503);
-        return 1;
-    };
     $env->{'psgix.cleanup.handlers'} = [];
 
     my $res = eval { $self->{app}->($env) };
@@ -120,15 +124,20 @@ sub end_request {
         Serow::Log->error("$env->{REQUEST_METHOD} $env->{REQUEST_URI}: the app's Content-Length is "
             . "$announced but its body has $given bytes: the connection is closed after it");
     }
-    my $io = delete $env->{'psgix.io'};
-    # A psgix.io handle the app kept (a WebSocket, say) now owns the
-    # connection: the server lets go of it without closing it.
-    if (Serow::referent_refcount($io) > 1) {
-        $loop->release_current;
-        return;
+    my $io = $loop->take_socket_handle;
+    if ($io) {
+        delete $env->{'psgix.io'};
+        # A psgix.io handle the app kept (a WebSocket, say) now owns the
+        # connection: the server lets go of it without closing it.
+        if (Serow::referent_refcount($io) > 1) {
+            $loop->release_current;
+            return;
+        }
+        close $io; # our duplicate only
     }
+    # (With no response sent through the server, as when the app answered
+    # on psgix.io itself, this closes the connection without a byte more.)
     $loop->finish_request if $loop->current_fd >= 0;
-    close $io;
 }
 
 sub app_failed {
@@ -136,6 +145,10 @@ sub app_failed {
     Serow::Log->error("$env->{REQUEST_METHOD} $env->{REQUEST_URI}: $message");
     my $loop = $self->{loop};
     return unless $loop->current_fd >= 0;
+    # The app read psgix.io and sent nothing through the server: it may have
+    # written on the socket itself, and a 500 could land among its bytes.
+    # end_request closes the connection instead.
+    return if !$loop->response_started && $loop->socket_handle_made;
     # Nothing sent yet: a clean 500.  Else the response is cut: close.
     $loop->fail_request(500);
 }
@@ -246,7 +259,9 @@ sub run_streaming_response {
         }
     } elsif ($writer && !$writer->closed) {
         $writer->close; # the app forgot: end the body so the client is not left waiting
-    } elsif (!$responded && !$loop->response_started && $loop->current_fd >= 0) {
+    } elsif (!$responded && !$loop->response_started && $loop->current_fd >= 0
+             && !$loop->socket_handle_made) {
+        # (An app that read psgix.io may have answered on the socket itself.)
         $self->app_failed($env, "the streaming app never called the responder");
     }
     # A writer the app kept must not write into a later response.
