@@ -40,6 +40,17 @@ Serow::Loop->set_socket_opener(sub {
     return $io;
 });
 
+# psgi.input of every request without a body: one empty in-memory handle,
+# rewound for each request (an app may have read, seeked or closed it).
+my $EMPTY_INPUT;
+
+sub _empty_input {
+    # fileno is -1 for an open in-memory handle, undef once closed.
+    return $EMPTY_INPUT if $EMPTY_INPUT && defined fileno($EMPTY_INPUT) && seek($EMPTY_INPUT, 0, 0);
+    open($EMPTY_INPUT, '<', \'') or die "cannot open an in-memory handle: $!";
+    return $EMPTY_INPUT;
+}
+
 sub new {
     my ($class, %args) = @_;
     my $self = bless {
@@ -276,10 +287,7 @@ sub buffer_request_body {
     my ($self, $env) = @_;
     my $loop = $self->{loop};
     my $framing = $loop->request_body_framing;
-    if (!$framing) {
-        open(my $empty, '<', \'') or die;
-        return $empty;
-    }
+    return _empty_input() if !$framing;
     my $limit = $self->{options}{body_memory_limit};
     my $expected = $loop->request_content_length;
     my $buffer = '';
