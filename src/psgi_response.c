@@ -33,7 +33,9 @@ static struct {
     size_t head_size;
 } response;
 
-/* The iovecs of an array body (the head in [0]), grown to the most parts seen. */
+/* The iovecs of an array body (the head in [0]), grown to the most parts
+ * seen, and kept for the next response up to KEPT_IOVECS. */
+#define KEPT_IOVECS 4096
 static struct iovec *body_iov;
 static size_t body_iov_size;
 
@@ -312,7 +314,14 @@ int send_psgi_response(pTHX_ struct worker_loop *loop, SV *status, SV *headers, 
     body_iov[0].iov_base = response.head;
     body_iov[0].iov_len = response.head_len;
     response.head_len = 0;
-    return write_head_and_parts(loop, body_iov, count);
+    r = write_head_and_parts(loop, body_iov, count);
+    if (body_iov_size > KEPT_IOVECS) {
+        /* a body of very many parts: do not keep its iovecs for good */
+        free(body_iov);
+        body_iov = NULL;
+        body_iov_size = 0;
+    }
+    return r;
 }
 
 int start_psgi_response(pTHX_ struct worker_loop *loop, SV *status, SV *headers,

@@ -355,6 +355,7 @@ writev, a file with sendfile(2), other handles 64 KiB at a time, and
 C<psgi.streaming> writers chunk by chunk.
 
 It supports C<psgix.io>, C<psgix.informational>, C<psgix.harakiri> and
-C<psgix.cleanup>.
+C<psgix.cleanup>. F<docs/psgi.md> says what an app gets and what is
+checked.
 
 =cut
