@@ -201,8 +201,8 @@ subtest 'psgix.cleanup: handlers run after the client has the whole response' =>
         my $res = read_response($sock);
         is $res->{body}, 'response before cleanup', "$connection: the response is complete";
         if ($connection eq 'close') {
-            my $more = sysread($sock, my $byte, 1);
-            is $more, 0, 'close: the connection is closed before the handler ends';
+            my $eof = IO::Select->new($sock)->can_read(30) && sysread($sock, my $byte, 1) == 0;
+            ok $eof, 'close: the connection is closed before the handler ends';
         }
         syswrite $release_write, "release $connection\n";
         is read_line($done_read), "cleanup ran for /cleanup after release $connection\n",
