@@ -27,22 +27,33 @@ static double setting(pTHX_ HV *settings, const char *name, double fallback)
  * a malformed response dies with a message naming what is wrong. */
 static int response_result(pTHX_ int r, SV *bad_header)
 {
+    const char *why;
     switch (r) {
     case RESPONSE_OK:
         return 1;
     case RESPONSE_CLIENT_GONE:
         return 0;
     case RESPONSE_BAD_STATUS:
-        croak("invalid status code in the response");
+        croak("invalid status in the response (three digits, 101 or 200-599, expected)");
     case RESPONSE_BAD_CONTENT_LENGTH:
         croak("invalid Content-Length in the response (not digits, repeated, or with Transfer-Encoding)");
+    case RESPONSE_BAD_HEADER_LIST:
+        croak("invalid response headers: not an array reference of name/value pairs");
+    case RESPONSE_TOO_LATE:
+        croak("the response has already started");
+    case RESPONSE_WIDE_CHARACTER:
+        why = "wide character (PSGI headers and bodies are bytes: encode them)";
+        break;
+    case RESPONSE_BAD_HEADER_NAME:
+        why = "the name is undefined, empty or not a token";
+        break;
     default:
-        croak("invalid response header %s%" SVf "%s: %s",
-              bad_header ? "'" : "", SVfARG(bad_header ? sv_2mortal(bad_header) : &PL_sv_no),
-              bad_header ? "'" : "",
-              r == RESPONSE_BAD_HEADER_NAME ? "headers must be an array of name/value pairs with token names"
-                                            : "a value holds CR, LF or another control character");
+        why = "the value is undefined or holds CR, LF, NUL or another control character";
+        break;
     }
+    if (bad_header)
+        croak("invalid response header '%" SVf "': %s", SVfARG(sv_2mortal(bad_header)), why);
+    croak("invalid response: %s", why);
     return 0;
 }
 
@@ -137,7 +148,9 @@ int
 loop_send_response(Serow::Loop loop, SV *status, SV *headers, AV *body)
   CODE:
     SV *bad = NULL;
-    RETVAL = response_result(aTHX_ send_psgi_response(aTHX_ loop, status, headers, body, &bad), bad);
+    /* (two statements: bad must be read after the call has set it) */
+    int r = send_psgi_response(aTHX_ loop, status, headers, body, &bad);
+    RETVAL = response_result(aTHX_ r, bad);
   OUTPUT:
     RETVAL
 
@@ -146,7 +159,8 @@ loop_start_response(Serow::Loop loop, SV *status, SV *headers, SV *length)
   CODE:
     SV *bad = NULL;
     int64_t n = SvOK(length) ? (int64_t)SvNV(length) : -1;
-    RETVAL = response_result(aTHX_ start_psgi_response(aTHX_ loop, status, headers, n, &bad), bad);
+    int r = start_psgi_response(aTHX_ loop, status, headers, n, &bad);
+    RETVAL = response_result(aTHX_ r, bad);
   OUTPUT:
     RETVAL
 
@@ -154,7 +168,10 @@ int
 loop_write_body(Serow::Loop loop, SV *data)
   CODE:
     STRLEN len;
-    const char *p = SvPV(data, len);
+    SvGETMAGIC(data);
+    const char *p = psgi_bytes(aTHX_ data, &len);
+    if (p == NULL)
+        response_result(aTHX_ RESPONSE_WIDE_CHARACTER, NULL);
     RETVAL = write_psgi_body(aTHX_ loop, p, len) == RESPONSE_OK;
   OUTPUT:
     RETVAL
@@ -177,9 +194,45 @@ int
 loop_send_informational(Serow::Loop loop, SV *status, SV *headers)
   CODE:
     SV *bad = NULL;
-    RETVAL = response_result(aTHX_ send_informational_response(aTHX_ loop, status, headers, &bad), bad);
+    int r = send_informational_response(aTHX_ loop, status, headers, &bad);
+    RETVAL = response_result(aTHX_ r, bad);
   OUTPUT:
     RETVAL
+
+void
+loop_length_mismatch(Serow::Loop loop)
+  PPCODE:
+    /* (announced, given) when the body did not have its Content-Length */
+    uint64_t announced, given;
+    PERL_UNUSED_VAR(loop);
+    if (psgi_response_length_mismatch(&announced, &given)) {
+        mXPUSHn((NV)announced);
+        mXPUSHn((NV)given);
+    }
+
+int
+loop_socket_handle_made(Serow::Loop loop)
+  CODE:
+    PERL_UNUSED_VAR(loop);
+    RETVAL = psgi_env_socket_handle_made();
+  OUTPUT:
+    RETVAL
+
+SV *
+loop_take_socket_handle(Serow::Loop loop)
+  CODE:
+    PERL_UNUSED_VAR(loop);
+    RETVAL = psgi_env_take_socket_handle(aTHX);
+    if (RETVAL == NULL)
+        RETVAL = &PL_sv_undef;
+  OUTPUT:
+    RETVAL
+
+void
+loop_set_socket_opener(const char *class, SV *code)
+  CODE:
+    PERL_UNUSED_VAR(class);
+    psgi_env_set_socket_opener(aTHX_ code);
 
 int
 loop_response_started(Serow::Loop loop)
@@ -193,18 +246,21 @@ loop_finish_request(Serow::Loop loop)
   CODE:
     worker_loop_finish_request(loop, psgi_response_keeps_alive());
     reset_psgi_response();
+    psgi_env_request_done(aTHX);
 
 void
 loop_fail_request(Serow::Loop loop, int status)
   CODE:
     worker_loop_fail_request(loop, status);
     reset_psgi_response();
+    psgi_env_request_done(aTHX);
 
 void
 loop_release_current(Serow::Loop loop)
   CODE:
     worker_loop_release_current(loop);
     reset_psgi_response();
+    psgi_env_request_done(aTHX);
 
 int
 loop_current_fd(Serow::Loop loop)

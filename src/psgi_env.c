@@ -21,13 +21,14 @@ enum env_key {
     KEY_CONTENT_LENGTH,
     KEY_CONTENT_TYPE,
     KEY_HTTP_HOST,
+    KEY_PSGIX_IO,
     KEY_COUNT
 };
 
 static const char *const key_names[KEY_COUNT] = {
     "REQUEST_METHOD", "PATH_INFO",   "REQUEST_URI", "QUERY_STRING",   "SERVER_PROTOCOL",
     "SERVER_NAME",    "SERVER_PORT", "REMOTE_ADDR", "REMOTE_PORT",    "CONTENT_LENGTH",
-    "CONTENT_TYPE",   "HTTP_HOST",
+    "CONTENT_TYPE",   "HTTP_HOST",   "psgix.io",
 };
 
 static SV *keys[KEY_COUNT];
@@ -75,6 +76,109 @@ static SV *decode_path(pTHX_ const char *path, size_t len)
     SvCUR_set(sv, o);
     SvPOK_only(sv);
     return sv;
+}
+
+/* ---- psgix.io: the connection's socket as a Perl handle ---------------
+ *
+ * Duplicating the socket and opening a Perl handle on it costs more than the
+ * rest of the env together, and few apps want it.  So psgix.io holds a value
+ * with get magic: the handle is made when the app first reads the key.  That
+ * also tells the worker whether the app may have used the socket itself.
+ */
+
+static struct {
+    IV serial;       /* the request whose env is out; 0 between requests */
+    int fd;          /* its connection */
+    SV *handle;      /* the handle made for it, if the app asked */
+} socket_state;
+static IV env_serial;
+static SV *socket_opener; /* Perl code: fd -> handle (a dup) or undef */
+
+void psgi_env_set_socket_opener(pTHX_ SV *code)
+{
+    SV *old = socket_opener;
+    socket_opener = SvOK(code) ? newSVsv(code) : NULL;
+    SvREFCNT_dec(old);
+}
+
+static SV *open_socket_handle(pTHX_ int fd)
+{
+    dSP;
+    SV *handle = NULL;
+    if (socket_opener == NULL)
+        return NULL;
+    ENTER;
+    SAVETMPS;
+    PUSHMARK(SP);
+    mXPUSHi(fd);
+    PUTBACK;
+    /* No G_EVAL: it would clear the app's $@; the opener does not die. */
+    int n = call_sv(socket_opener, G_SCALAR);
+    SPAGAIN;
+    if (n == 1) {
+        SV *result = POPs;
+        if (SvROK(result))
+            handle = newSVsv(result);
+    }
+    PUTBACK;
+    FREETMPS;
+    LEAVE;
+    return handle;
+}
+
+/* The value starts as the serial of its request; the first read replaces it
+ * with the handle, or with undef when that request is over. */
+static int socket_handle_get(pTHX_ SV *sv, MAGIC *mg)
+{
+    if (mg->mg_private)
+        return 0; /* resolved: sv holds the handle */
+    mg->mg_private = 1;
+    IV serial = SvIOKp(sv) ? SvIVX(sv) : 0;
+    if (serial == 0 || serial != socket_state.serial) {
+        sv_setsv(sv, &PL_sv_undef);
+        return 0;
+    }
+    if (socket_state.handle == NULL)
+        socket_state.handle = open_socket_handle(aTHX_ socket_state.fd);
+    sv_setsv(sv, socket_state.handle ? socket_state.handle : &PL_sv_undef);
+    return 0;
+}
+
+static const MGVTBL socket_handle_vtbl = {socket_handle_get, NULL, NULL, NULL, NULL,
+                                          NULL, NULL, NULL};
+
+static SV *lazy_socket_handle(pTHX_ int fd)
+{
+    socket_state.serial = ++env_serial;
+    socket_state.fd = fd;
+    if (socket_state.handle) {
+        SvREFCNT_dec(socket_state.handle);
+        socket_state.handle = NULL;
+    }
+    SV *sv = newSViv(socket_state.serial);
+    sv_magicext(sv, NULL, PERL_MAGIC_ext, &socket_handle_vtbl, NULL, 0);
+    return sv;
+}
+
+int psgi_env_socket_handle_made(void)
+{
+    return socket_state.handle != NULL;
+}
+
+SV *psgi_env_take_socket_handle(pTHX)
+{
+    SV *handle = socket_state.handle;
+    socket_state.handle = NULL;
+    return handle;
+}
+
+void psgi_env_request_done(pTHX)
+{
+    socket_state.serial = 0;
+    if (socket_state.handle) {
+        SvREFCNT_dec(socket_state.handle);
+        socket_state.handle = NULL;
+    }
 }
 
 /* Adds one request header as HTTP_NAME (or CONTENT_TYPE / CONTENT_LENGTH). */
@@ -137,7 +241,12 @@ HV *build_psgi_env(pTHX_ struct worker_loop *loop, HV *template)
     size_t uri_len = SvCUR(request_uri);
     const char *question = memchr(uri, '?', uri_len);
     size_t path_only = question ? (size_t)(question - uri) : uri_len;
-    store(aTHX_ env, KEY_PATH_INFO, decode_path(aTHX_ uri, path_only));
+    /* "OPTIONS *" asks about the server, not a path: PSGI wants PATH_INFO
+     * empty or starting with "/"; REQUEST_URI keeps the "*". */
+    if (uri_len == 1 && uri[0] == '*')
+        store(aTHX_ env, KEY_PATH_INFO, newSVpvs(""));
+    else
+        store(aTHX_ env, KEY_PATH_INFO, decode_path(aTHX_ uri, path_only));
     store(aTHX_ env, KEY_QUERY_STRING,
           question ? newSVpvn(question + 1, uri_len - path_only - 1) : newSVpvs(""));
     store(aTHX_ env, KEY_REQUEST_URI, request_uri);
@@ -146,6 +255,8 @@ HV *build_psgi_env(pTHX_ struct worker_loop *loop, HV *template)
     store(aTHX_ env, KEY_SERVER_PORT, newSViv(listener->server_port));
     store(aTHX_ env, KEY_REMOTE_ADDR, newSVpv(conn->remote_addr, 0));
     store(aTHX_ env, KEY_REMOTE_PORT, newSViv(conn->remote_port));
+
+    store(aTHX_ env, KEY_PSGIX_IO, lazy_socket_handle(aTHX_ conn->fd));
 
     for (size_t i = 0; i < head->num_headers; i++)
         store_header(aTHX_ env, &head->headers[i]);

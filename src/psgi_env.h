@@ -14,9 +14,24 @@ void psgi_env_init(pTHX);
 
 /*
  * A new env for loop->current: a copy of template (the keys that never change,
- * such as psgi.version and psgi.errors) plus the request's own.  psgi.input
- * and the other per-request objects are added by the Perl worker.
+ * such as psgi.version and psgi.errors) plus the request's own, psgix.io
+ * included (made on first use).  psgi.input and psgix.cleanup.handlers are
+ * added by the Perl worker.
  */
 HV *build_psgi_env(pTHX_ struct worker_loop *loop, HV *template);
+
+/* psgix.io is made on first use by this Perl code: it gets the socket's
+ * descriptor and returns a handle on a duplicate of it (or undef). */
+void psgi_env_set_socket_opener(pTHX_ SV *code);
+
+/* Whether the app of the current request read psgix.io. */
+int psgi_env_socket_handle_made(void);
+
+/* The psgix.io handle of the current request (a new reference the caller
+ * owns), or NULL when the app did not read psgix.io. */
+SV *psgi_env_take_socket_handle(pTHX);
+
+/* The current request is over: its env's psgix.io can no longer be made. */
+void psgi_env_request_done(pTHX);
 
 #endif

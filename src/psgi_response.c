@@ -6,6 +6,7 @@
 
 #include "XSUB.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 
@@ -13,26 +14,51 @@
 
 /* Headers taken from the app's array without allocating; more go to the heap. */
 #define STACK_HEADERS 64
-/* Body parts per writev batch when sending an array body. */
-#define BODY_IOVECS 256
+/* An array body with more parts than one writev takes (IOV_MAX, the head
+ * included) has its last parts copied into one buffer so that it still
+ * leaves in one writev, when those parts are at most this large.  More than
+ * that would not fit in a socket buffer anyway: it goes out in several
+ * writevs of IOV_MAX parts, without a copy. */
+#define COALESCE_MAX_BYTES (4 * 1024 * 1024)
 
 /* One response at a time per worker: its framing and what has gone out. */
 static struct {
     int active;
     struct response_framing framing;
-    uint64_t body_sent;
+    uint64_t body_given;  /* body bytes the app gave */
+    uint64_t body_sent;   /* body bytes sent: never more than a Content-Length */
     int failed;
     char *head;           /* formatted head not yet written: it goes out with */
     size_t head_len;      /* the first body bytes, in the same writev */
     size_t head_size;
 } response;
 
+/* The iovecs of an array body (the head in [0]), grown to the most parts
+ * seen, and kept for the next response up to KEPT_IOVECS. */
+#define KEPT_IOVECS 4096
+static struct iovec *body_iov;
+static size_t body_iov_size;
+
 void reset_psgi_response(void)
 {
     response.active = 0;
     response.head_len = 0;
+    response.body_given = 0;
     response.body_sent = 0;
     response.failed = 0;
+}
+
+const char *psgi_bytes(pTHX_ SV *sv, STRLEN *len)
+{
+    const char *p = SvPV_nomg(sv, *len);
+    if (!SvUTF8(sv))
+        return p;
+    /* A character string goes out as Latin-1, as print to a raw handle would
+     * send it; the app's own string is left as it is. */
+    SV *copy = sv_2mortal(newSVpvn_flags(p, *len, SVf_UTF8));
+    if (!sv_utf8_downgrade(copy, TRUE))
+        return NULL;
+    return SvPV_nomg(copy, *len);
 }
 
 struct header_list {
@@ -45,50 +71,87 @@ static void free_header_list(struct header_list *list)
 {
     if (list->items != list->stack)
         free(list->items);
+    list->items = list->stack;
 }
 
-/* Reads the app's [name => value, ...] array.  0, or -1 if it is no array. */
-static int collect_headers(pTHX_ SV *headers, struct header_list *list)
+/* Names the header at index for the error message (NULL if it has no name). */
+static void report_bad_header(pTHX_ SV *name, SV **bad)
+{
+    if (bad && name && SvOK(name))
+        *bad = newSVsv(name);
+}
+
+/*
+ * Reads the app's [name => value, ...] array into list.  The strings stay
+ * owned by Perl.  RESPONSE_OK, or why the list cannot be sent (an undefined
+ * name or value, wide characters); the names and values themselves are
+ * checked by plan_response().
+ */
+static int collect_headers(pTHX_ SV *headers, struct header_list *list, SV **bad)
 {
     list->items = list->stack;
     list->count = 0;
+    SvGETMAGIC(headers);
     if (!SvROK(headers) || SvTYPE(SvRV(headers)) != SVt_PVAV)
-        return -1;
+        return RESPONSE_BAD_HEADER_LIST;
     AV *av = (AV *)SvRV(headers);
     SSize_t n = av_len(av) + 1;
     if (n % 2 != 0)
-        return -1;
+        return RESPONSE_BAD_HEADER_LIST;
     size_t pairs = (size_t)n / 2;
     if (pairs > STACK_HEADERS) {
         list->items = malloc(sizeof(struct response_header) * pairs);
-        if (list->items == NULL)
-            return -1;
+        if (list->items == NULL) {
+            list->items = list->stack;
+            return RESPONSE_CLIENT_GONE;
+        }
     }
     for (size_t i = 0; i < pairs; i++) {
         SV **name = av_fetch(av, (SSize_t)(2 * i), 0);
         SV **value = av_fetch(av, (SSize_t)(2 * i + 1), 0);
-        STRLEN name_len = 0, value_len = 0;
         struct response_header *h = &list->items[i];
-        h->name = name && SvOK(*name) ? SvPV(*name, name_len) : "";
-        h->name_len = name_len;
-        h->value = value && SvOK(*value) ? SvPV(*value, value_len) : "";
-        h->value_len = value_len;
+        STRLEN len;
+        int r = RESPONSE_OK;
+        if (name)
+            SvGETMAGIC(*name);
+        if (value)
+            SvGETMAGIC(*value);
+        if (!name || !SvOK(*name))
+            r = RESPONSE_BAD_HEADER_NAME;
+        else if ((h->name = psgi_bytes(aTHX_ *name, &len)) == NULL)
+            r = RESPONSE_WIDE_CHARACTER;
+        else if ((h->name_len = len, !value || !SvOK(*value)))
+            r = RESPONSE_BAD_HEADER_VALUE; /* PSGI: values MUST be defined */
+        else if ((h->value = psgi_bytes(aTHX_ *value, &len)) == NULL)
+            r = RESPONSE_WIDE_CHARACTER;
+        if (r != RESPONSE_OK) {
+            report_bad_header(aTHX_ name ? *name : NULL, bad);
+            free_header_list(list);
+            return r;
+        }
+        h->value_len = len;
     }
     list->count = pairs;
-    return 0;
+    return RESPONSE_OK;
 }
 
+/* The status as a number; -1 unless it is three digits (200 or "200"). */
 static int status_of(pTHX_ SV *status)
 {
-    if (!SvOK(status) || !looks_like_number(status))
+    STRLEN len;
+    SvGETMAGIC(status);
+    if (!SvOK(status))
         return -1;
-    return (int)SvIV(status);
-}
-
-static void report_bad_header(pTHX_ const struct header_list *list, size_t index, SV **bad)
-{
-    if (bad && index < list->count)
-        *bad = newSVpvn(list->items[index].name, list->items[index].name_len);
+    const char *p = SvPV_nomg(status, len);
+    if (len != 3)
+        return -1;
+    int n = 0;
+    for (int i = 0; i < 3; i++) {
+        if (p[i] < '0' || p[i] > '9')
+            return -1;
+        n = n * 10 + (p[i] - '0');
+    }
+    return n;
 }
 
 /* Plans and formats the head into response.head. */
@@ -100,21 +163,30 @@ static int prepare_head(pTHX_ struct worker_loop *loop, SV *status_sv, SV *heade
     size_t bad_index = 0;
 
     reset_psgi_response();
-    if (collect_headers(aTHX_ headers, &list) != 0)
-        return RESPONSE_BAD_HEADER_NAME;
     facts.status = status_of(aTHX_ status_sv);
+    /* 1xx are interim: a client would wait on for the final response.
+     * Only 101 ends the exchange (the connection then leaves HTTP). */
+    if (facts.status >= 100 && facts.status < 200 && facts.status != 101)
+        return RESPONSE_BAD_STATUS;
+    int r = collect_headers(aTHX_ headers, &list, bad_header);
+    if (r != RESPONSE_OK)
+        return r;
     facts.is_head_request = loop->head.method_len == 4 && memcmp(loop->head.method, "HEAD", 4) == 0;
     facts.minor_version = loop->head.minor_version;
     facts.may_keep_alive = worker_loop_may_keep_alive(loop);
     facts.body_length_known = length_known;
     facts.body_length = length;
 
-    int r = plan_response(&facts, list.items, list.count, &response.framing, &bad_index);
+    r = plan_response(&facts, list.items, list.count, &response.framing, &bad_index);
     if (r != RESPONSE_OK) {
-        report_bad_header(aTHX_ &list, bad_index, bad_header);
+        if (bad_header && bad_index < list.count)
+            *bad_header = newSVpvn(list.items[bad_index].name, list.items[bad_index].name_len);
         free_header_list(&list);
         return r;
     }
+    /* After a 101 the bytes are no longer HTTP: no next request to read. */
+    if (facts.status == 101)
+        response.framing.keep_alive = 0;
     size_t need = response_head_size(list.items, list.count);
     if (need > response.head_size) {
         char *grown = realloc(response.head, need);
@@ -141,75 +213,122 @@ static int write_all(struct worker_loop *loop, struct iovec *iov, int count)
     return RESPONSE_OK;
 }
 
-/*
- * How many of len more body bytes may go out: never more than a declared
- * Content-Length (RFC 9110 8.6), or the client reads the excess as the next
- * response.  Counts all len in body_sent, so that psgi_response_keeps_alive()
- * closes the connection after a body of the wrong length.
- */
-static uint64_t take_body_bytes(uint64_t len)
+/* How much of len more body bytes may go out: all of them, unless that
+ * would pass the Content-Length announced (the rest is dropped, and the
+ * connection closes after the response: see psgi_response_keeps_alive). */
+static size_t allowed_body_bytes(size_t len)
 {
-    uint64_t fits = len;
-    if (response.framing.has_content_length) {
-        uint64_t room = response.body_sent < response.framing.content_length
-                            ? response.framing.content_length - response.body_sent
-                            : 0;
-        if (fits > room)
-            fits = room;
+    response.body_given += len;
+    if (!response.framing.has_content_length)
+        return len;
+    uint64_t room = response.framing.content_length - response.body_sent;
+    return (uint64_t)len > room ? (size_t)room : len;
+}
+
+static int grow_body_iov(size_t count)
+{
+    if (count <= body_iov_size)
+        return 0;
+    struct iovec *grown = realloc(body_iov, sizeof(*grown) * count);
+    if (grown == NULL)
+        return -1;
+    body_iov = grown;
+    body_iov_size = count;
+    return 0;
+}
+
+/* Writes iov[0..count) (the head and the body parts), in one writev when
+ * the parts are more than one writev takes but their tail can be copied. */
+static int write_head_and_parts(struct worker_loop *loop, struct iovec *iov, size_t count)
+{
+    if (count <= IOV_MAX)
+        return write_all(loop, iov, (int)count);
+    size_t tail = 0;
+    for (size_t i = IOV_MAX - 1; i < count; i++)
+        tail += iov[i].iov_len;
+    if (tail > COALESCE_MAX_BYTES)
+        return write_all(loop, iov, (int)count); /* worker_loop_write batches it */
+    char *copy = malloc(tail);
+    if (copy == NULL)
+        return write_all(loop, iov, (int)count);
+    char *p = copy;
+    for (size_t i = IOV_MAX - 1; i < count; i++) {
+        memcpy(p, iov[i].iov_base, iov[i].iov_len);
+        p += iov[i].iov_len;
     }
-    response.body_sent += len;
-    return fits;
+    iov[IOV_MAX - 1].iov_base = copy;
+    iov[IOV_MAX - 1].iov_len = tail;
+    int r = write_all(loop, iov, IOV_MAX);
+    free(copy);
+    return r;
 }
 
 int send_psgi_response(pTHX_ struct worker_loop *loop, SV *status, SV *headers, AV *body,
                        SV **bad_header)
 {
     SSize_t parts = av_len(body) + 1;
+    size_t count = 1; /* iov[0] is the head */
     uint64_t length = 0;
+
+    if (response.active || loop->response_started)
+        return RESPONSE_TOO_LATE;
+    if (grow_body_iov((size_t)parts + 1) != 0)
+        return RESPONSE_CLIENT_GONE;
+    /* Each part is read once (a tied or overloaded part may change between
+     * reads): its bytes go to the iovecs and its length to the total. */
     for (SSize_t i = 0; i < parts; i++) {
         SV **part = av_fetch(body, i, 0);
-        if (part && SvOK(*part)) {
-            STRLEN len;
-            (void)SvPV(*part, len);
-            length += len;
-        }
+        if (!part)
+            continue;
+        SvGETMAGIC(*part);
+        if (!SvOK(*part))
+            continue;
+        STRLEN len;
+        const char *data = psgi_bytes(aTHX_ *part, &len);
+        if (data == NULL)
+            return RESPONSE_WIDE_CHARACTER;
+        if (len == 0)
+            continue;
+        body_iov[count].iov_base = (char *)data;
+        body_iov[count++].iov_len = len;
+        length += len;
     }
     int r = prepare_head(aTHX_ loop, status, headers, 1, length, bad_header);
     if (r != RESPONSE_OK)
         return r;
-    if (!response.framing.body_allowed)
-        parts = 0;
-
-    /* The head and the first BODY_IOVECS - 1 parts leave in one writev. */
-    struct iovec iov[BODY_IOVECS];
-    int count = 0;
-    iov[count].iov_base = response.head;
-    iov[count++].iov_len = response.head_len;
-    for (SSize_t i = 0; i < parts; i++) {
-        SV **part = av_fetch(body, i, 0);
-        if (!part || !SvOK(*part))
-            continue;
-        STRLEN len;
-        char *data = SvPV(*part, len);
-        len = (STRLEN)take_body_bytes(len);
-        if (len == 0)
-            continue;
-        if (count == BODY_IOVECS) {
-            if ((r = write_all(loop, iov, count)) != RESPONSE_OK)
-                return r;
-            count = 0;
+    if (!response.framing.body_allowed) {
+        count = 1;
+    } else {
+        /* Never more than the Content-Length announced. */
+        size_t allowed = (size_t)allowed_body_bytes((size_t)length);
+        size_t kept = 1;
+        while (kept < count && allowed > 0) {
+            if (body_iov[kept].iov_len > allowed)
+                body_iov[kept].iov_len = allowed;
+            allowed -= body_iov[kept].iov_len;
+            response.body_sent += body_iov[kept].iov_len;
+            kept++;
         }
-        iov[count].iov_base = data;
-        iov[count++].iov_len = len;
+        count = kept;
     }
-    r = write_all(loop, iov, count);
+    body_iov[0].iov_base = response.head;
+    body_iov[0].iov_len = response.head_len;
     response.head_len = 0;
+    r = write_head_and_parts(loop, body_iov, count);
+    if (body_iov_size > KEPT_IOVECS) {
+        /* a body of very many parts: do not keep its iovecs for good */
+        free(body_iov);
+        body_iov = NULL;
+        body_iov_size = 0;
+    }
     return r;
 }
 
 int start_psgi_response(pTHX_ struct worker_loop *loop, SV *status, SV *headers,
                         int64_t length, SV **bad_header)
 {
+    if (response.active || loop->response_started)
+        return RESPONSE_TOO_LATE;
     return prepare_head(aTHX_ loop, status, headers, length >= 0,
                         length >= 0 ? (uint64_t)length : 0, bad_header);
 }
@@ -224,8 +343,9 @@ int write_psgi_body(pTHX_ struct worker_loop *loop, const char *data, size_t len
         return RESPONSE_CLIENT_GONE;
     if (!response.framing.body_allowed || len == 0)
         return RESPONSE_OK; /* HEAD, 204, 304: the body is dropped; "" would end a chunked body */
-    if ((len = (size_t)take_body_bytes(len)) == 0)
-        return RESPONSE_OK; /* past its Content-Length: dropped */
+    len = allowed_body_bytes(len);
+    if (len == 0)
+        return RESPONSE_OK;
     if (response.head_len) {
         iov[count].iov_base = response.head;
         iov[count++].iov_len = response.head_len;
@@ -241,6 +361,7 @@ int write_psgi_body(pTHX_ struct worker_loop *loop, const char *data, size_t len
         iov[count++].iov_len = 2;
     }
     response.head_len = 0;
+    response.body_sent += len;
     return write_all(loop, iov, count);
 }
 
@@ -269,8 +390,12 @@ int sendfile_psgi_body(pTHX_ struct worker_loop *loop, int fd, uint64_t offset, 
         return RESPONSE_CLIENT_GONE;
     if (!response.framing.body_allowed || len == 0)
         return RESPONSE_OK;
-    if ((len = take_body_bytes(len)) == 0)
-        return RESPONSE_OK; /* past its Content-Length: dropped */
+    response.body_given += len;
+    if (response.framing.has_content_length &&
+        len > response.framing.content_length - response.body_sent)
+        len = response.framing.content_length - response.body_sent;
+    if (len == 0)
+        return RESPONSE_OK;
     int r;
     if (response.framing.chunked) {
         char size_line[24];
@@ -286,6 +411,7 @@ int sendfile_psgi_body(pTHX_ struct worker_loop *loop, int fd, uint64_t offset, 
         response.failed = 1;
         return RESPONSE_CLIENT_GONE;
     }
+    response.body_sent += len;
     if (response.framing.chunked) {
         struct iovec end = {(void *)CHUNK_END, 2};
         return write_all(loop, &end, 1);
@@ -312,16 +438,25 @@ int finish_psgi_body(pTHX_ struct worker_loop *loop)
     return flush_head(loop, 0);
 }
 
+int psgi_response_length_mismatch(uint64_t *announced, uint64_t *given)
+{
+    if (!response.active || !response.framing.body_allowed ||
+        !response.framing.has_content_length ||
+        response.body_given == response.framing.content_length)
+        return 0;
+    *announced = response.framing.content_length;
+    *given = response.body_given;
+    return 1;
+}
+
 int psgi_response_keeps_alive(void)
 {
+    uint64_t announced, given;
     if (!response.active || response.failed || !response.framing.keep_alive)
         return 0;
     /* A body shorter or longer than its Content-Length desynchronises the
      * connection: close it rather than let the next response be misread. */
-    if (response.framing.body_allowed && response.framing.has_content_length &&
-        response.body_sent != response.framing.content_length)
-        return 0;
-    return 1;
+    return !psgi_response_length_mismatch(&announced, &given);
 }
 
 int send_informational_response(pTHX_ struct worker_loop *loop, SV *status_sv, SV *headers,
@@ -332,15 +467,19 @@ int send_informational_response(pTHX_ struct worker_loop *loop, SV *status_sv, S
     int status = status_of(aTHX_ status_sv);
     if (status < 100 || status > 199 || status == 101)
         return RESPONSE_BAD_STATUS;
+    if (response.active || loop->response_started)
+        return RESPONSE_TOO_LATE;
     if (loop->head.minor_version == 0)
         return RESPONSE_OK; /* HTTP/1.0 clients do not expect 1xx responses */
-    if (collect_headers(aTHX_ headers, &list) != 0)
-        return RESPONSE_BAD_HEADER_NAME;
+    int r = collect_headers(aTHX_ headers, &list, bad_header);
+    if (r != RESPONSE_OK)
+        return r;
     struct response_facts facts = {status, 0, 1, 1, 0, 0};
     struct response_framing framing;
-    int r = plan_response(&facts, list.items, list.count, &framing, &bad_index);
+    r = plan_response(&facts, list.items, list.count, &framing, &bad_index);
     if (r != RESPONSE_OK) {
-        report_bad_header(aTHX_ &list, bad_index, bad_header);
+        if (bad_header && bad_index < list.count)
+            *bad_header = newSVpvn(list.items[bad_index].name, list.items[bad_index].name_len);
         free_header_list(&list);
         return r;
     }
@@ -355,6 +494,8 @@ int send_informational_response(pTHX_ struct worker_loop *loop, SV *status_sv, S
     free_header_list(&list);
     struct iovec iov = {buffer, n};
     r = worker_loop_write(loop, &iov, 1) == 0 ? RESPONSE_OK : RESPONSE_CLIENT_GONE;
+    /* The final response has not started: a 1xx does not count. */
+    loop->response_started = 0;
     free(buffer);
     return r;
 }

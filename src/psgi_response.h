@@ -15,7 +15,13 @@
 /* Results besides RESPONSE_OK (0) and the RESPONSE_BAD_* reasons (< 0). */
 #define RESPONSE_CLIENT_GONE 1
 
-/* Status, headers and an array body, all in one writev. */
+/* The bytes of a defined Perl string (get magic already called), or NULL
+ * when it holds characters above 0xFF: PSGI bodies and headers are bytes. */
+const char *psgi_bytes(pTHX_ SV *sv, STRLEN *len);
+
+/* Status, headers and an array body, all in one writev.  The result is
+ * RESPONSE_OK, RESPONSE_CLIENT_GONE or a RESPONSE_BAD_* reason, with
+ * *bad_header set (a new SV) to the name of the header at fault if any. */
 int send_psgi_response(pTHX_ struct worker_loop *loop, SV *status, SV *headers, AV *body,
                        SV **bad_header);
 
@@ -29,6 +35,10 @@ int finish_psgi_body(pTHX_ struct worker_loop *loop);
 /* psgix.informational: a 1xx response before the final one. */
 int send_informational_response(pTHX_ struct worker_loop *loop, SV *status, SV *headers,
                                 SV **bad_header);
+
+/* 1 when the body given differs from the Content-Length announced (the
+ * connection is then closed after it), with both lengths. */
+int psgi_response_length_mismatch(uint64_t *announced, uint64_t *given);
 
 /* Whether the response sent allows the connection to stay open: the app's
  * and client's wishes, and whether the body had the length announced. */

@@ -135,7 +135,8 @@ int plan_response(const struct response_facts *facts, const struct response_head
     int app_content_length = 0, app_transfer_encoding = 0, app_chunked = 0, app_close = 0;
     uint64_t content_length = 0;
 
-    if (facts->status < 100 || facts->status > 999)
+    /* RFC 9110 15: "Values outside the range 100..599 are invalid." */
+    if (facts->status < 100 || facts->status > 599)
         return RESPONSE_BAD_STATUS;
 
     for (size_t i = 0; i < num_headers; i++) {
@@ -204,7 +205,13 @@ int plan_response(const struct response_facts *facts, const struct response_head
     } else {
         delimited = 0; /* HTTP/1.0: the end of the body is the end of the connection */
     }
-    framing->keep_alive = facts->may_keep_alive && !app_close && delimited;
+    /* A body whose length is known before it is sent (an array, a file) and
+     * differs from the app's Content-Length: the client would read the wrong
+     * number of bytes as this response, so the connection must close after it. */
+    framing->length_mismatch = app_content_length && framing->body_allowed &&
+                               facts->body_length_known && facts->body_length != content_length;
+    framing->keep_alive = facts->may_keep_alive && !app_close && delimited &&
+                          !framing->length_mismatch;
     return RESPONSE_OK;
 }
 

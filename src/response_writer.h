@@ -35,6 +35,7 @@ struct response_framing {
     int has_content_length;    /* a Content-Length goes out (the app's or ours) */
     uint64_t content_length;   /* its value: the bytes the body must have */
     int content_length_from_app; /* else the server adds the header */
+    int length_mismatch;       /* the app's Content-Length is not its body's length */
 };
 
 /* Why a response cannot be sent as the app gave it. */
@@ -43,10 +44,14 @@ struct response_framing {
 #define RESPONSE_BAD_HEADER_NAME (-2)
 #define RESPONSE_BAD_HEADER_VALUE (-3)
 #define RESPONSE_BAD_CONTENT_LENGTH (-4)
+#define RESPONSE_BAD_HEADER_LIST (-5)  /* no array, or an odd number of elements */
+#define RESPONSE_WIDE_CHARACTER  (-6)  /* a header or body string is not bytes */
+#define RESPONSE_TOO_LATE        (-7)  /* a 1xx after the final response started */
 
 /*
- * Checks the headers and decides the framing.  Returns RESPONSE_OK, or a
- * negative reason with *bad_header set to the index of the offending header.
+ * Checks the status (100-599) and the headers and decides the framing.
+ * Returns RESPONSE_OK, or a negative reason with *bad_header set to the
+ * index of the offending header.
  */
 int plan_response(const struct response_facts *facts, const struct response_header *headers,
                   size_t num_headers, struct response_framing *framing, size_t *bad_header);

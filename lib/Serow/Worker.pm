@@ -2,6 +2,8 @@ package Serow::Worker;
 use strict;
 use warnings;
 
+use Scalar::Util ();
+
 use Serow ();
 use Serow::Writer ();
 use Serow::Log ();
@@ -29,6 +31,25 @@ sub _env_template {
         'psgix.harakiri'       => 1,
         'psgix.cleanup'        => 1,
     };
+}
+
+# psgix.io is made when the app first reads it (src/psgi_env.c): a handle on
+# a duplicate of the connection's socket, opened here.
+Serow::Loop->set_socket_opener(sub {
+    my ($fd) = @_;
+    open(my $io, '+<&', $fd) or return undef;
+    return $io;
+});
+
+# psgi.input of every request without a body: one empty in-memory handle,
+# rewound for each request (an app may have read, seeked or closed it).
+my $EMPTY_INPUT;
+
+sub _empty_input {
+    # fileno is -1 for an open in-memory handle, undef once closed.
+    return $EMPTY_INPUT if $EMPTY_INPUT && defined fileno($EMPTY_INPUT) && seek($EMPTY_INPUT, 0, 0);
+    open($EMPTY_INPUT, '<', \'') or die "cannot open an in-memory handle: $!";
+    return $EMPTY_INPUT;
 }
 
 sub new {
@@ -108,11 +129,6 @@ sub handle_request {
     my $loop = $self->{loop};
 
     $env->{'psgi.input'} = $self->buffer_request_body($env) // return 1;
-    open(my $io, '+<&', $loop->current_fd) or do {
-        $loop->fail_request(503);
-        return 1;
-    };
-    $env->{'psgix.io'} = $io;
     $env->{'psgix.cleanup.handlers'} = [];
 
     my $res = eval { $self->{app}->($env) };
@@ -126,20 +142,37 @@ sub handle_request {
         $self->app_failed($env, "the app returned " . (defined $res ? "'$res'" : 'undef')
             . " instead of an array or a code reference");
     }
-    delete $env->{'psgix.io'};
-    # A psgix.io handle the app kept (a WebSocket, say) now owns the
-    # connection: the server lets go of it without closing it.
-    if (Serow::referent_refcount($io) > 1) {
-        $loop->release_current;
-    } else {
-        $loop->finish_request if $loop->current_fd >= 0;
-        close $io;
-    }
+    $self->end_request($env);
 
-    for my $handler (@{ $env->{'psgix.cleanup.handlers'} }) {
+    # After the response is out (and the connection kept or closed): the
+    # client does not wait for these.
+    for my $handler (@{ $env->{'psgix.cleanup.handlers'} || [] }) {
         eval { $handler->($env); 1 } or Serow::Log->error("a psgix.cleanup handler died: $@");
     }
     return !$env->{'psgix.harakiri.commit'};
+}
+
+sub end_request {
+    my ($self, $env) = @_;
+    my $loop = $self->{loop};
+    if (my ($announced, $given) = $loop->length_mismatch) {
+        Serow::Log->error("$env->{REQUEST_METHOD} $env->{REQUEST_URI}: the app's Content-Length is "
+            . "$announced but its body has $given bytes: the connection is closed after it");
+    }
+    my $io = $loop->take_socket_handle;
+    if ($io) {
+        delete $env->{'psgix.io'};
+        # A psgix.io handle the app kept (a WebSocket, say) now owns the
+        # connection: the server lets go of it without closing it.
+        if (Serow::referent_refcount($io) > 1) {
+            $loop->release_current;
+            return;
+        }
+        close $io; # our duplicate only
+    }
+    # (With no response sent through the server, as when the app answered
+    # on psgix.io itself, this closes the connection without a byte more.)
+    $loop->finish_request if $loop->current_fd >= 0;
 }
 
 sub app_failed {
@@ -147,6 +180,10 @@ sub app_failed {
     Serow::Log->error("$env->{REQUEST_METHOD} $env->{REQUEST_URI}: $message");
     my $loop = $self->{loop};
     return unless $loop->current_fd >= 0;
+    # The app read psgix.io and sent nothing through the server: it may have
+    # written on the socket itself, and a 500 could land among its bytes.
+    # end_request closes the connection instead.
+    return if !$loop->response_started && $loop->socket_handle_made;
     # Nothing sent yet: a clean 500.  Else the response is cut: close.
     $loop->fail_request(500);
 }
@@ -155,6 +192,11 @@ sub send_array_response {
     my ($self, $env, $res) = @_;
     my ($status, $headers, $body) = @$res;
     my $loop = $self->{loop};
+    if (@$res != 3 || !ref $body) {
+        return $self->app_failed($env, "bad response: not [status, headers, body] with an "
+            . "array or a handle as the body");
+    }
+    $self->before_response($env);
     my $sent = eval {
         if (ref $body eq 'ARRAY') {
             $loop->send_response($status, $headers, $body);
@@ -166,55 +208,99 @@ sub send_array_response {
     $self->app_failed($env, "bad response: $@") unless $sent;
 }
 
-# A body that is a file handle or an object with getline/close.
+# Just before a response starts.
+sub before_response {
+    my ($self, $env) = @_;
+    # The worker leaves after this response (psgix.harakiri.commit): stopping
+    # now makes the response say "Connection: close" rather than invite a
+    # next request that this worker would not serve.
+    $self->{loop}->stop if $env->{'psgix.harakiri.commit'};
+}
+
+# A body that is a file handle or an object with getline/close.  Whatever
+# happens, its close is called (PSGI), once.
 sub send_handle_body {
     my ($self, $env, $status, $headers, $body) = @_;
     my $loop = $self->{loop};
-    my $fd = ref $body eq 'GLOB' || (Scalar::Util::blessed($body) && $body->isa('IO::Handle'))
-        ? fileno($body) : undef;
-    if (defined $fd && $fd >= 0 && -f $body) {
-        # A real file: sendfile(2) from its current position.
-        my $offset = sysseek($body, 0, 1) || 0;
-        my $length = (-s _) - $offset;
-        $length = 0 if $length < 0;
-        $loop->start_response($status, $headers, $length)
-            and $loop->sendfile_body($fd, $offset, $length)
-            and $loop->finish_body;
-    } else {
-        $loop->start_response($status, $headers, undef) or return;
-        local $/ = \BODY_HANDLE_READ_SIZE;
-        while (defined(my $part = $body->getline)) {
-            next unless length $part;
-            $loop->write_body($part) or last;
+    my $sent = eval {
+        if (my ($fd, $offset, $length) = _plain_file($body)) {
+            # A real file: sendfile(2) from its current position.
+            $loop->start_response($status, $headers, $length)
+                and $loop->sendfile_body($fd, $offset, $length)
+                and $loop->finish_body;
+        } else {
+            $loop->start_response($status, $headers, undef) or return 1;
+            local $/ = \BODY_HANDLE_READ_SIZE;
+            while (defined(my $part = $body->getline)) {
+                next unless length $part;
+                $loop->write_body($part) or last;
+            }
+            $loop->finish_body;
         }
-        $loop->finish_body;
-    }
-    $body->close;
+        1;
+    };
+    my $error = $@;
+    eval { $body->close; 1 } or Serow::Log->error("$env->{REQUEST_METHOD} $env->{REQUEST_URI}: "
+        . "the body's close died: $@");
+    die $error unless $sent;
+}
+
+# A body the kernel can send from the file as it is: (fd, offset, length) of
+# a plain file handle, else ().  A blessed object that is no IO::Handle may
+# filter what its getline returns, and so may a layer such as :crlf,
+# :encoding or :via: those are read with getline.
+sub _plain_file {
+    my ($body) = @_;
+    return unless (Scalar::Util::reftype($body) // '') eq 'GLOB';
+    return if Scalar::Util::blessed($body) && !$body->isa('IO::Handle');
+    my $fd = fileno($body);
+    return unless defined $fd && $fd >= 0 && -f $body;
+    my $size = -s _;
+    return if grep { !/\A(?:unix|perlio|stdio)\z/ } PerlIO::get_layers($body);
+    # tell, not sysseek: the position the app left, PerlIO's read-ahead aside.
+    my $offset = tell($body);
+    return if $offset < 0;
+    return ($fd, $offset, $size > $offset ? $size - $offset : 0);
 }
 
 sub run_streaming_response {
     my ($self, $env, $callback) = @_;
     my $loop = $self->{loop};
-    my $writer;
+    my ($writer, $responded, $done);
     my $responder = sub {
         my ($res) = @_;
-        my ($status, $headers, $body) = @$res;
+        die "the PSGI responder was called after its request ended\n" if $done;
+        die "the PSGI responder was called twice\n" if $responded;
+        die "the PSGI responder takes an array reference\n" unless ref $res eq 'ARRAY';
         if (@$res >= 3) {
+            $responded = 1;
             $self->send_array_response($env, $res);
             return;
         }
-        $loop->start_response($status, $headers, undef);
+        $self->before_response($env);
+        $loop->start_response($res->[0], $res->[1], undef); # dies on a bad head
+        $responded = 1;
         return $writer = Serow::Writer->new($loop);
     };
     my $ok = eval { $callback->($responder); 1 };
     my $error = $@;
+    $done = 1;
     if (!$ok) {
-        $self->app_failed($env, "the app died while streaming: $error");
+        if ($writer && $writer->gone) {
+            # The client left while the app streamed: nothing to report.
+            $loop->fail_request(500) if $loop->current_fd >= 0;
+        } else {
+            $self->app_failed($env, "the app died while streaming: $error");
+        }
     } elsif ($writer && !$writer->closed) {
         $writer->close; # the app forgot: end the body so the client is not left waiting
-    } elsif (!$writer && !$loop->response_started && $loop->current_fd >= 0) {
+    } elsif (!$responded && !$loop->response_started && $loop->current_fd >= 0
+             && !$loop->socket_handle_made) {
+        # (An app that read psgix.io may have answered on the socket itself.)
         $self->app_failed($env, "the streaming app never called the responder");
     }
+    # A writer the app kept must not write into a later response.
+    $writer->abandon if $writer;
 }
 
 # Reads the whole request body before the app runs (psgix.input.buffered):
@@ -225,16 +311,21 @@ sub buffer_request_body {
     my ($self, $env) = @_;
     my $loop = $self->{loop};
     my $framing = $loop->request_body_framing;
-    if (!$framing) {
-        open(my $empty, '<', \'') or die;
-        return $empty;
-    }
+    return _empty_input() if !$framing;
     my $limit = $self->{options}{body_memory_limit};
     my $expected = $loop->request_content_length;
     my $buffer = '';
     my $spool;
     my $total = 0;
-    $spool = _temp_file() if $expected > $limit;
+    my $spool_failed = sub {
+        Serow::Log->error("$env->{REQUEST_METHOD} $env->{REQUEST_URI}: cannot buffer the "
+            . "request body in a temp file: $_[0]");
+        $loop->fail_request(500);
+        return undef;
+    };
+    if ($expected > $limit) {
+        $spool = eval { _temp_file() } or return $spool_failed->($@);
+    }
     for (;;) {
         my $n = $loop->read_body($buffer, BODY_READ_SIZE);
         if ($n < 0) {
@@ -243,10 +334,10 @@ sub buffer_request_body {
         }
         $total += $n;
         if (!$spool && length($buffer) > $limit) {
-            $spool = _temp_file();
+            $spool = eval { _temp_file() } or return $spool_failed->($@);
         }
         if ($spool && (length($buffer) >= BODY_READ_SIZE * 4 || $n == 0)) {
-            print {$spool} $buffer or die "cannot write the request body to a temp file: $!";
+            print {$spool} $buffer or return $spool_failed->("$!");
             $buffer = '';
         }
         last if $n == 0;
@@ -256,7 +347,7 @@ sub buffer_request_body {
         delete $env->{HTTP_TRANSFER_ENCODING};
     }
     if ($spool) {
-        $spool->flush;
+        $spool->flush or return $spool_failed->("$!");
         seek($spool, 0, 0);
         return $spool;
     }
@@ -288,6 +379,7 @@ writev, a file with sendfile(2), other handles 64 KiB at a time, and
 C<psgi.streaming> writers chunk by chunk.
 
 It supports C<psgix.io>, C<psgix.informational>, C<psgix.harakiri> and
-C<psgix.cleanup>.
+C<psgix.cleanup>. F<docs/psgi.md> says what an app gets and what is
+checked.
 
 =cut

@@ -10,10 +10,15 @@ sub new {
     return bless { loop => $loop, closed => 0 }, $class;
 }
 
+# Dies when the client has gone away: an app streaming without end (server-
+# sent events, say) would otherwise keep the worker forever.
 sub write {
     my ($self, $data) = @_;
     return if $self->{closed} || !defined $data || !length $data;
-    $self->{loop}->write_body($data);
+    if (!$self->{loop}->write_body($data)) {
+        $self->{gone} = $self->{closed} = 1;
+        die "Serow: the client has gone away\n";
+    }
     return;
 }
 
@@ -26,6 +31,10 @@ sub close {
 }
 
 sub closed { $_[0]{closed} }
+sub gone { $_[0]{gone} }
+
+# The request is over: this writer does nothing more.
+sub abandon { $_[0]{closed} = 1 }
 
 # psgi.nonblocking is false: the callback can be run at once.
 sub poll_cb {
@@ -46,7 +55,8 @@ Serow::Writer - the streaming writer of a psgi.streaming response
 
 =item write($data)
 
-Sends C<$data> now, as one chunk when the body is chunked.
+Sends C<$data> now, as one chunk when the body is chunked. Dies when the
+client has gone away, so that an endless stream ends with it.
 
 =item close
 

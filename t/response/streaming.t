@@ -1,0 +1,206 @@
+# psgi.streaming: a delayed response (the responder gets [status, headers,
+# body]) and a writer (write/close): chunked on HTTP/1.1, delimited by the
+# end of the connection on HTTP/1.0.
+use strict;
+use warnings;
+use Test::More;
+use lib 't/lib';
+use Serow::Test qw(start_server raw_connect read_response parse_response raw_request);
+
+my ($kept_writer, $last_stream_error, @twice);
+
+my $app = sub {
+    my ($env) = @_;
+    my $path = $env->{PATH_INFO};
+    my @type = ('Content-Type' => 'text/plain');
+    return sub { $_[0]->([200, [@type], ['delayed ', 'body']]) } if $path eq '/delayed';
+    if ($path eq '/writer') {
+        return sub {
+            my $w = $_[0]->([200, [@type]]);
+            $w->write($_) for 'hello', '', ' ', 'world';
+            $w->close;
+        };
+    }
+    if ($path eq '/writer-length') {
+        return sub {
+            my $w = $_[0]->([200, [@type, 'Content-Length' => 11]]);
+            $w->write($_) for 'hello', ' ', 'world';
+            $w->close;
+        };
+    }
+    if ($path eq '/forgets-close') {
+        return sub { $_[0]->([200, [@type]])->write('unclosed') };
+    }
+    if ($path eq '/poll-cb') {
+        return sub {
+            my $w = $_[0]->([200, [@type]]);
+            $w->poll_cb(sub { $_[0]->write('polled'); $_[0]->close });
+        };
+    }
+    if ($path eq '/no-content') {
+        return sub { my $w = $_[0]->([204, []]); $w->write('dropped'); $w->close };
+    }
+    if ($path eq '/twice') {
+        return sub {
+            my $responder = shift;
+            $responder->([200, [@type], ['first']]);
+            @twice = ();
+            eval { $responder->([200, [@type], ['second']]); 1 } or push @twice, $@;
+        };
+    }
+    if ($path eq '/keep-writer') {
+        return sub { $kept_writer = $_[0]->([200, [@type]]); $kept_writer->write('kept') };
+    }
+    if ($path eq '/use-old-writer') {
+        return sub {
+            my $w = $_[0]->([200, [@type]]);
+            $w->write('mine ');
+            eval { $kept_writer->write('LEAKED'); $kept_writer->close };
+            $w->write('only');
+            $w->close;
+        };
+    }
+    if ($path eq '/endless') {
+        return sub {
+            my $w = $_[0]->([200, [@type]]);
+            # Bounded all the same: 100 MB.
+            my $ok = eval { $w->write('x' x 65536) for 1 .. 1600; 1 };
+            $last_stream_error = $ok ? 'no error' : $@;
+            die $@ unless $ok;
+        };
+    }
+    if ($path eq '/last-stream-error') {
+        return [200, [@type], [$last_stream_error // 'none']];
+    }
+    if ($path eq '/twice-result') {
+        return [200, [@type], [join '|', @twice]];
+    }
+    if ($path eq '/wide') {
+        return sub { my $w = $_[0]->([200, [@type]]); $w->write('ok '); $w->write("\x{263a}"); $w->close };
+    }
+    if ($path eq '/bad-head') {
+        return sub {
+            my $responder = shift;
+            eval { $responder->([200, ['Bad Name' => 'x']]); 1 } and return;
+            $responder->([500, [@type], ["the app saw: $@"]]);
+        };
+    }
+    return [404, [@type], ['not found']];
+};
+
+my $server = start_server(app => $app, options => ['--workers', 1]);
+
+sub get11 {
+    my ($path, %opts) = @_;
+    my $sock = raw_connect($server);
+    syswrite $sock, "GET $path HTTP/1.1\r\nHost: x\r\n\r\n";
+    return read_response($sock, %opts);
+}
+
+subtest 'a delayed response' => sub {
+    my $res = get11('/delayed');
+    is $res->{body}, 'delayed body';
+    is $res->{headers}{'content-length'}, 12, 'an array body gets its Content-Length';
+};
+
+subtest 'a writer on HTTP/1.1: chunked, one chunk per write, kept alive' => sub {
+    my $sock = raw_connect($server);
+    syswrite $sock, "GET /writer HTTP/1.1\r\nHost: x\r\n\r\n";
+    my $buffer = '';
+    my $res = read_response($sock, buffer => \$buffer);
+    is $res->{headers}{'transfer-encoding'}, 'chunked';
+    ok !defined $res->{headers}{'content-length'}, 'no Content-Length';
+    is $res->{body}, 'hello world';
+    is_deeply $res->{chunks}, [5, 1, 5, 0], 'an empty write sends no chunk (it would end the body)';
+    is $buffer, '', 'nothing after the last chunk';
+    syswrite $sock, "GET /delayed HTTP/1.1\r\nHost: x\r\n\r\n";
+    is read_response($sock)->{body}, 'delayed body', 'the connection serves the next request';
+};
+
+subtest 'a writer on HTTP/1.0: the body ends with the connection' => sub {
+    for my $request ("GET /writer HTTP/1.0\r\n\r\n",
+                     "GET /writer HTTP/1.0\r\nConnection: keep-alive\r\n\r\n") {
+        my $raw = raw_request($server, $request);
+        my $res = Serow::Test::parse_response_head($raw);
+        is $res->{status}, 200;
+        ok !defined $res->{headers}{'transfer-encoding'}, 'not chunked';
+        ok !defined $res->{headers}{'content-length'}, 'no Content-Length';
+        is lc $res->{headers}{connection}, 'close', 'Connection: close';
+        is substr($raw, $res->{head_length}), 'hello world', 'the body, then the close';
+    }
+};
+
+subtest 'a writer with the app\'s Content-Length is not chunked' => sub {
+    for my $version ('1.1', '1.0') {
+        my $sock = raw_connect($server);
+        syswrite $sock, "GET /writer-length HTTP/$version\r\nConnection: keep-alive\r\nHost: x\r\n\r\n";
+        my $res = read_response($sock);
+        ok !defined $res->{headers}{'transfer-encoding'}, "HTTP/$version: not chunked";
+        is $res->{body}, 'hello world';
+        syswrite $sock, "GET /delayed HTTP/$version\r\nConnection: keep-alive\r\nHost: x\r\n\r\n";
+        is read_response($sock)->{body}, 'delayed body', "HTTP/$version: kept alive";
+    }
+};
+
+subtest 'an app that forgets close: the body is ended for it' => sub {
+    my $res = get11('/forgets-close');
+    is $res->{body}, 'unclosed';
+};
+
+subtest 'poll_cb' => sub {
+    is get11('/poll-cb')->{body}, 'polled';
+};
+
+subtest 'HEAD and 204: writes are dropped, the connection is kept' => sub {
+    my $sock = raw_connect($server);
+    syswrite $sock, "HEAD /writer HTTP/1.1\r\nHost: x\r\n\r\n";
+    my $buffer = '';
+    my $res = read_response($sock, head_request => 1, buffer => \$buffer);
+    is $res->{status}, 200;
+    syswrite $sock, "GET /no-content HTTP/1.1\r\nHost: x\r\n\r\n";
+    $res = read_response($sock, buffer => \$buffer);
+    is $res->{status}, 204;
+    ok !defined $res->{headers}{'transfer-encoding'}, 'no Transfer-Encoding on a 204';
+    syswrite $sock, "GET /delayed HTTP/1.1\r\nHost: x\r\n\r\n";
+    is read_response($sock, buffer => \$buffer)->{body}, 'delayed body',
+        'the next response is not disturbed by a stray body';
+};
+
+subtest 'the responder called twice: the second call dies' => sub {
+    is get11('/twice')->{body}, 'first';
+    like get11('/twice-result')->{body}, qr/called twice/;
+};
+
+subtest 'a bad head from the responder dies in the app, which can answer otherwise' => sub {
+    my $res = get11('/bad-head');
+    is $res->{status}, 500;
+    like $res->{body}, qr/the app saw: invalid response header 'Bad Name'/;
+};
+
+subtest 'a writer kept from an earlier request writes nothing into a later one' => sub {
+    is get11('/keep-writer')->{body}, 'kept';
+    is get11('/use-old-writer')->{body}, 'mine only';
+};
+
+subtest 'a wide character in a write: the response is cut and logged' => sub {
+    my $res = get11('/wide');
+    ok !$res, 'no complete response';
+    like $server->log, qr/the app died while streaming: .*wide character/;
+    is get11('/delayed')->{body}, 'delayed body', 'the worker goes on';
+};
+
+subtest 'the client leaves while the app streams: write dies, the worker goes on' => sub {
+    my $sock = raw_connect($server);
+    syswrite $sock, "GET /endless HTTP/1.1\r\nHost: x\r\n\r\n";
+    my $got = '';
+    sysread($sock, $got, 1024) or die;
+    like $got, qr{\AHTTP/1.1 200 OK}, 'the stream started';
+    close $sock;
+    like get11('/last-stream-error')->{body}, qr/client has gone away/,
+        'the app\'s write died with a clear message';
+    is get11('/delayed')->{body}, 'delayed body', 'the worker serves on';
+};
+
+is $server->stop, 0, 'the server stops cleanly';
+unlike $server->log, qr/client has gone away/, 'a client that left is no error to log';
+done_testing;
