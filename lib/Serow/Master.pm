@@ -5,6 +5,8 @@ use warnings;
 use POSIX qw(WNOHANG SIGTERM SIGKILL SIG_BLOCK SIG_SETMASK);
 use Time::HiRes ();
 
+use Serow ();
+use Serow::ConnectionHolder ();
 use Serow::Worker ();
 use Serow::Log ();
 
@@ -17,18 +19,30 @@ use constant FAST_DEATH_SECONDS => 1;
 
 my @SIGNALS = qw(TERM INT QUIT HUP TTIN TTOU CHLD);
 
+# Worker slots in the shared memory: room for TTIN and for old workers that
+# finish while their replacements run.
+use constant MIN_WORKER_SLOTS => 64;
+
 sub new {
     my ($class, %args) = @_;
+    my $workers = $args{options}{workers};
+    my $slots = $workers * 4 > MIN_WORKER_SLOTS ? $workers * 4 : MIN_WORKER_SLOTS;
+    my $shared = Serow::Shared->new($slots);
     return bless {
         app        => $args{app},
         options    => $args{options},
         listeners  => $args{listeners},
-        target     => $args{options}{workers},
-        workers    => {},   # pid => { generation, started, stopping_since }
+        target     => $workers,
+        workers    => {},   # pid => { generation, started, stopping_since, slot }
         generation => 1,
         pending    => [],   # signals received, handled in order by the loop
+        shared     => $shared,
+        holder     => Serow::ConnectionHolder->new(shared => $shared, options => $args{options}),
+        holder_pid => undef,
     }, $class;
 }
+
+sub shared { $_[0]{shared} }
 
 sub run {
     my ($self) = @_;
@@ -36,6 +50,7 @@ sub run {
     local @SIG{@SIGNALS} = map { my $sig = $_; sub { push @{ $self->{pending} }, $sig } } @SIGNALS;
     local $SIG{PIPE} = 'IGNORE';
 
+    $self->spawn_holder;
     $self->spawn_missing_workers;
     for (;;) {
         select(undef, undef, undef, IDLE_WAKE_SECONDS) unless @{ $self->{pending} };
@@ -45,9 +60,14 @@ sub run {
         }
         if ($self->{stopping}) {
             $self->kill_overdue_workers;
-            last unless %{ $self->{workers} };
+            next if %{ $self->{workers} };
+            # The workers have handed their idle connections over: now the
+            # holder closes them and goes too.
+            last unless $self->{holder_pid};
+            kill SIGTERM, $self->{holder_pid} unless $self->{holder_told_to_stop}++;
             next;
         }
+        $self->spawn_holder unless $self->{holder_pid};
         $self->retire_surplus_workers;
         $self->kill_overdue_workers;
         $self->spawn_missing_workers;
@@ -98,34 +118,74 @@ sub spawn_missing_workers {
     }
 }
 
-sub spawn_worker {
-    my ($self) = @_;
+# Forks a child that runs $child_main; returns its pid (undef if fork failed).
+sub fork_child {
+    my ($self, $child_main) = @_;
     # Signals stay blocked across fork so that the child never runs the
-    # master's handlers; the worker installs its own before unblocking.
+    # master's handlers; the child installs its own before unblocking.
     my $block = POSIX::SigSet->new(map { POSIX->can("SIG$_")->() } @SIGNALS);
     my $old = POSIX::SigSet->new;
     POSIX::sigprocmask(SIG_BLOCK, $block, $old);
     my $pid = fork;
     if (!defined $pid) {
         POSIX::sigprocmask(SIG_SETMASK, $old);
-        Serow::Log->error("cannot fork a worker: $!");
+        Serow::Log->error("cannot fork: $!");
         $self->{throttled_until} = Time::HiRes::time + FAST_DEATH_SECONDS;
-        return;
+        return undef;
     }
     if ($pid == 0) {
         $SIG{$_} = 'DEFAULT' for @SIGNALS;
+        my $status = eval { $child_main->($old); 1 } ? 0 : do { Serow::Log->error("$0 failed: $@"); 1 };
+        exit $status;
+    }
+    POSIX::sigprocmask(SIG_SETMASK, $old);
+    return $pid;
+}
+
+sub spawn_holder {
+    my ($self) = @_;
+    my $pid = $self->fork_child(sub {
+        my ($mask) = @_;
+        close $_->{socket} for @{ $self->{listeners} }; # it accepts nothing
+        POSIX::sigprocmask(SIG_SETMASK, $mask);
+        $self->{holder}->run;
+    }) or return;
+    $self->{holder_pid} = $pid;
+}
+
+sub free_worker_slot {
+    my ($self) = @_;
+    my %used = map { $_->{slot} => 1 } values %{ $self->{workers} };
+    for my $slot (0 .. $self->{shared}->max_workers - 1) {
+        return $slot unless $used{$slot};
+    }
+    return undef;
+}
+
+sub spawn_worker {
+    my ($self) = @_;
+    my $slot = $self->free_worker_slot;
+    if (!defined $slot) {
+        Serow::Log->error("no free worker slot: more workers than " . $self->{shared}->max_workers);
+        return;
+    }
+    $self->{shared}->reset_worker($slot);
+    my $pid = $self->fork_child(sub {
+        my ($mask) = @_;
         my $worker = Serow::Worker->new(
             app       => $self->{app},
             options   => $self->{options},
             listeners => $self->{listeners},
+            shared    => $self->{shared},
+            slot      => $slot,
+            channels  => [ $self->{holder}->worker_channels ],
         );
         $0 = "serow worker";
-        POSIX::sigprocmask(SIG_SETMASK, $old);
-        my $status = eval { $worker->run; 1 } ? 0 : do { Serow::Log->error("worker failed: $@"); 1 };
-        exit $status;
-    }
-    POSIX::sigprocmask(SIG_SETMASK, $old);
-    $self->{workers}{$pid} = { generation => $self->{generation}, started => Time::HiRes::time };
+        POSIX::sigprocmask(SIG_SETMASK, $mask);
+        $worker->run;
+    }) or return;
+    $self->{workers}{$pid} = { generation => $self->{generation}, started => Time::HiRes::time,
+                               slot => $slot };
 }
 
 sub stop_worker {
@@ -163,7 +223,14 @@ sub reap_workers {
     my ($self) = @_;
     while ((my $pid = waitpid(-1, WNOHANG)) > 0) {
         my $status = $?;
+        if ($self->{holder_pid} && $pid == $self->{holder_pid}) {
+            $self->{holder_pid} = undef;
+            Serow::Log->error("the connection holder exited with status $status; starting a new one")
+                unless $self->{stopping};
+            next;
+        }
         my $w = delete $self->{workers}{$pid} or next;
+        $self->{shared}->reset_worker($w->{slot});
         next if $w->{stopping_since};
         # A worker that left on its own: max-requests, harakiri, or a crash.
         if ($status != 0) {

@@ -36,6 +36,9 @@ sub new {
         app       => $args{app},
         options   => $args{options},
         listeners => $args{listeners},
+        shared    => $args{shared},
+        slot      => $args{slot},
+        channels  => $args{channels},
         served    => 0,
     }, $class;
     my $max = $self->{options}{max_requests};
@@ -49,10 +52,12 @@ sub run {
     my $options = $self->{options};
     my $loop = $self->{loop} = Serow::Loop->new({ map { $_ => $options->{$_} } qw(
         max_request_line max_header_size max_headers max_body_size header_timeout
-        read_timeout write_timeout keepalive_timeout max_keepalive_requests) });
+        read_timeout write_timeout keepalive_timeout max_keepalive_requests
+        max_keepalive_connections) });
     for my $l (@{ $self->{listeners} }) {
         $loop->add_listener($l->{fd}, $l->{is_unix} ? 1 : 0, $l->{server_name}, $l->{server_port});
     }
+    $loop->join_holder($self->{shared}, $self->{slot}, @{ $self->{channels} }) if $self->{shared};
 
     $SIG{PIPE} = 'IGNORE';
     $SIG{$_} = sub { $loop->stop } for qw(TERM INT QUIT);
