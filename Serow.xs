@@ -296,6 +296,7 @@ shared_reset_worker(Serow::Shared shared, unsigned int index)
         uint32_t high = atomic_load(&w->slots_high_water);
         uint32_t open = atomic_load(&w->connections);
         atomic_store(&w->pid, 0);
+        atomic_store(&w->wake_fd, -1);
         atomic_fetch_sub(&shared->open_connections, open <= atomic_load(&shared->open_connections) ? open : atomic_load(&shared->open_connections));
         memset(w->connections_table, 0, sizeof(struct connection_slot) * (high < SHARED_SLOTS_PER_WORKER ? high : SHARED_SLOTS_PER_WORKER));
         atomic_store(&w->slots_high_water, 0);

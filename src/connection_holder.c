@@ -41,6 +41,7 @@ struct held_connection {
 struct worker_handle {
     int32_t pid;
     int pidfd;
+    int wake_fd; /* our copy of the worker's eventfd */
 };
 
 struct holder {
@@ -100,12 +101,22 @@ static int hold(struct holder *h, int fd, const struct passed_connection *info)
         return -1;
     }
     c->in_epoll = 1;
-    c->prev = h->newest;
-    if (h->newest)
-        h->newest->next = c;
+    /* Keep the list in idle order (oldest first): connections arrive from
+     * several workers, mostly but not always in that order, so the walk back
+     * from the newest end is short. */
+    struct held_connection *after = h->newest;
+    while (after && after->info.idle_since_ms > c->info.idle_since_ms)
+        after = after->prev;
+    c->prev = after;
+    c->next = after ? after->next : h->oldest;
+    if (c->next)
+        c->next->prev = c;
+    else
+        h->newest = c;
+    if (after)
+        after->next = c;
     else
         h->oldest = c;
-    h->newest = c;
     h->by_fd[fd] = c;
     h->held++;
     atomic_store(&h->shared->held_connections, h->held);
@@ -131,7 +142,17 @@ static void unhold(struct holder *h, struct held_connection *c)
     free(c);
 }
 
+/* The end of a connection (not a pass to a worker). */
 static void close_held(struct holder *h, struct held_connection *c)
+{
+    int fd = c->fd;
+    unhold(h, c);
+    close(fd);
+    atomic_fetch_sub(&h->shared->open_connections, 1);
+}
+
+/* Our copy after passing it on. */
+static void release_held(struct holder *h, struct held_connection *c)
 {
     int fd = c->fd;
     unhold(h, c);
@@ -167,15 +188,17 @@ static void flush_waiting(struct holder *h)
     size_t sent = 0;
     while (sent < h->waiting_count) {
         int fd = h->waiting[sent];
-        if (pass_to_worker(h, fd) != 0) {
-            if (errno == EAGAIN)
-                break; /* every worker is busy and the channel is full */
-            /* no worker side any more: nothing can serve it */
+        struct held_connection *c = fd < h->by_fd_size ? h->by_fd[fd] : NULL;
+        if (pass_to_worker(h, fd) == 0) {
+            if (c)
+                release_held(h, c);
+            else
+                close(fd);
+        } else if (errno == EAGAIN) {
+            break; /* every worker is busy and the channel is full */
+        } else if (c) {
+            close_held(h, c); /* no worker side any more: nothing can serve it */
         }
-        if (fd < h->by_fd_size && h->by_fd[fd])
-            close_held(h, h->by_fd[fd]);
-        else
-            close(fd);
         sent++;
     }
     memmove(h->waiting, h->waiting + sent, (h->waiting_count - sent) * sizeof(int));
@@ -217,27 +240,48 @@ static int worker_pidfd(struct holder *h, uint32_t index, int32_t pid)
     if (w->pid != pid) {
         if (w->pidfd >= 0)
             close(w->pidfd);
+        if (w->wake_fd >= 0)
+            close(w->wake_fd);
         w->pid = pid;
         w->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+        w->wake_fd = -1;
     }
     return w->pidfd;
+}
+
+/* Tells a worker that we took some of its connections, so that it closes its
+ * copies now rather than when something else wakes it. */
+static void wake_worker(struct holder *h, uint32_t index)
+{
+    struct worker_handle *w = &h->workers[index];
+    if (w->wake_fd < 0 && w->pidfd >= 0) {
+        int32_t fd = atomic_load(&h->shared->workers[index].wake_fd);
+        w->wake_fd = fd >= 0 ? (int)syscall(SYS_pidfd_getfd, w->pidfd, fd, 0) : -1;
+        if (w->wake_fd >= 0)
+            fcntl(w->wake_fd, F_SETFD, FD_CLOEXEC);
+    }
+    if (w->wake_fd >= 0) {
+        uint64_t one = 1;
+        ssize_t ignored = write(w->wake_fd, &one, sizeof(one));
+        (void)ignored;
+    }
 }
 
 /*
  * Takes one idle connection out of a worker.  The compare-and-swap decides
  * between us and the worker: if the worker claimed it first, we leave it.
  */
-static void steal_connection(struct holder *h, uint32_t worker_index, uint32_t slot_index)
+static int steal_connection(struct holder *h, uint32_t worker_index, uint32_t slot_index)
 {
     struct worker_slot *w = &h->shared->workers[worker_index];
     struct connection_slot *s = &w->connections_table[slot_index];
     uint32_t head = atomic_load(&w->stolen_head);
     if (head - atomic_load(&w->stolen_tail) >= SHARED_STOLEN_RING)
-        return; /* the worker has not caught up: it would not learn of this one */
+        return 0; /* the worker has not caught up: it would not learn of this one */
 
     uint32_t expected = SLOT_IDLE;
     if (!atomic_compare_exchange_strong(&s->state, &expected, SLOT_STEALING))
-        return;
+        return 0;
     int32_t pid = atomic_load(&w->pid);
     int pidfd = pid > 0 ? worker_pidfd(h, worker_index, pid) : -1;
     int fd = pidfd >= 0 ? (int)syscall(SYS_pidfd_getfd, pidfd, s->fd, 0) : -1;
@@ -249,7 +293,7 @@ static void steal_connection(struct holder *h, uint32_t worker_index, uint32_t s
             h->can_steal = 0;
         }
         atomic_store(&s->state, SLOT_IDLE);
-        return;
+        return 0;
     }
     fcntl(fd, F_SETFD, FD_CLOEXEC);
     struct passed_connection info = {s->requests_served, s->listener_index,
@@ -261,6 +305,7 @@ static void steal_connection(struct holder *h, uint32_t worker_index, uint32_t s
     atomic_fetch_add(&h->shared->connections_stolen, 1);
     if (hold(h, fd, &info) != 0)
         close(fd);
+    return 1;
 }
 
 /* Idle connections of workers busy for longer than steal_after, and those idle
@@ -283,13 +328,16 @@ static int scan_workers(struct holder *h, uint64_t now)
         uint32_t high = atomic_load(&w->slots_high_water);
         if (high > SHARED_SLOTS_PER_WORKER)
             high = SHARED_SLOTS_PER_WORKER;
+        int stolen = 0;
         for (uint32_t k = 0; k < high; k++) {
             struct connection_slot *s = &w->connections_table[k];
             if (atomic_load(&s->state) != SLOT_IDLE)
                 continue;
             if (steal_all || now - atomic_load(&s->idle_since_ms) >= h->settings.idle_handoff_ms)
-                steal_connection(h, i, k);
+                stolen += steal_connection(h, i, k);
         }
+        if (stolen && !atomic_load(&w->busy))
+            wake_worker(h, i); /* a busy worker looks when it is done */
     }
     return any_busy;
 }
@@ -308,24 +356,20 @@ static uint32_t idle_in_workers(struct holder *h)
 static void expire_and_cap(struct holder *h, uint64_t now)
 {
     struct held_connection *c = h->oldest;
-    while (c) {
+    while (c && now - c->info.idle_since_ms >= h->settings.keepalive_timeout_ms) {
         struct held_connection *next = c->next;
-        if (c->in_epoll && now - c->info.idle_since_ms >= h->settings.keepalive_timeout_ms)
+        if (c->in_epoll)
             close_held(h, c);
         c = next;
-        /* the list is nearly in idle order: stop at the first young one */
-        if (c && now - c->info.idle_since_ms < h->settings.keepalive_timeout_ms / 2)
-            break;
     }
+    /* Over the cap of open connections, the oldest idle ones make room. */
     uint32_t cap = h->settings.max_keepalive_connections;
-    if (cap == 0)
-        return;
-    uint32_t total = h->held + idle_in_workers(h);
-    for (c = h->oldest; c && total > cap;) {
+    uint32_t open = atomic_load(&h->shared->open_connections);
+    for (c = h->oldest; cap && c && open > cap;) {
         struct held_connection *next = c->next;
         if (c->in_epoll) {
             close_held(h, c);
-            total--;
+            open--;
         }
         c = next;
     }
@@ -381,7 +425,7 @@ int run_connection_holder(struct shared_state *shared, int ready_channel, int ha
     h->can_steal = 1;
     h->wake_fd = shared->holder_wake_fd;
     for (int i = 0; i < SHARED_MAX_WORKERS; i++)
-        h->workers[i].pidfd = -1;
+        h->workers[i].pidfd = h->workers[i].wake_fd = -1;
 
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));

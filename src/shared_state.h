@@ -61,6 +61,7 @@ struct worker_slot {
     _Atomic uint32_t slots_high_water; /* slots in use are below this */
     _Atomic uint32_t idle_connections; /* its slots in SLOT_IDLE, roughly */
     _Atomic uint32_t connections;      /* all it owns */
+    _Atomic int32_t wake_fd;          /* its eventfd: the holder rings it after a steal */
     char current_request[SHARED_REQUEST_TEXT];
     _Atomic uint32_t stolen_head;     /* ring written by the holder */
     _Atomic uint32_t stolen_tail;     /* ring read by the worker */

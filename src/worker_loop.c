@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -151,6 +152,7 @@ struct worker_loop *worker_loop_new(const struct worker_settings *settings)
     }
     loop->ready_channel = -1;
     loop->handback_channel = -1;
+    loop->wake_fd = -1;
     loop->accepting = 1;
     loop->head.headers = loop->headers;
     loop->head.headers_capacity = WORKER_HEADERS_CAPACITY;
@@ -168,6 +170,8 @@ void worker_loop_free(struct worker_loop *loop)
     free(loop->pending_events);
     free(loop->slot_owner);
     free(loop->free_slots);
+    if (loop->wake_fd >= 0)
+        close(loop->wake_fd);
     close(loop->epoll_fd);
     free(loop);
 }
@@ -176,6 +180,7 @@ void worker_loop_free(struct worker_loop *loop)
  * channel by READY_CHANNEL_TAG, connections by their fd. */
 #define LISTENER_TAG (1ULL << 40)
 #define READY_CHANNEL_TAG (1ULL << 41)
+#define WAKE_TAG (1ULL << 42)
 
 int worker_loop_add_listener(struct worker_loop *loop, int fd, int is_unix,
                              const char *server_name, int server_port)
@@ -219,6 +224,14 @@ int worker_loop_join_holder(struct worker_loop *loop, struct shared_state *share
     struct epoll_event ev = {.events = EPOLLIN | EPOLLEXCLUSIVE, .data.u64 = READY_CHANNEL_TAG};
     if (epoll_ctl(loop->epoll_fd, EPOLL_CTL_ADD, ready_channel, &ev) != 0)
         return -1;
+    /* Without it, the copy of a connection the holder took from this worker
+     * while it waited would stay open until the worker next woke up: the
+     * holder could not close it. */
+    loop->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    struct epoll_event wake = {.events = EPOLLIN, .data.u64 = WAKE_TAG};
+    if (loop->wake_fd < 0 || epoll_ctl(loop->epoll_fd, EPOLL_CTL_ADD, loop->wake_fd, &wake) != 0)
+        return -1;
+    atomic_store(&loop->slot->wake_fd, loop->wake_fd);
     atomic_store(&loop->slot->pid, (int32_t)getpid());
     return 0;
 }
@@ -695,6 +708,12 @@ static void handle_event(struct worker_loop *loop, const struct epoll_event *eve
         for (int i = 0; i < ACCEPT_BATCH && loop->accepting && !loop->ready_first; i++)
             if (!accept_connection(loop, (int)(tag & 0xffff)))
                 break;
+        return;
+    }
+    if (tag == WAKE_TAG) {
+        uint64_t count;
+        ssize_t ignored = read(loop->wake_fd, &count, sizeof(count));
+        (void)ignored; /* the loop's next turn drops what was taken */
         return;
     }
     if (tag == READY_CHANNEL_TAG) {

@@ -81,6 +81,7 @@ struct worker_loop {
     struct worker_slot *slot;
     int ready_channel;      /* receiving end: connections the holder passes */
     int handback_channel;   /* sending end: idle connections given back on stop */
+    int wake_fd;            /* rung by the holder when it took connections */
     struct connection **slot_owner; /* slot index -> connection */
     uint32_t *free_slots;
     uint32_t free_slot_count;

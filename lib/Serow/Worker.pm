@@ -66,6 +66,10 @@ sub run {
 
     my $template = _env_template();
     $template->{'psgix.informational'} = sub { $loop->send_informational(@_) };
+    if (my $shared = $self->{shared}) {
+        # For Plack::Middleware::SerowStatus: a snapshot of every process.
+        $template->{'serow.status'} = sub { $shared->status };
+    }
 
     for (;;) {
         my $env = $loop->next_request($template);
