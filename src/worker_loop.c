@@ -303,6 +303,7 @@ static int slot_claim(struct worker_loop *loop, struct connection *conn)
 
 static void close_connection(struct worker_loop *loop, struct connection *conn);
 static void forget_connection(struct worker_loop *loop, struct connection *conn);
+static void hand_back_connections(struct worker_loop *loop, struct connection **conns, size_t n);
 
 /* Closes our copies of the connections the holder took. */
 static void drop_stolen_connections(struct worker_loop *loop)
@@ -941,7 +942,10 @@ int worker_loop_read_body(struct worker_loop *loop, char *out, size_t cap, size_
 int worker_loop_may_keep_alive(struct worker_loop *loop)
 {
     struct connection *conn = loop->current;
-    if (conn == NULL || !loop->head.keep_alive || loop->stopping)
+    if (conn == NULL || !loop->head.keep_alive)
+        return 0;
+    /* A stopping worker keeps connections open only if it can hand them over. */
+    if (loop->stopping && loop->handback_channel < 0)
         return 0;
     if (loop->settings.max_keepalive_requests &&
         conn->requests_served + 1 >= loop->settings.max_keepalive_requests)
@@ -978,6 +982,9 @@ void worker_loop_finish_request(struct worker_loop *loop, int keep_alive)
         conn->state = CONNECTION_READING_HEAD;
         timer_append(loop, conn, TIMER_READING_HEAD, now_seconds() + loop->settings.header_timeout);
         examine_buffered_head(loop, conn, 0);
+    } else if (loop->stopping) {
+        connection_release_buffer(conn);
+        hand_back_connections(loop, &conn, 1);
     } else {
         conn->state = CONNECTION_IDLE;
         connection_release_buffer(conn);
@@ -1010,36 +1017,43 @@ void worker_loop_release_current(struct worker_loop *loop)
     close_connection(loop, conn); /* our descriptor only: the app holds a duplicate */
 }
 
-/* Gives idle connections to the holder, which keeps them for the workers that
- * stay: a restart or recycling closes no kept-alive connection. */
+/* Gives connections (idle, nothing buffered, claimed) to the holder, which
+ * keeps them for the workers that stay: a restart or recycling closes no
+ * kept-alive connection.  Without a holder they are closed. */
+static void hand_back_connections(struct worker_loop *loop, struct connection **conns, size_t n)
+{
+    int fds[FD_PASSING_BATCH];
+    struct passed_connection info[FD_PASSING_BATCH];
+    for (size_t i = 0; i < n; i++) {
+        fds[i] = conns[i]->fd;
+        info[i].requests_served = (uint32_t)conns[i]->requests_served;
+        info[i].listener_index = (uint32_t)conns[i]->listener_index;
+        info[i].idle_since_ms = shared_clock_ms();
+    }
+    int sent = n > 0 && loop->handback_channel >= 0 &&
+               send_connections(loop->handback_channel, fds, info, n) == 0;
+    for (size_t i = 0; i < n; i++) {
+        if (sent)
+            forget_connection(loop, conns[i]);
+        else
+            close_connection(loop, conns[i]);
+    }
+}
+
 static void hand_back_idle_connections(struct worker_loop *loop)
 {
     struct connection *conn;
     while ((conn = loop->timers[TIMER_IDLE].first)) {
-        int fds[FD_PASSING_BATCH];
-        struct passed_connection info[FD_PASSING_BATCH];
         struct connection *batch[FD_PASSING_BATCH];
         size_t n = 0;
         struct connection *next;
         for (; conn && n < FD_PASSING_BATCH; conn = next) {
             next = conn->timer_link.next;
-            if (!slot_claim(loop, conn))
-                continue; /* the holder has it already */
             timer_remove(loop, conn);
-            fds[n] = conn->fd;
-            info[n].requests_served = (uint32_t)conn->requests_served;
-            info[n].listener_index = (uint32_t)conn->listener_index;
-            info[n].idle_since_ms = shared_clock_ms();
-            batch[n++] = conn;
+            if (slot_claim(loop, conn))
+                batch[n++] = conn; /* else the holder has it already */
         }
-        int sent = n > 0 && loop->handback_channel >= 0 &&
-                   send_connections(loop->handback_channel, fds, info, n) == 0;
-        for (size_t i = 0; i < n; i++) {
-            if (sent)
-                forget_connection(loop, batch[i]);
-            else
-                close_connection(loop, batch[i]);
-        }
+        hand_back_connections(loop, batch, n);
     }
 }
 

@@ -65,11 +65,18 @@ subtest '--max-keepalive-connections: new connections answered and closed, oldes
     syswrite $pending, "Host: x\r\n\r\n";
     is read_response($pending)->{status}, 200, 'the pending request is answered';
 
+    # Four connections in the middle of their requests: open, not idle, so
+    # nothing can make room for a fifth.
+    my @busy = map { my $s = raw_connect($server); syswrite $s, "GET /partial HTTP/1.1\r\n"; $s } 1 .. 4;
     my $extra = raw_connect($server);
     my $res = request($extra, '/extra');
     is $res->{status}, 200, 'a connection over the cap is still answered';
     is $res->{headers}{connection}, 'close', '... and closed';
     ok closed_by_server($extra), 'it is closed';
+    for my $s (@busy) {
+        syswrite $s, "Host: x\r\n\r\n";
+        is read_response($s)->{status}, 200, 'the requests under way are answered';
+    }
     is $server->stop, 0;
 };
 

@@ -24,6 +24,10 @@ our @EXPORT_OK = qw(start_server raw_request raw_connect read_response parse_res
 use constant READ_TIMEOUT => 30;
 use constant STOP_TIMEOUT => 60;
 
+# A server closing a connection must fail a test, not kill it with SIGPIPE
+# before it can stop the servers it started.
+$SIG{PIPE} = 'IGNORE';
+
 my $ROOT = Cwd::abs_path(File::Spec->catdir(__FILE__, (File::Spec->updir) x 4));
 
 sub root { $ROOT }
@@ -56,6 +60,8 @@ sub start_server {
     if ($pid == 0) {
         close $log_read;
         POSIX::dup2(fileno($log_write), 2) or POSIX::_exit(111);
+        # Not the test's stdout: a server left running must not keep prove waiting.
+        open(STDOUT, '>', '/dev/null');
         $ENV{SERVER_STARTER_PORT} = join ';', @fds;
         %ENV = (%ENV, %{ $args{env} || {} });
         POSIX::setpgid(0, 0);
