@@ -10,12 +10,18 @@
 
 #include <sys/prctl.h>
 
+#include <sys/eventfd.h>
+
+#include "src/connection_holder.h"
+#include "src/fd_passing.h"
+#include "src/shared_state.h"
 #include "src/worker_loop.h"
 #include "src/psgi_env.h"
 #include "src/psgi_response.h"
 #include "src/response_writer.h"
 
 typedef struct worker_loop *Serow__Loop;
+typedef struct shared_state *Serow__Shared;
 
 static double setting(pTHX_ HV *settings, const char *name, double fallback)
 {
@@ -78,6 +84,7 @@ loop_new(const char *class, HV *settings)
     s.write_timeout = setting(aTHX_ settings, "write_timeout", 60);
     s.keepalive_timeout = setting(aTHX_ settings, "keepalive_timeout", 5);
     s.max_keepalive_requests = (unsigned long)setting(aTHX_ settings, "max_keepalive_requests", 0);
+    s.max_keepalive_connections = (unsigned long)setting(aTHX_ settings, "max_keepalive_connections", 0);
     RETVAL = worker_loop_new(&s);
     if (RETVAL == NULL)
         croak("cannot create the event loop: %s", strerror(errno));
@@ -270,6 +277,12 @@ loop_current_fd(Serow::Loop loop)
     RETVAL
 
 void
+loop_join_holder(Serow::Loop loop, Serow::Shared shared, unsigned int worker_index, int ready_channel, int handback_channel)
+  CODE:
+    if (worker_loop_join_holder(loop, shared, worker_index, ready_channel, handback_channel) != 0)
+        croak("cannot join the connection holder: %s", strerror(errno));
+
+void
 loop_stop(Serow::Loop loop)
   CODE:
     worker_loop_stop(loop);
@@ -299,6 +312,124 @@ double
 loop_requests_total(Serow::Loop loop)
   CODE:
     RETVAL = (double)loop->requests_total;
+  OUTPUT:
+    RETVAL
+
+MODULE = Serow    PACKAGE = Serow::Shared    PREFIX = shared_
+
+Serow::Shared
+shared_new(const char *class, unsigned int max_workers)
+  CODE:
+    PERL_UNUSED_VAR(class);
+    RETVAL = shared_state_create(max_workers);
+    if (RETVAL == NULL)
+        croak("cannot map the shared state: %s", strerror(errno));
+    RETVAL->holder_wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  OUTPUT:
+    RETVAL
+
+unsigned int
+shared_max_workers(Serow::Shared shared)
+  CODE:
+    RETVAL = shared->max_workers;
+  OUTPUT:
+    RETVAL
+
+void
+shared_make_channel(Serow::Shared shared)
+  PPCODE:
+    /* (sending end, receiving end) of a SOCK_SEQPACKET channel */
+    int fds[2];
+    PERL_UNUSED_VAR(shared);
+    if (make_channel(fds) != 0)
+        croak("cannot make a channel: %s", strerror(errno));
+    EXTEND(SP, 2);
+    mPUSHi(fds[0]);
+    mPUSHi(fds[1]);
+
+void
+shared_set_server_stopping(Serow::Shared shared)
+  CODE:
+    /* From now on a stopping worker closes its connections after their
+     * responses instead of handing them to the holder. */
+    atomic_store(&shared->server_stopping, 1);
+
+void
+shared_reset_worker(Serow::Shared shared, unsigned int index)
+  CODE:
+    /* The worker in this slot is gone: whatever it published is void. */
+    if (index < shared->max_workers) {
+        struct worker_slot *w = &shared->workers[index];
+        uint32_t high = atomic_load(&w->slots_high_water);
+        uint32_t open = atomic_load(&w->connections);
+        atomic_store(&w->pid, 0);
+        atomic_store(&w->wake_fd, -1);
+        atomic_fetch_sub(&shared->open_connections, open <= atomic_load(&shared->open_connections) ? open : atomic_load(&shared->open_connections));
+        memset(w->connections_table, 0, sizeof(struct connection_slot) * (high < SHARED_SLOTS_PER_WORKER ? high : SHARED_SLOTS_PER_WORKER));
+        atomic_store(&w->slots_high_water, 0);
+        atomic_store(&w->idle_connections, 0);
+        atomic_store(&w->connections, 0);
+        atomic_store(&w->busy, 0);
+        atomic_store(&w->stolen_head, 0);
+        atomic_store(&w->stolen_tail, 0);
+        w->current_request[0] = '\0';
+    }
+
+int
+shared_run_holder(Serow::Shared shared, int ready_channel, int handback_channel, HV *settings)
+  CODE:
+    struct holder_settings s;
+    s.keepalive_timeout_ms = (uint64_t)(setting(aTHX_ settings, "keepalive_timeout", 5) * 1000);
+    s.steal_after_ms = (uint64_t)setting(aTHX_ settings, "steal_after_ms", 2);
+    s.idle_handoff_ms = (uint64_t)setting(aTHX_ settings, "idle_handoff_ms", 500);
+    s.max_keepalive_connections = (uint32_t)setting(aTHX_ settings, "max_keepalive_connections", 0);
+    RETVAL = run_connection_holder(shared, ready_channel, handback_channel, &s);
+  OUTPUT:
+    RETVAL
+
+SV *
+shared_status(Serow::Shared shared)
+  CODE:
+    /* A snapshot for the status page: totals and one hash per worker. */
+    HV *status = newHV();
+    AV *workers = newAV();
+    uint32_t processing = 0, waiting = atomic_load(&shared->held_connections);
+    uint32_t queued = atomic_load(&shared->queued_connections);
+    for (uint32_t i = 0; i < shared->max_workers; i++) {
+        struct worker_slot *w = &shared->workers[i];
+        int32_t pid = atomic_load(&w->pid);
+        if (pid <= 0)
+            continue;
+        HV *h = newHV();
+        int busy = atomic_load(&w->busy);
+        processing += busy;
+        waiting += atomic_load(&w->idle_connections);
+        hv_stores(h, "pid", newSViv(pid));
+        hv_stores(h, "slot", newSVuv(i));
+        hv_stores(h, "busy", newSViv(busy));
+        hv_stores(h, "requests", newSVnv((double)atomic_load(&w->requests_served)));
+        hv_stores(h, "connections", newSVuv(atomic_load(&w->connections)));
+        hv_stores(h, "idle_connections", newSVuv(atomic_load(&w->idle_connections)));
+        if (busy) {
+            char text[SHARED_REQUEST_TEXT];
+            memcpy(text, w->current_request, sizeof(text));
+            text[sizeof(text) - 1] = '\0';
+            hv_stores(h, "request", newSVpv(text, 0));
+            hv_stores(h, "busy_for_ms", newSVnv((double)(shared_clock_ms() - atomic_load(&w->busy_since_ms))));
+        }
+        av_push(workers, newRV_noinc((SV *)h));
+    }
+    hv_stores(status, "processing", newSVuv(processing));
+    hv_stores(status, "waiting", newSVuv(waiting));
+    hv_stores(status, "queued", newSVuv(queued));
+    hv_stores(status, "held_by_holder", newSVuv(atomic_load(&shared->held_connections)));
+    hv_stores(status, "open_connections", newSVuv(atomic_load(&shared->open_connections)));
+    hv_stores(status, "connections_stolen", newSVnv((double)atomic_load(&shared->connections_stolen)));
+    hv_stores(status, "requests_total", newSVnv((double)atomic_load(&shared->requests_total)));
+    hv_stores(status, "started", newSVnv((double)shared->started_ms / 1000.0));
+    hv_stores(status, "holder_pid", newSViv(atomic_load(&shared->holder_pid)));
+    hv_stores(status, "workers", newRV_noinc((SV *)workers));
+    RETVAL = newRV_noinc((SV *)status);
   OUTPUT:
     RETVAL
 

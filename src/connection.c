@@ -17,6 +17,7 @@ struct connection *connection_new(int fd, const struct sockaddr *addr, socklen_t
     conn->fd = fd;
     conn->is_unix = is_unix;
     conn->timer_list = -1;
+    conn->slot = -1;
     conn->state = CONNECTION_READING_HEAD;
 
     if (addr != NULL && addr->sa_family == AF_INET && addr_len >= sizeof(struct sockaddr_in)) {

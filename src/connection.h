@@ -22,6 +22,7 @@ enum connection_state {
     CONNECTION_IDLE,         /* keep-alive, nothing buffered */
     CONNECTION_SERVING,      /* its request is being answered */
     CONNECTION_LINGERING,    /* closing: input discarded until EOF or timeout */
+    CONNECTION_GONE,         /* taken by the holder: our copy waits to be closed */
 };
 
 struct connection_list_link {
@@ -50,6 +51,7 @@ struct connection {
     int timer_list;            /* which list timer_link is in, or -1 */
 
     unsigned long requests_served;
+    int32_t slot;              /* its slot in the shared table, or -1 */
     void *perl_io;             /* the psgix.io handle (an SV*), made on demand */
 };
 

@@ -16,10 +16,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "fd_passing.h"
 
 /* Events taken from one epoll_wait: enough to amortise the call. */
 #define EPOLL_BATCH 64
@@ -150,6 +153,15 @@ struct worker_loop *worker_loop_new(const struct worker_settings *settings)
         return NULL;
     }
     loop->headers_capacity = capacity;
+    loop->pending_events = calloc(EPOLL_BATCH, sizeof(struct epoll_event));
+    if (loop->pending_events == NULL) {
+        close(loop->epoll_fd);
+        free(loop);
+        return NULL;
+    }
+    loop->ready_channel = -1;
+    loop->handback_channel = -1;
+    loop->wake_fd = -1;
     loop->accepting = 1;
     loop->head.headers = loop->headers;
     loop->head.headers_capacity = capacity;
@@ -165,12 +177,20 @@ void worker_loop_free(struct worker_loop *loop)
             close_connection(loop, loop->connections[fd]);
     free(loop->connections);
     free(loop->headers);
+    free(loop->pending_events);
+    free(loop->slot_owner);
+    free(loop->free_slots);
+    if (loop->wake_fd >= 0)
+        close(loop->wake_fd);
     close(loop->epoll_fd);
     free(loop);
 }
 
-/* Listen sockets are tagged in epoll by index | LISTENER_TAG, connections by fd. */
+/* Listen sockets are tagged in epoll by index | LISTENER_TAG, the ready
+ * channel by READY_CHANNEL_TAG, connections by their fd. */
 #define LISTENER_TAG (1ULL << 40)
+#define READY_CHANNEL_TAG (1ULL << 41)
+#define WAKE_TAG (1ULL << 42)
 
 int worker_loop_add_listener(struct worker_loop *loop, int fd, int is_unix,
                              const char *server_name, int server_port)
@@ -190,6 +210,171 @@ int worker_loop_add_listener(struct worker_loop *loop, int fd, int is_unix,
         return -1;
     loop->num_listeners++;
     return 0;
+}
+
+/* ---- slots: how the holder sees this worker's connections --------------- */
+
+int worker_loop_join_holder(struct worker_loop *loop, struct shared_state *shared,
+                            uint32_t worker_index, int ready_channel, int handback_channel)
+{
+    if (worker_index >= shared->max_workers)
+        return -1;
+    loop->slot_owner = calloc(SHARED_SLOTS_PER_WORKER, sizeof(*loop->slot_owner));
+    loop->free_slots = malloc(SHARED_SLOTS_PER_WORKER * sizeof(*loop->free_slots));
+    if (loop->slot_owner == NULL || loop->free_slots == NULL)
+        return -1;
+    /* lowest numbers on top: the holder scans up to the high-water mark */
+    for (uint32_t i = 0; i < SHARED_SLOTS_PER_WORKER; i++)
+        loop->free_slots[i] = SHARED_SLOTS_PER_WORKER - 1 - i;
+    loop->free_slot_count = SHARED_SLOTS_PER_WORKER;
+    loop->shared = shared;
+    loop->slot = &shared->workers[worker_index];
+    loop->ready_channel = ready_channel;
+    loop->handback_channel = handback_channel;
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLEXCLUSIVE, .data.u64 = READY_CHANNEL_TAG};
+    if (epoll_ctl(loop->epoll_fd, EPOLL_CTL_ADD, ready_channel, &ev) != 0)
+        return -1;
+    /* Without it, the copy of a connection the holder took from this worker
+     * while it waited would stay open until the worker next woke up: the
+     * holder could not close it. */
+    loop->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    struct epoll_event wake = {.events = EPOLLIN, .data.u64 = WAKE_TAG};
+    if (loop->wake_fd < 0 || epoll_ctl(loop->epoll_fd, EPOLL_CTL_ADD, loop->wake_fd, &wake) != 0)
+        return -1;
+    atomic_store(&loop->slot->wake_fd, loop->wake_fd);
+    atomic_store(&loop->slot->pid, (int32_t)getpid());
+    return 0;
+}
+
+static void slot_assign(struct worker_loop *loop, struct connection *conn)
+{
+    if (loop->slot == NULL || loop->free_slot_count == 0)
+        return; /* not stealable: it stays with this worker */
+    uint32_t index = loop->free_slots[--loop->free_slot_count];
+    struct connection_slot *s = &loop->slot->connections_table[index];
+    s->fd = conn->fd;
+    s->listener_index = (uint32_t)conn->listener_index;
+    atomic_store(&s->state, SLOT_IN_WORKER);
+    conn->slot = (int32_t)index;
+    loop->slot_owner[index] = conn;
+    if (index >= atomic_load(&loop->slot->slots_high_water))
+        atomic_store(&loop->slot->slots_high_water, index + 1);
+    atomic_fetch_add(&loop->slot->connections, 1);
+}
+
+static void slot_release(struct worker_loop *loop, struct connection *conn)
+{
+    if (conn->slot < 0)
+        return;
+    struct connection_slot *s = &loop->slot->connections_table[conn->slot];
+    if (atomic_load(&s->state) == SLOT_IDLE)
+        atomic_fetch_sub(&loop->slot->idle_connections, 1);
+    atomic_store(&s->state, SLOT_FREE);
+    loop->slot_owner[conn->slot] = NULL;
+    loop->free_slots[loop->free_slot_count++] = (uint32_t)conn->slot;
+    conn->slot = -1;
+    atomic_fetch_sub(&loop->slot->connections, 1);
+}
+
+/* Idle with nothing buffered: from now on the holder may take it. */
+static void slot_park(struct worker_loop *loop, struct connection *conn)
+{
+    if (conn->slot < 0)
+        return;
+    struct connection_slot *s = &loop->slot->connections_table[conn->slot];
+    s->requests_served = (uint32_t)conn->requests_served;
+    atomic_store(&s->idle_since_ms, shared_clock_ms());
+    atomic_fetch_add(&loop->slot->idle_connections, 1);
+    atomic_store(&s->state, SLOT_IDLE);
+}
+
+/* Takes a parked connection back before touching it.  0 when the holder got
+ * there first: the connection is no longer ours to read. */
+static int slot_claim(struct worker_loop *loop, struct connection *conn)
+{
+    if (conn->slot < 0)
+        return 1;
+    struct connection_slot *s = &loop->slot->connections_table[conn->slot];
+    uint32_t expected = SLOT_IDLE;
+    if (atomic_compare_exchange_strong(&s->state, &expected, SLOT_IN_WORKER)) {
+        atomic_fetch_sub(&loop->slot->idle_connections, 1);
+        return 1;
+    }
+    if (expected == SLOT_IN_WORKER)
+        return 1; /* it was never parked */
+    /* Stolen (or being stolen): stop watching it; the ring tells us when our
+     * copy may be closed. */
+    epoll_ctl(loop->epoll_fd, EPOLL_CTL_DEL, conn->fd, NULL);
+    timer_remove(loop, conn);
+    ready_remove(loop, conn);
+    conn->state = CONNECTION_GONE;
+    return 0;
+}
+
+static void close_connection(struct worker_loop *loop, struct connection *conn);
+static void forget_connection(struct worker_loop *loop, struct connection *conn);
+static void hand_back_connections(struct worker_loop *loop, struct connection **conns, size_t n);
+
+/* Closes our copies of the connections the holder took. */
+static void drop_stolen_connections(struct worker_loop *loop)
+{
+    if (loop->slot == NULL)
+        return;
+    uint32_t tail = atomic_load(&loop->slot->stolen_tail);
+    uint32_t head = atomic_load(&loop->slot->stolen_head);
+    while (tail != head) {
+        uint32_t index = loop->slot->stolen[tail % SHARED_STOLEN_RING];
+        tail++;
+        struct connection *conn = index < SHARED_SLOTS_PER_WORKER ? loop->slot_owner[index] : NULL;
+        if (conn == NULL || conn->slot != (int32_t)index ||
+            atomic_load(&loop->slot->connections_table[index].state) != SLOT_STOLEN)
+            continue;
+        epoll_ctl(loop->epoll_fd, EPOLL_CTL_DEL, conn->fd, NULL);
+        forget_connection(loop, conn);
+    }
+    atomic_store(&loop->slot->stolen_tail, tail);
+}
+
+/* The holder waits long when no worker is busy: tell it we are. */
+static void announce_busy(struct worker_loop *loop)
+{
+    if (loop->slot == NULL)
+        return;
+    atomic_store(&loop->slot->busy_since_ms, shared_clock_ms());
+    atomic_store(&loop->slot->busy, 1);
+    uint32_t sleeping = 1;
+    if (atomic_load(&loop->shared->holder_sleeping) &&
+        atomic_compare_exchange_strong(&loop->shared->holder_sleeping, &sleeping, 0) &&
+        loop->shared->holder_wake_fd >= 0) {
+        uint64_t one = 1;
+        ssize_t ignored = write(loop->shared->holder_wake_fd, &one, sizeof(one));
+        (void)ignored;
+    }
+}
+
+static void announce_done(struct worker_loop *loop)
+{
+    if (loop->slot == NULL)
+        return;
+    atomic_store(&loop->slot->busy, 0);
+    atomic_fetch_add(&loop->slot->requests_served, 1);
+    atomic_fetch_add(&loop->shared->requests_total, 1);
+}
+
+static void publish_current_request(struct worker_loop *loop)
+{
+    if (loop->slot == NULL)
+        return;
+    char *text = loop->slot->current_request;
+    size_t m = loop->head.method_len, t = loop->head.target_len;
+    if (m > SHARED_REQUEST_TEXT / 4)
+        m = SHARED_REQUEST_TEXT / 4;
+    if (m + 1 + t >= SHARED_REQUEST_TEXT)
+        t = SHARED_REQUEST_TEXT - m - 2;
+    memcpy(text, loop->head.method, m);
+    text[m] = ' ';
+    memcpy(text + m + 1, loop->head.target, t);
+    text[m + 1 + t] = '\0';
 }
 
 /* ---- connections ------------------------------------------------------- */
@@ -216,17 +401,28 @@ static int track_connection(struct worker_loop *loop, struct connection *conn)
     return 0;
 }
 
-static void close_connection(struct worker_loop *loop, struct connection *conn)
+/* Our copy goes away; the connection itself may live on elsewhere. */
+static void forget_connection(struct worker_loop *loop, struct connection *conn)
 {
     timer_remove(loop, conn);
     ready_remove(loop, conn);
     if (loop->current == conn)
         loop->current = NULL;
-    /* close() removes it from epoll, since no other process shares this socket */
+    slot_release(loop, conn);
+    /* close() also removes it from epoll when no other process holds it;
+     * a stolen one was removed explicitly before */
     close(conn->fd);
     loop->connections[conn->fd] = NULL;
     loop->num_connections--;
     connection_free(conn);
+}
+
+/* The end of a client connection. */
+static void close_connection(struct worker_loop *loop, struct connection *conn)
+{
+    if (loop->shared)
+        atomic_fetch_sub(&loop->shared->open_connections, 1);
+    forget_connection(loop, conn);
 }
 
 /* Stop sending, then discard what the client still sends for a while: closing
@@ -409,30 +605,67 @@ static int read_connection(struct worker_loop *loop, struct connection *conn)
     }
 }
 
-static void accept_connections(struct worker_loop *loop, int listener_index)
+/* Starts watching a connection that is new to this worker.  Returns it, or
+ * NULL when it could not be tracked (then it is closed). */
+static struct connection *adopt_connection(struct worker_loop *loop, int fd,
+                                           const struct sockaddr *addr, socklen_t addr_len,
+                                           int listener_index)
 {
     struct listener *l = &loop->listeners[listener_index];
-    for (int i = 0; i < ACCEPT_BATCH && loop->accepting; i++) {
-        struct sockaddr_storage addr;
-        socklen_t addr_len = sizeof(addr);
-        int fd = accept4(l->fd, (struct sockaddr *)&addr, &addr_len,
-                         SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0)
-            return; /* EAGAIN: another worker took it; EMFILE etc.: try later */
-        struct connection *conn =
-            connection_new(fd, l->is_unix ? NULL : (struct sockaddr *)&addr, addr_len, l->is_unix);
-        if (conn == NULL || track_connection(loop, conn) != 0) {
-            if (conn)
-                connection_free(conn);
-            close(fd);
-            continue;
-        }
-        conn->listener_index = listener_index;
-        timer_append(loop, conn, TIMER_READING_HEAD,
-                     now_seconds() + loop->settings.header_timeout);
-        /* TCP_DEFER_ACCEPT usually means the request is already here. */
-        read_connection(loop, conn);
+    struct connection *conn = connection_new(fd, l->is_unix ? NULL : addr, addr_len, l->is_unix);
+    if (conn == NULL || track_connection(loop, conn) != 0) {
+        if (conn)
+            connection_free(conn);
+        close(fd);
+        if (loop->shared)
+            atomic_fetch_sub(&loop->shared->open_connections, 1);
+        return NULL;
     }
+    conn->listener_index = listener_index;
+    slot_assign(loop, conn);
+    timer_append(loop, conn, TIMER_READING_HEAD, now_seconds() + loop->settings.header_timeout);
+    return conn;
+}
+
+/* Accepts one connection.  Returns 0 when there was none to take. */
+static int accept_connection(struct worker_loop *loop, int listener_index)
+{
+    struct listener *l = &loop->listeners[listener_index];
+    struct sockaddr_storage addr;
+    socklen_t addr_len = sizeof(addr);
+    int fd = accept4(l->fd, (struct sockaddr *)&addr, &addr_len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0)
+        return 0; /* EAGAIN: another worker took it; EMFILE etc.: try later */
+    if (loop->shared)
+        atomic_fetch_add(&loop->shared->open_connections, 1);
+    struct connection *conn = adopt_connection(loop, fd, (struct sockaddr *)&addr, addr_len,
+                                               listener_index);
+    /* TCP_DEFER_ACCEPT usually means the request is already here. */
+    if (conn)
+        read_connection(loop, conn);
+    return 1;
+}
+
+/* Takes connections with a request waiting from the holder. */
+static void receive_ready_connection(struct worker_loop *loop)
+{
+    int fd;
+    struct passed_connection info;
+    if (receive_connections(loop->ready_channel, &fd, &info, 1) != 1)
+        return; /* another worker was quicker */
+    atomic_fetch_sub(&loop->shared->queued_connections, 1);
+    if (info.listener_index >= (uint32_t)loop->num_listeners)
+        info.listener_index = 0;
+    struct sockaddr_storage addr;
+    socklen_t addr_len = sizeof(addr);
+    if (getpeername(fd, (struct sockaddr *)&addr, &addr_len) != 0)
+        addr_len = 0;
+    struct connection *conn = adopt_connection(loop, fd, addr_len ? (struct sockaddr *)&addr : NULL,
+                                               addr_len, (int)info.listener_index);
+    if (conn == NULL)
+        return;
+    conn->requests_served = info.requests_served;
+    read_connection(loop, conn);
 }
 
 static void drain_lingering(struct worker_loop *loop, struct connection *conn)
@@ -486,6 +719,8 @@ static void expire_timers(struct worker_loop *loop, double now)
         }
     }
     while ((conn = loop->timers[TIMER_IDLE].first) && conn->deadline <= now) {
+        if (!slot_claim(loop, conn))
+            continue; /* the holder has it, and keeps its own time */
         if (read_connection(loop, conn) < 0)
             continue;
         if (conn->state == CONNECTION_IDLE)
@@ -540,6 +775,8 @@ static int start_request(struct worker_loop *loop, struct connection *conn)
     loop->response_started = 0;
     if (loop->head.framing == HTTP_BODY_CHUNKED)
         chunked_decoder_init(&loop->chunked);
+    announce_busy(loop);
+    publish_current_request(loop);
     return 1;
 }
 
@@ -570,39 +807,73 @@ static int wait_for_events(struct worker_loop *loop, struct epoll_event *events,
     return n;
 }
 
+/* Handles one event from epoll.  Returns as soon as a request is ready
+ * rather than reading every connection that has something: the ones left
+ * unread stay idle, and so free for the holder to take elsewhere, while this
+ * worker answers. */
+static void handle_event(struct worker_loop *loop, const struct epoll_event *event)
+{
+    uint64_t tag = event->data.u64;
+    if (tag & LISTENER_TAG) {
+        for (int i = 0; i < ACCEPT_BATCH && loop->accepting && !loop->ready_first; i++)
+            if (!accept_connection(loop, (int)(tag & 0xffff)))
+                break;
+        return;
+    }
+    if (tag == WAKE_TAG) {
+        uint64_t count;
+        ssize_t ignored = read(loop->wake_fd, &count, sizeof(count));
+        (void)ignored; /* the loop's next turn drops what was taken */
+        return;
+    }
+    if (tag == READY_CHANNEL_TAG) {
+        if (!loop->stopping)
+            receive_ready_connection(loop);
+        return;
+    }
+    int fd = (int)tag;
+    struct connection *conn = fd < loop->connections_size ? loop->connections[fd] : NULL;
+    if (conn == NULL || conn->in_ready_queue)
+        return;
+    switch (conn->state) {
+    case CONNECTION_LINGERING:
+        drain_lingering(loop, conn);
+        break;
+    case CONNECTION_IDLE:
+        if (slot_claim(loop, conn))
+            read_connection(loop, conn);
+        break;
+    case CONNECTION_READING_HEAD:
+        read_connection(loop, conn);
+        break;
+    default:
+        break;
+    }
+}
+
 int worker_loop_next_request(struct worker_loop *loop)
 {
-    struct epoll_event events[EPOLL_BATCH];
-
     for (;;) {
+        drop_stolen_connections(loop);
         while (loop->ready_first) {
             if (start_request(loop, loop->ready_first))
                 return 1;
         }
+        if (loop->pending_next < loop->pending_count) {
+            handle_event(loop, &loop->pending_events[loop->pending_next++]);
+            continue;
+        }
+        expire_timers(loop, now_seconds());
+        if (loop->ready_first)
+            continue;
         if (loop->stopping && worker_loop_is_drained(loop))
             return 0;
 
-        double now = now_seconds();
-        int n = wait_for_events(loop, events, next_timeout_ms(loop, now));
+        int n = wait_for_events(loop, loop->pending_events, next_timeout_ms(loop, now_seconds()));
+        loop->pending_next = 0;
+        loop->pending_count = n > 0 ? n : 0;
         if (n < 0)
             return 0; /* EINTR: let Perl run its signal handlers */
-        for (int i = 0; i < n; i++) {
-            uint64_t tag = events[i].data.u64;
-            if (tag & LISTENER_TAG) {
-                if (loop->accepting)
-                    accept_connections(loop, (int)(tag & 0xffff));
-                continue;
-            }
-            int fd = (int)tag;
-            struct connection *conn = fd < loop->connections_size ? loop->connections[fd] : NULL;
-            if (conn == NULL)
-                continue;
-            if (conn->state == CONNECTION_LINGERING)
-                drain_lingering(loop, conn);
-            else if (!conn->in_ready_queue)
-                read_connection(loop, conn);
-        }
-        expire_timers(loop, now_seconds());
     }
 }
 
@@ -779,10 +1050,19 @@ int worker_loop_read_body(struct worker_loop *loop, char *out, size_t cap, size_
 int worker_loop_may_keep_alive(struct worker_loop *loop)
 {
     struct connection *conn = loop->current;
-    if (conn == NULL || !loop->head.keep_alive || loop->stopping)
+    if (conn == NULL || !loop->head.keep_alive)
+        return 0;
+    /* A stopping worker keeps connections open only if it can hand them over,
+     * and only if the server goes on without it. */
+    if (loop->stopping &&
+        (loop->handback_channel < 0 || atomic_load(&loop->shared->server_stopping)))
         return 0;
     if (loop->settings.max_keepalive_requests &&
         conn->requests_served + 1 >= loop->settings.max_keepalive_requests)
+        return 0;
+    /* Over the cap of kept connections, new ones are answered and closed. */
+    if (loop->shared && loop->settings.max_keepalive_connections &&
+        atomic_load(&loop->shared->open_connections) > loop->settings.max_keepalive_connections)
         return 0;
     return 1;
 }
@@ -795,6 +1075,7 @@ void worker_loop_finish_request(struct worker_loop *loop, int keep_alive)
     loop->current = NULL;
     conn->requests_served++;
     loop->requests_total++;
+    announce_done(loop);
 
     if (!loop->body_done)
         keep_alive = 0; /* the app did not read the body: where would the next request start? */
@@ -811,10 +1092,14 @@ void worker_loop_finish_request(struct worker_loop *loop, int keep_alive)
         conn->state = CONNECTION_READING_HEAD;
         timer_append(loop, conn, TIMER_READING_HEAD, now_seconds() + loop->settings.header_timeout);
         examine_buffered_head(loop, conn, 0);
+    } else if (loop->stopping) {
+        connection_release_buffer(conn);
+        hand_back_connections(loop, &conn, 1);
     } else {
         conn->state = CONNECTION_IDLE;
         connection_release_buffer(conn);
         timer_append(loop, conn, TIMER_IDLE, now_seconds() + loop->settings.keepalive_timeout);
+        slot_park(loop, conn);
     }
 }
 
@@ -828,6 +1113,7 @@ void worker_loop_fail_request(struct worker_loop *loop, int status)
     loop->current = NULL;
     conn->requests_served++;
     loop->requests_total++;
+    announce_done(loop);
     close_lingering(loop, conn);
 }
 
@@ -837,7 +1123,50 @@ void worker_loop_release_current(struct worker_loop *loop)
     if (conn == NULL)
         return;
     loop->requests_total++;
+    announce_done(loop);
     close_connection(loop, conn); /* our descriptor only: the app holds a duplicate */
+}
+
+/* Gives connections (idle, nothing buffered, claimed) to the holder, which
+ * keeps them for the workers that stay: a restart or recycling closes no
+ * kept-alive connection.  Without a holder they are closed. */
+static void hand_back_connections(struct worker_loop *loop, struct connection **conns, size_t n)
+{
+    int fds[FD_PASSING_BATCH];
+    struct passed_connection info[FD_PASSING_BATCH];
+    for (size_t i = 0; i < n; i++) {
+        fds[i] = conns[i]->fd;
+        info[i].requests_served = (uint32_t)conns[i]->requests_served;
+        info[i].listener_index = (uint32_t)conns[i]->listener_index;
+        info[i].idle_since_ms = shared_clock_ms();
+    }
+    /* When the whole server stops, the holder would only close them too. */
+    int sent = n > 0 && loop->handback_channel >= 0 &&
+               !atomic_load(&loop->shared->server_stopping) &&
+               send_connections(loop->handback_channel, fds, info, n) == 0;
+    for (size_t i = 0; i < n; i++) {
+        if (sent)
+            forget_connection(loop, conns[i]);
+        else
+            close_connection(loop, conns[i]);
+    }
+}
+
+static void hand_back_idle_connections(struct worker_loop *loop)
+{
+    struct connection *conn;
+    while ((conn = loop->timers[TIMER_IDLE].first)) {
+        struct connection *batch[FD_PASSING_BATCH];
+        size_t n = 0;
+        struct connection *next;
+        for (; conn && n < FD_PASSING_BATCH; conn = next) {
+            next = conn->timer_link.next;
+            timer_remove(loop, conn);
+            if (slot_claim(loop, conn))
+                batch[n++] = conn; /* else the holder has it already */
+        }
+        hand_back_connections(loop, batch, n);
+    }
 }
 
 void worker_loop_stop(struct worker_loop *loop)
@@ -848,11 +1177,12 @@ void worker_loop_stop(struct worker_loop *loop)
     loop->accepting = 0;
     for (int i = 0; i < loop->num_listeners; i++)
         epoll_ctl(loop->epoll_fd, EPOLL_CTL_DEL, loop->listeners[i].fd, NULL);
-    struct connection *conn;
-    while ((conn = loop->timers[TIMER_IDLE].first))
-        close_connection(loop, conn);
+    if (loop->ready_channel >= 0)
+        epoll_ctl(loop->epoll_fd, EPOLL_CTL_DEL, loop->ready_channel, NULL);
+    hand_back_idle_connections(loop);
     /* Kept-alive connections that have sent nothing of their next request are
      * idle too.  New connections are not: their first request is on its way. */
+    struct connection *conn;
     for (conn = loop->timers[TIMER_READING_HEAD].first; conn;) {
         struct connection *next = conn->timer_link.next;
         if (conn->buffer_len == 0 && conn->requests_served > 0)

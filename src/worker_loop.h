@@ -20,6 +20,7 @@
 
 #include "connection.h"
 #include "http_parser.h"
+#include "shared_state.h"
 
 #define WORKER_MAX_LISTENERS 64
 /* The shortest field line, "a:" CRLF: a header section of max_header_size
@@ -42,6 +43,7 @@ struct worker_settings {
     double write_timeout;          /* seconds without progress writing a response */
     double keepalive_timeout;      /* seconds an idle keep-alive connection is kept */
     unsigned long max_keepalive_requests; /* per connection; 0: unlimited */
+    unsigned long max_keepalive_connections; /* server-wide; 0: unlimited */
 };
 
 enum timer_list_kind {
@@ -70,6 +72,22 @@ struct worker_loop {
     struct timer_list timers[TIMER_LIST_COUNT];
     struct connection *ready_first, *ready_last;
 
+    /* events from the last epoll_wait not handled yet: they are handled one
+     * at a time, so that connections this worker has not touched stay
+     * available to the holder while it answers a request */
+    struct epoll_event *pending_events;
+    int pending_count, pending_next;
+
+    /* sharing connections with the holder (NULL/-1 when running alone) */
+    struct shared_state *shared;
+    struct worker_slot *slot;
+    int ready_channel;      /* receiving end: connections the holder passes */
+    int handback_channel;   /* sending end: idle connections given back on stop */
+    int wake_fd;            /* rung by the holder when it took connections */
+    struct connection **slot_owner; /* slot index -> connection */
+    uint32_t *free_slots;
+    uint32_t free_slot_count;
+
     /* the request being answered */
     struct connection *current;
     struct http_request_head head;
@@ -95,6 +113,12 @@ struct worker_loop *worker_loop_new(const struct worker_settings *settings);
 void worker_loop_free(struct worker_loop *loop);
 int worker_loop_add_listener(struct worker_loop *loop, int fd, int is_unix,
                              const char *server_name, int server_port);
+
+/* Joins the holder: this worker publishes its connections in slot
+ * worker_index of shared, takes ready connections from ready_channel and
+ * gives idle ones back on handback_channel when it stops. */
+int worker_loop_join_holder(struct worker_loop *loop, struct shared_state *shared,
+                            uint32_t worker_index, int ready_channel, int handback_channel);
 
 /* Waits for a request.  1: loop->current holds one (loop->head parsed).
  * 0: interrupted by a signal, or (when loop->stopping) nothing left to do;

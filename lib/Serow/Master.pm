@@ -6,6 +6,7 @@ use POSIX qw(WNOHANG SIGTERM SIGKILL SIG_BLOCK SIG_SETMASK);
 use Time::HiRes ();
 
 use Serow ();
+use Serow::ConnectionHolder ();
 use Serow::Worker ();
 use Serow::Log ();
 
@@ -18,6 +19,10 @@ use constant FAST_DEATH_SECONDS => 1;
 # Each worker draws its own --max-requests limit, up to this share below the
 # option, so that workers started together do not all restart together.
 use constant MAX_REQUESTS_SPREAD => 0.25;
+
+# Worker slots in the shared memory: room for TTIN and for old workers that
+# finish while their replacements run.
+use constant MIN_WORKER_SLOTS => 64;
 
 my @SIGNALS = qw(TERM INT QUIT HUP TTIN TTOU CHLD);
 
@@ -33,13 +38,19 @@ my %ON_SIGNAL = (
 
 sub new {
     my ($class, %args) = @_;
+    my $workers = $args{options}{workers};
+    my $slots = $workers * 4 > MIN_WORKER_SLOTS ? $workers * 4 : MIN_WORKER_SLOTS;
+    my $shared = Serow::Shared->new($slots);
     return bless {
+        shared     => $shared, # what workers and the holder publish (src/shared_state.h)
+        holder     => Serow::ConnectionHolder->new(shared => $shared, options => $args{options}),
+        holder_pid => undef,
         app        => $args{app},
         options    => $args{options},
         listeners  => $args{listeners},
         on_ready   => $args{on_ready}, # called once the signal handlers are in place
         target     => $args{options}{workers},
-        workers    => {},   # pid => { generation, started, stopping_since, killed }
+        workers    => {},   # pid => { generation, started, stopping_since, killed, slot }
         generation => 1,
         pending    => [],   # signals received, handled in order by the loop
     }, $class;
@@ -53,13 +64,20 @@ sub run {
     $self->{pid} = $$;
     $self->{on_ready}->() if $self->{on_ready};
 
+    $self->spawn_holder;
     $self->spawn_missing_workers;
-    until ($self->{stopping} && !%{ $self->{workers} }) {
+    until ($self->{stopping} && !%{ $self->{workers} } && !$self->{holder_pid}) {
         $self->wait_for_event;
         $self->reap_workers;
         $self->handle_signals;
         $self->kill_overdue_workers;
-        next if $self->{stopping};
+        if ($self->{stopping}) {
+            # The workers have handed their idle connections over: now the
+            # holder closes them and goes too.
+            $self->stop_holder unless %{ $self->{workers} };
+            next;
+        }
+        $self->spawn_holder unless $self->{holder_pid};
         $self->retire_surplus_workers;
         $self->spawn_missing_workers;
     }
@@ -87,6 +105,7 @@ sub stop {
     my ($self, $sig) = @_;
     Serow::Log->info("received SIG$sig: finishing in-flight requests, then exiting");
     $self->{stopping} = 1;
+    $self->{shared}->set_server_stopping;
     $self->stop_worker($_) for keys %{ $self->{workers} };
 }
 
@@ -134,35 +153,78 @@ sub request_limit {
     return $max - int(rand($max * MAX_REQUESTS_SPREAD));
 }
 
-sub spawn_worker {
-    my ($self) = @_;
-    my $limit = $self->request_limit;
+# Forks a child that runs $child_main (which never returns); returns the pid,
+# or undef when fork failed.
+sub fork_child {
+    my ($self, $child_main) = @_;
     # Signals stay blocked across fork so that the child never runs the
-    # master's handlers; the worker unblocks them once its own are set.
+    # master's handlers; the child unblocks them once its own are set.
     my $block = POSIX::SigSet->new(map { POSIX->can("SIG$_")->() } @SIGNALS);
     my $old = POSIX::SigSet->new;
     POSIX::sigprocmask(SIG_BLOCK, $block, $old);
     my $pid = fork;
     if (!defined $pid) {
         POSIX::sigprocmask(SIG_SETMASK, $old);
-        Serow::Log->error("cannot fork a worker: $!");
+        Serow::Log->error("cannot fork: $!");
         $self->{throttled_until} = Time::HiRes::time + FAST_DEATH_SECONDS;
+        return undef;
+    }
+    if ($pid == 0) {
+        $SIG{$_} = 'DEFAULT' for @SIGNALS;
+        # A child whose master is gone finishes its work and leaves; the
+        # master may have died before this line, leaving nobody to signal it.
+        Serow::set_parent_death_signal(SIGTERM);
+        POSIX::_exit(0) if getppid() != $self->{pid};
+        $child_main->($old);
+    }
+    POSIX::sigprocmask(SIG_SETMASK, $old);
+    return $pid;
+}
+
+# The connection holder (Serow::ConnectionHolder): keeps idle connections.
+sub spawn_holder {
+    my ($self) = @_;
+    $self->{holder_pid} = $self->fork_child(sub {
+        my ($signal_mask) = @_;
+        close $_->{socket} for @{ $self->{listeners} }; # it accepts nothing
+        POSIX::sigprocmask(SIG_SETMASK, $signal_mask);
+        POSIX::_exit($self->{holder}->run == 0 ? 0 : 1);
+    });
+}
+
+sub stop_holder {
+    my ($self) = @_;
+    return if !$self->{holder_pid} || $self->{holder_stopping}++;
+    kill SIGTERM, $self->{holder_pid};
+}
+
+sub free_worker_slot {
+    my ($self) = @_;
+    my %used = map { $_->{slot} => 1 } values %{ $self->{workers} };
+    for my $slot (0 .. $self->{shared}->max_workers - 1) {
+        return $slot unless $used{$slot};
+    }
+    return undef;
+}
+
+sub spawn_worker {
+    my ($self) = @_;
+    my $limit = $self->request_limit;
+    my $slot = $self->free_worker_slot;
+    if (!defined $slot) {
+        Serow::Log->error("no free worker slot: more than " . $self->{shared}->max_workers . " workers");
         return;
     }
-    $self->run_worker($limit, $old) if $pid == 0;
-    POSIX::sigprocmask(SIG_SETMASK, $old);
-    $self->{workers}{$pid} = { generation => $self->{generation}, started => Time::HiRes::time };
+    $self->{shared}->reset_worker($slot);
+    my $pid = $self->fork_child(sub { $self->run_worker($limit, $slot, @_) }) or return;
+    $self->{workers}{$pid} = { generation => $self->{generation}, started => Time::HiRes::time,
+                               slot => $slot };
 }
 
 # In the child: becomes a worker and never returns.
 sub run_worker {
-    my ($self, $limit, $signal_mask) = @_;
-    $SIG{$_} = 'DEFAULT' for @SIGNALS;
+    my ($self, $limit, $slot, $signal_mask) = @_;
     $0 = "serow worker";
-    # A worker whose master is gone finishes its requests and leaves; the
-    # master may have died before this line, leaving nobody to signal it.
-    Serow::set_parent_death_signal(SIGTERM);
-    POSIX::_exit(0) if getppid() != $self->{pid};
     # Else every worker would draw the same rand() sequence as its siblings.
     srand();
     my $worker = Serow::Worker->new(
@@ -171,6 +233,9 @@ sub run_worker {
         listeners     => $self->{listeners},
         request_limit => $limit,
         signal_mask   => $signal_mask,
+        shared        => $self->{shared},
+        slot          => $slot,
+        channels      => [ $self->{holder}->worker_channels ],
     );
     my $status = eval { $worker->run; 1 } ? 0 : do { Serow::Log->error("worker failed: $@"); 1 };
     exit $status;
@@ -210,7 +275,14 @@ sub reap_workers {
     my ($self) = @_;
     while ((my $pid = waitpid(-1, WNOHANG)) > 0) {
         my $status = $?;
+        if ($self->{holder_pid} && $pid == $self->{holder_pid}) {
+            $self->{holder_pid} = undef;
+            Serow::Log->error("the connection holder $pid exited with status $status; starting a new one")
+                unless $self->{stopping};
+            next;
+        }
         my $w = delete $self->{workers}{$pid} or next;
+        $self->{shared}->reset_worker($w->{slot});
         $self->log_worker_exit($pid, $w, $status);
         # One that fails right after it started would fail again at once.
         if (!$w->{stopping_since} && $status != 0
@@ -243,8 +315,9 @@ Serow::Master - the master process: forks workers, replaces them, handles signal
 
 =head1 DESCRIPTION
 
-The master holds the listen sockets and the loaded app, forks C<--workers>
-workers and replaces any that exits (C<--max-requests>, C<psgix.harakiri>,
+The master holds the listen sockets and the loaded app, forks the
+connection holder (L<Serow::ConnectionHolder>, see F<docs/keepalive.md>) and
+C<--workers> workers, and replaces any that exits (C<--max-requests>, C<psgix.harakiri>,
 a crash). It logs a line when a worker exits (C<worker PID exited with
 status N> or C<was killed by signal N>); the worker itself logs when it is
 ready (C<worker PID started>, with its own request limit under

@@ -7,6 +7,7 @@ use Serow::Options ();
 use Serow::Listener ();
 use Serow::Master ();
 use Serow::Log ();
+use POSIX ();
 
 use constant DEFAULT_LISTEN => '0.0.0.0:5000';
 
@@ -14,8 +15,12 @@ sub new {
     my ($class, %args) = @_;
     my $server_ready = delete $args{server_ready};
     my $sockets = delete $args{listen_sockets}; # already listening: used as they are
-    return bless { options => Serow::Options->from_hash(%args), server_ready => $server_ready,
-        listen_sockets => $sockets }, $class;
+    my $options = Serow::Options->from_hash(%args);
+    # Like Monoceros: by default at most half the descriptors a process may
+    # open are kept-alive connections, leaving room for new ones and files.
+    $options->{max_keepalive_connections} ||= int((POSIX::sysconf(POSIX::_SC_OPEN_MAX()) || 1024) / 2);
+    return bless { options => $options, server_ready => $server_ready, listen_sockets => $sockets },
+        $class;
 }
 
 sub options { $_[0]{options} }

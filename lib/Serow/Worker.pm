@@ -64,6 +64,11 @@ sub new {
         # The signal mask to restore once the handlers are set (the master
         # forks with its signals blocked).
         signal_mask   => $args{signal_mask},
+        # The connection holder's shared memory, this worker's slot in it, and
+        # its ends of the ready and hand-back channels.
+        shared        => $args{shared},
+        slot          => $args{slot},
+        channels      => $args{channels},
         served        => 0,
     }, $class;
 }
@@ -73,10 +78,12 @@ sub run {
     my $options = $self->{options};
     my $loop = $self->{loop} = Serow::Loop->new({ map { $_ => $options->{$_} } qw(
         max_request_line max_header_size max_headers max_body_size header_timeout
-        read_timeout write_timeout keepalive_timeout max_keepalive_requests) });
+        read_timeout write_timeout keepalive_timeout max_keepalive_requests
+        max_keepalive_connections) });
     for my $l (@{ $self->{listeners} }) {
         $loop->add_listener($l->{fd}, $l->{is_unix} ? 1 : 0, $l->{server_name}, $l->{server_port});
     }
+    $loop->join_holder($self->{shared}, $self->{slot}, @{ $self->{channels} }) if $self->{shared};
     $self->install_signal_handlers;
     my $limit = $self->{request_limit};
     # From the worker itself, so that it comes before anything it logs about
@@ -85,6 +92,10 @@ sub run {
 
     my $template = _env_template();
     $template->{'psgix.informational'} = sub { $loop->send_informational(@_) };
+    if (my $shared = $self->{shared}) {
+        # For Plack::Middleware::SerowStatus: a snapshot of every process.
+        $template->{'serow.status'} = sub { $shared->status };
+    }
 
     for (;;) {
         my $env = $loop->next_request($template);
@@ -212,8 +223,9 @@ sub send_array_response {
 sub before_response {
     my ($self, $env) = @_;
     # The worker leaves after this response (psgix.harakiri.commit): stopping
-    # now makes the response say "Connection: close" rather than invite a
-    # next request that this worker would not serve.
+    # now makes it hand the connection to the holder afterwards (or, with no
+    # holder, say "Connection: close") rather than wait for a next request
+    # that it would not serve.
     $self->{loop}->stop if $env->{'psgix.harakiri.commit'};
 }
 

@@ -66,7 +66,7 @@ subtest 'TTIN and TTOU sent to the whole process group do not stop the workers' 
     ok started_worker($server);
     kill 'TTOU', -$server->pid;
     ok $server->wait_for_log(qr/received SIGTTOU: 2 workers/), 'and removes one';
-    my @stopped = grep { _state($_) eq 'T' } child_pids($server->pid);
+    my @stopped = grep { _state($_) eq 'T' } Serow::Test::all_child_pids($server->pid);
     is_deeply \@stopped, [], 'no worker is stopped';
     my $answered = 0;
     for (1 .. 6) {

@@ -7,7 +7,7 @@ use Test::More;
 use Digest::MD5 qw(md5_hex);
 use lib 't/lib';
 use Serow::Test qw(start_server raw_connect read_response);
-use Serow::Test::Trace qw(have_strace worker_pids trace_syscalls mark);
+use Serow::Test::Trace qw(have_strace worker_pids trace_syscalls mark client_writes);
 
 plan skip_all => 'strace is not installed (tools/setup installs it)' unless have_strace();
 
@@ -27,8 +27,6 @@ my $app = sub {
         or return [404, ['Content-Type' => 'text/plain'], ['not found']];
     return [200, ['Content-Type' => 'application/octet-stream'], body_parts($parts, $size)];
 };
-
-my @writes = qw(write writev pwrite64 pwritev send sendto sendmsg sendmmsg sendfile);
 
 for my $listen (qw(tcp unix)) {
     my $server = start_server(app => $app, options => ['--workers', 1], listen => $listen);
@@ -59,8 +57,7 @@ for my $listen (qw(tcp unix)) {
                 is md5_hex($res->{body}), md5_hex(join '', @{ body_parts($parts, $size) }),
                     "$name: the body is intact";
             }
-            my @out = grep { my $c = $_; grep { $c->{name} eq $_ } @writes } @calls;
-            @out = grep { ($_->{fd} // -1) != 2 } @out; # not the log
+            my @out = client_writes(@calls);
             is scalar(@out), 1, "$name: one write system call"
                 or diag explain \@out;
             is $out[0]{name}, 'writev', "$name: a writev";

@@ -71,6 +71,8 @@ sub start_server {
     if ($pid == 0) {
         close $log_read;
         POSIX::dup2(fileno($log_write), 2) or POSIX::_exit(111);
+        # Not the test's stdout: a server left running must not keep prove waiting.
+        open(STDOUT, '>', '/dev/null');
         if (@fds) {
             $ENV{SERVER_STARTER_PORT} = join ';', @fds;
         } else {
@@ -471,10 +473,31 @@ sub wait_until {
 # ---- processes ---------------------------------------------------------------
 
 # Helpers for t/process and t/listen.
-push @EXPORT_OK, qw(child_pids process_alive gate hammer http_get find_command);
+push @EXPORT_OK, qw(child_pids process_alive gate hammer http_get find_command
+                    is_connection_holder);
 
-# The pids whose parent is $pid (from /proc), zombies left out; in scalar
-# context, how many.
+# Every child of $pid, the connection holder included.
+sub all_child_pids {
+    my ($pid) = @_;
+    my @children;
+    for my $file (glob "/proc/$pid/task/*/children") {
+        open(my $fh, '<', $file) or next;
+        push @children, split ' ', scalar(<$fh>) // '';
+    }
+    return @children;
+}
+
+# Whether $pid is a server's connection holder (it names itself in $0).
+sub is_connection_holder {
+    my ($pid) = @_;
+    open(my $fh, '<', "/proc/$pid/cmdline") or return 0;
+    my $cmdline = <$fh> // '';
+    return $cmdline =~ /\Aserow connection holder/;
+}
+
+# The pids whose parent is $pid (from /proc), zombies and the connection
+# holder left out (for a Serow master: its workers); in scalar context, how
+# many.
 sub child_pids {
     my ($pid) = @_;
     my @children;
@@ -483,7 +506,8 @@ sub child_pids {
         my $line = <$fh> // next;
         # "pid (comm) state ppid ...": comm may hold spaces and parentheses
         my ($state, $ppid) = substr($line, rindex($line, ')') + 2) =~ /\A(\S) (\d+)/ or next;
-        push @children, ($line =~ /\A(\d+)/)[0] if $ppid == $pid && $state ne 'Z';
+        my ($child) = $line =~ /\A(\d+)/;
+        push @children, $child if $ppid == $pid && $state ne 'Z' && !is_connection_holder($child);
     }
     @children = sort { $a <=> $b } @children;
     return wantarray ? @children : scalar @children;

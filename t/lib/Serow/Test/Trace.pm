@@ -16,7 +16,7 @@ use IO::Select ();
 use POSIX ();
 use Time::HiRes ();
 
-our @EXPORT_OK = qw(have_strace worker_pids trace_syscalls mark);
+our @EXPORT_OK = qw(have_strace worker_pids trace_syscalls mark client_writes);
 
 use constant ATTACH_TIMEOUT => 30;
 use constant MARK => 'serow-trace-mark';
@@ -44,7 +44,19 @@ sub worker_pids {
         open(my $fh, '<', "$task/children") or next;
         push @children, split ' ', scalar(<$fh>) // '';
     }
-    return @children;
+    return grep { !Serow::Test::is_connection_holder($_) } @children;
+}
+
+# The calls that write to clients: not the log (fd 2), and not the 8-byte
+# eventfd write with which a worker that becomes busy wakes the connection
+# holder (docs/keepalive.md).
+my $WRITE_CALL = qr/\A(?:write|writev|pwrite64|pwritev|send|sendto|sendmsg|sendmmsg|sendfile)\z/;
+
+sub client_writes {
+    return grep {
+        $_->{name} =~ $WRITE_CALL && ($_->{fd} // -1) != 2
+            && !($_->{name} eq 'write' && $_->{args} =~ /\A\d+, "\\1\\0\\0\\0\\0\\0\\0\\0", 8\z/)
+    } @_;
 }
 
 # Runs $code while strace watches process $pid; $code must end with a

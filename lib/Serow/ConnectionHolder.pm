@@ -1,0 +1,70 @@
+package Serow::ConnectionHolder;
+use strict;
+use warnings;
+
+use Serow ();
+
+# The connection holder process: a C event loop (src/connection_holder.c)
+# that keeps idle keep-alive connections so that they cost no worker, and
+# passes each one that has a request to whichever worker is free.
+
+# A worker busy in one request this long loses its idle connections to the
+# holder, so that other workers serve them.  Short enough that a request
+# queued behind a slow one waits little; long enough that a fast request
+# (tens of microseconds) never triggers it.
+use constant STEAL_AFTER_MS => 2;
+# A connection idle this long in a worker moves to the holder.
+use constant IDLE_HANDOFF_MS => 500;
+
+# The channels: the ready channel (holder -> workers) and the hand-back
+# channel (stopping workers -> holder).  Made by the master before forking.
+sub new {
+    my ($class, %args) = @_;
+    my $shared = $args{shared};
+    my ($ready_send, $ready_receive) = $shared->make_channel;
+    my ($handback_send, $handback_receive) = $shared->make_channel;
+    return bless {
+        shared           => $shared,
+        options          => $args{options},
+        ready_send       => $ready_send,
+        ready_receive    => $ready_receive,
+        handback_send    => $handback_send,
+        handback_receive => $handback_receive,
+    }, $class;
+}
+
+# The worker's ends of the channels.
+sub worker_channels {
+    my ($self) = @_;
+    return ($self->{ready_receive}, $self->{handback_send});
+}
+
+# Runs in the forked holder process; returns when it is told to stop.
+sub run {
+    my ($self) = @_;
+    $0 = "serow connection holder";
+    my $options = $self->{options};
+    return $self->{shared}->run_holder($self->{ready_send}, $self->{handback_receive}, {
+        keepalive_timeout         => $options->{keepalive_timeout},
+        max_keepalive_connections => $options->{max_keepalive_connections},
+        steal_after_ms            => STEAL_AFTER_MS,
+        idle_handoff_ms           => IDLE_HANDOFF_MS,
+    });
+}
+
+1;
+__END__
+
+=head1 NAME
+
+Serow::ConnectionHolder - the process that holds idle keep-alive connections
+
+=head1 DESCRIPTION
+
+See F<docs/keepalive.md> for the design: workers publish their idle
+connections in shared memory; the holder takes over those of a worker that
+is busy for more than 2 ms and those idle for more than 500 ms (with
+pidfd_getfd(2), no work for the worker), waits on them in one epoll, and
+passes each one that has a request to any free worker.
+
+=cut

@@ -1,0 +1,491 @@
+/*
+ * connection_holder.c - keeps idle keep-alive connections, passes ready ones
+ * to free workers, takes idle ones away from busy workers.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "connection_holder.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "fd_passing.h"
+
+#define EPOLL_BATCH 256
+/* epoll tags besides connection descriptors */
+#define TAG_WAKE (1ULL << 40)
+#define TAG_HANDBACK (2ULL << 40)
+#define TAG_READY_CHANNEL (3ULL << 40)
+/* With no worker busy and nothing to expire, the holder still looks this
+ * often at the workers' idle connections to take over the long-idle ones. */
+#define HANDOFF_SCAN_MS 100
+/* Longest sleep: the keep-alive and cap checks need no finer grain. */
+#define MAX_SLEEP_MS 1000
+
+struct held_connection {
+    int fd;
+    int in_epoll;
+    struct passed_connection info;
+    struct held_connection *prev, *next; /* oldest first */
+};
+
+struct worker_handle {
+    int32_t pid;
+    int pidfd;
+    int wake_fd; /* our copy of the worker's eventfd */
+};
+
+struct holder {
+    struct shared_state *shared;
+    struct holder_settings settings;
+    int epoll_fd;
+    int ready_channel;
+    int handback_channel;
+    int wake_fd;
+    int can_steal;
+
+    struct held_connection **by_fd;
+    int by_fd_size;
+    struct held_connection *oldest, *newest;
+    uint32_t held;
+
+    /* ready connections the channel had no room for yet */
+    int *waiting;
+    size_t waiting_count, waiting_size;
+    int ready_channel_watched;
+
+    struct worker_handle workers[SHARED_MAX_WORKERS];
+    uint64_t last_handoff_scan_ms;
+};
+
+static volatile sig_atomic_t stop_requested;
+
+static void request_stop(int sig)
+{
+    (void)sig;
+    stop_requested = 1;
+}
+
+/* ---- the connections held --------------------------------------------- */
+
+static int hold(struct holder *h, int fd, const struct passed_connection *info)
+{
+    if (fd >= h->by_fd_size) {
+        int size = h->by_fd_size ? h->by_fd_size : 1024;
+        while (size <= fd)
+            size *= 2;
+        struct held_connection **grown = realloc(h->by_fd, sizeof(*grown) * (size_t)size);
+        if (grown == NULL)
+            return -1;
+        memset(grown + h->by_fd_size, 0, sizeof(*grown) * (size_t)(size - h->by_fd_size));
+        h->by_fd = grown;
+        h->by_fd_size = size;
+    }
+    struct held_connection *c = calloc(1, sizeof(*c));
+    if (c == NULL)
+        return -1;
+    c->fd = fd;
+    c->info = *info;
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP, .data.u64 = (uint64_t)fd};
+    if (epoll_ctl(h->epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        free(c);
+        return -1;
+    }
+    c->in_epoll = 1;
+    /* Keep the list in idle order (oldest first): connections arrive from
+     * several workers, mostly but not always in that order, so the walk back
+     * from the newest end is short. */
+    struct held_connection *after = h->newest;
+    while (after && after->info.idle_since_ms > c->info.idle_since_ms)
+        after = after->prev;
+    c->prev = after;
+    c->next = after ? after->next : h->oldest;
+    if (c->next)
+        c->next->prev = c;
+    else
+        h->newest = c;
+    if (after)
+        after->next = c;
+    else
+        h->oldest = c;
+    h->by_fd[fd] = c;
+    h->held++;
+    atomic_store(&h->shared->held_connections, h->held);
+    return 0;
+}
+
+/* Forgets a held connection; the caller closes or passes the descriptor. */
+static void unhold(struct holder *h, struct held_connection *c)
+{
+    if (c->in_epoll)
+        epoll_ctl(h->epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        h->oldest = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    else
+        h->newest = c->prev;
+    h->by_fd[c->fd] = NULL;
+    h->held--;
+    atomic_store(&h->shared->held_connections, h->held);
+    free(c);
+}
+
+/* The end of a connection (not a pass to a worker). */
+static void close_held(struct holder *h, struct held_connection *c)
+{
+    int fd = c->fd;
+    unhold(h, c);
+    close(fd);
+    atomic_fetch_sub(&h->shared->open_connections, 1);
+}
+
+/* Our copy after passing it on. */
+static void release_held(struct holder *h, struct held_connection *c)
+{
+    int fd = c->fd;
+    unhold(h, c);
+    close(fd);
+}
+
+/* ---- passing ready connections to workers ------------------------------ */
+
+static void watch_ready_channel(struct holder *h, int on)
+{
+    if (h->ready_channel_watched == on)
+        return;
+    struct epoll_event ev = {.events = EPOLLOUT, .data.u64 = TAG_READY_CHANNEL};
+    epoll_ctl(h->epoll_fd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, h->ready_channel, &ev);
+    h->ready_channel_watched = on;
+}
+
+/* One connection per message: each goes to one free worker, so a burst of
+ * ready connections spreads over every worker that is waiting. */
+static int pass_to_worker(struct holder *h, int fd)
+{
+    struct passed_connection info = {0, 0, 0};
+    if (fd < h->by_fd_size && h->by_fd[fd])
+        info = h->by_fd[fd]->info;
+    if (send_connections(h->ready_channel, &fd, &info, 1) != 0)
+        return -1;
+    atomic_fetch_add(&h->shared->queued_connections, 1);
+    return 0;
+}
+
+static void flush_waiting(struct holder *h)
+{
+    size_t sent = 0;
+    while (sent < h->waiting_count) {
+        int fd = h->waiting[sent];
+        struct held_connection *c = fd < h->by_fd_size ? h->by_fd[fd] : NULL;
+        if (pass_to_worker(h, fd) == 0) {
+            if (c)
+                release_held(h, c);
+            else
+                close(fd);
+        } else if (errno == EAGAIN) {
+            break; /* every worker is busy and the channel is full */
+        } else if (c) {
+            close_held(h, c); /* no worker side any more: nothing can serve it */
+        }
+        sent++;
+    }
+    memmove(h->waiting, h->waiting + sent, (h->waiting_count - sent) * sizeof(int));
+    h->waiting_count -= sent;
+    watch_ready_channel(h, h->waiting_count > 0);
+}
+
+static void connection_readable(struct holder *h, struct held_connection *c)
+{
+    char byte;
+    ssize_t n = recv(c->fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+        close_held(h, c); /* the client closed its idle connection */
+        return;
+    }
+    if (n < 0)
+        return;
+    /* A request: stop watching it here, queue it for a worker. */
+    epoll_ctl(h->epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
+    c->in_epoll = 0;
+    if (h->waiting_count == h->waiting_size) {
+        size_t size = h->waiting_size ? h->waiting_size * 2 : 256;
+        int *grown = realloc(h->waiting, size * sizeof(int));
+        if (grown == NULL) {
+            close_held(h, c);
+            return;
+        }
+        h->waiting = grown;
+        h->waiting_size = size;
+    }
+    h->waiting[h->waiting_count++] = c->fd;
+}
+
+/* ---- taking connections from workers ----------------------------------- */
+
+static int worker_pidfd(struct holder *h, uint32_t index, int32_t pid)
+{
+    struct worker_handle *w = &h->workers[index];
+    if (w->pid != pid) {
+        if (w->pidfd >= 0)
+            close(w->pidfd);
+        if (w->wake_fd >= 0)
+            close(w->wake_fd);
+        w->pid = pid;
+        w->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+        w->wake_fd = -1;
+    }
+    return w->pidfd;
+}
+
+/* Tells a worker that we took some of its connections, so that it closes its
+ * copies now rather than when something else wakes it. */
+static void wake_worker(struct holder *h, uint32_t index)
+{
+    struct worker_handle *w = &h->workers[index];
+    if (w->wake_fd < 0 && w->pidfd >= 0) {
+        int32_t fd = atomic_load(&h->shared->workers[index].wake_fd);
+        w->wake_fd = fd >= 0 ? (int)syscall(SYS_pidfd_getfd, w->pidfd, fd, 0) : -1;
+        if (w->wake_fd >= 0)
+            fcntl(w->wake_fd, F_SETFD, FD_CLOEXEC);
+    }
+    if (w->wake_fd >= 0) {
+        uint64_t one = 1;
+        ssize_t ignored = write(w->wake_fd, &one, sizeof(one));
+        (void)ignored;
+    }
+}
+
+/*
+ * Takes one idle connection out of a worker.  The compare-and-swap decides
+ * between us and the worker: if the worker claimed it first, we leave it.
+ */
+static int steal_connection(struct holder *h, uint32_t worker_index, uint32_t slot_index)
+{
+    struct worker_slot *w = &h->shared->workers[worker_index];
+    struct connection_slot *s = &w->connections_table[slot_index];
+    uint32_t head = atomic_load(&w->stolen_head);
+    if (head - atomic_load(&w->stolen_tail) >= SHARED_STOLEN_RING)
+        return 0; /* the worker has not caught up: it would not learn of this one */
+
+    uint32_t expected = SLOT_IDLE;
+    if (!atomic_compare_exchange_strong(&s->state, &expected, SLOT_STEALING))
+        return 0;
+    int32_t pid = atomic_load(&w->pid);
+    int pidfd = pid > 0 ? worker_pidfd(h, worker_index, pid) : -1;
+    int fd = pidfd >= 0 ? (int)syscall(SYS_pidfd_getfd, pidfd, s->fd, 0) : -1;
+    if (fd < 0) {
+        if (errno == EPERM || errno == ENOSYS) {
+            fprintf(stderr, "serow connection holder: cannot take connections from workers "
+                            "(pidfd_getfd: %s); busy workers keep their idle connections\n",
+                    strerror(errno));
+            h->can_steal = 0;
+        }
+        atomic_store(&s->state, SLOT_IDLE);
+        return 0;
+    }
+    fcntl(fd, F_SETFD, FD_CLOEXEC);
+    struct passed_connection info = {s->requests_served, s->listener_index,
+                                     atomic_load(&s->idle_since_ms)};
+    atomic_store(&s->state, SLOT_STOLEN);
+    w->stolen[head % SHARED_STOLEN_RING] = slot_index;
+    atomic_store(&w->stolen_head, head + 1);
+    atomic_fetch_sub(&w->idle_connections, 1);
+    atomic_fetch_add(&h->shared->connections_stolen, 1);
+    if (hold(h, fd, &info) != 0)
+        close(fd);
+    return 1;
+}
+
+/* Idle connections of workers busy for longer than steal_after, and those idle
+ * longer than idle_handoff anywhere.  Returns whether any worker is busy. */
+static int scan_workers(struct holder *h, uint64_t now)
+{
+    int any_busy = 0;
+    int handoff_scan = now - h->last_handoff_scan_ms >= HANDOFF_SCAN_MS;
+    if (handoff_scan)
+        h->last_handoff_scan_ms = now;
+    for (uint32_t i = 0; i < h->shared->max_workers; i++) {
+        struct worker_slot *w = &h->shared->workers[i];
+        if (atomic_load(&w->pid) <= 0)
+            continue;
+        int busy = atomic_load(&w->busy);
+        any_busy |= busy;
+        int steal_all = busy && now - atomic_load(&w->busy_since_ms) >= h->settings.steal_after_ms;
+        if (!h->can_steal || (!steal_all && !handoff_scan) || atomic_load(&w->idle_connections) == 0)
+            continue;
+        uint32_t high = atomic_load(&w->slots_high_water);
+        if (high > SHARED_SLOTS_PER_WORKER)
+            high = SHARED_SLOTS_PER_WORKER;
+        int stolen = 0;
+        for (uint32_t k = 0; k < high; k++) {
+            struct connection_slot *s = &w->connections_table[k];
+            if (atomic_load(&s->state) != SLOT_IDLE)
+                continue;
+            if (steal_all || now - atomic_load(&s->idle_since_ms) >= h->settings.idle_handoff_ms)
+                stolen += steal_connection(h, i, k);
+        }
+        if (stolen && !atomic_load(&w->busy))
+            wake_worker(h, i); /* a busy worker looks when it is done */
+    }
+    return any_busy;
+}
+
+/* ---- keep-alive timeout and cap ---------------------------------------- */
+
+static uint32_t idle_in_workers(struct holder *h)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < h->shared->max_workers; i++)
+        if (atomic_load(&h->shared->workers[i].pid) > 0)
+            n += atomic_load(&h->shared->workers[i].idle_connections);
+    return n;
+}
+
+static void expire_and_cap(struct holder *h, uint64_t now)
+{
+    struct held_connection *c = h->oldest;
+    while (c && now - c->info.idle_since_ms >= h->settings.keepalive_timeout_ms) {
+        struct held_connection *next = c->next;
+        if (c->in_epoll)
+            close_held(h, c);
+        c = next;
+    }
+    /* Over the cap of open connections, the oldest idle ones make room. */
+    uint32_t cap = h->settings.max_keepalive_connections;
+    uint32_t open = atomic_load(&h->shared->open_connections);
+    for (c = h->oldest; cap && c && open > cap;) {
+        struct held_connection *next = c->next;
+        if (c->in_epoll) {
+            close_held(h, c);
+            open--;
+        }
+        c = next;
+    }
+}
+
+/* ---- the loop ---------------------------------------------------------- */
+
+static void receive_handed_back(struct holder *h)
+{
+    int fds[FD_PASSING_BATCH];
+    struct passed_connection info[FD_PASSING_BATCH];
+    for (;;) {
+        int n = receive_connections(h->handback_channel, fds, info, FD_PASSING_BATCH);
+        if (n <= 0)
+            return;
+        for (int i = 0; i < n; i++)
+            if (hold(h, fds[i], &info[i]) != 0)
+                close(fds[i]);
+    }
+}
+
+/* Sleeps long only when no worker is busy; a worker that becomes busy wakes
+ * us through wake_fd if we said we were sleeping (see worker_loop.c). */
+static int choose_timeout(struct holder *h, int any_busy)
+{
+    if (any_busy && h->can_steal) {
+        uint64_t t = h->settings.steal_after_ms / 2;
+        return t < 1 ? 1 : (int)t;
+    }
+    atomic_store(&h->shared->holder_sleeping, 1);
+    /* look again after announcing the sleep: a worker that became busy
+     * before it could see the flag is caught here */
+    for (uint32_t i = 0; i < h->shared->max_workers; i++) {
+        if (atomic_load(&h->shared->workers[i].pid) > 0 &&
+            atomic_load(&h->shared->workers[i].busy)) {
+            atomic_store(&h->shared->holder_sleeping, 0);
+            return 1;
+        }
+    }
+    return h->held || idle_in_workers(h) ? HANDOFF_SCAN_MS : MAX_SLEEP_MS;
+}
+
+int run_connection_holder(struct shared_state *shared, int ready_channel, int handback_channel,
+                          const struct holder_settings *settings)
+{
+    struct holder *h = calloc(1, sizeof(*h));
+    if (h == NULL)
+        return -1;
+    h->shared = shared;
+    h->settings = *settings;
+    h->ready_channel = ready_channel;
+    h->handback_channel = handback_channel;
+    h->can_steal = 1;
+    h->wake_fd = shared->holder_wake_fd;
+    for (int i = 0; i < SHARED_MAX_WORKERS; i++)
+        h->workers[i].pidfd = h->workers[i].wake_fd = -1;
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = request_stop;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGQUIT, &sa, NULL);
+    /* Signals meant for the master reach us too when sent to the process
+     * group: TTIN and TTOU would freeze us by default. */
+    signal(SIGHUP, SIG_IGN);
+    signal(SIGTTIN, SIG_IGN);
+    signal(SIGTTOU, SIG_IGN);
+    signal(SIGUSR1, SIG_IGN);
+    signal(SIGUSR2, SIG_IGN);
+    signal(SIGPIPE, SIG_IGN);
+
+    h->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = TAG_HANDBACK};
+    if (h->epoll_fd < 0 || epoll_ctl(h->epoll_fd, EPOLL_CTL_ADD, handback_channel, &ev) != 0) {
+        free(h);
+        return -1;
+    }
+    if (h->wake_fd >= 0) {
+        ev.data.u64 = TAG_WAKE;
+        epoll_ctl(h->epoll_fd, EPOLL_CTL_ADD, h->wake_fd, &ev);
+    }
+    atomic_store(&shared->holder_pid, getpid());
+
+    struct epoll_event events[EPOLL_BATCH];
+    int any_busy = 1;
+    while (!stop_requested) {
+        int n = epoll_wait(h->epoll_fd, events, EPOLL_BATCH, choose_timeout(h, any_busy));
+        atomic_store(&shared->holder_sleeping, 0);
+        for (int i = 0; i < n; i++) {
+            uint64_t tag = events[i].data.u64;
+            if (tag == TAG_WAKE) {
+                uint64_t count;
+                ssize_t ignored = read(h->wake_fd, &count, sizeof(count));
+                (void)ignored;
+            } else if (tag == TAG_HANDBACK) {
+                receive_handed_back(h);
+            } else if (tag == TAG_READY_CHANNEL) {
+                /* flushed below */
+            } else {
+                int fd = (int)tag;
+                if (fd < h->by_fd_size && h->by_fd[fd] && h->by_fd[fd]->in_epoll)
+                    connection_readable(h, h->by_fd[fd]);
+            }
+        }
+        if (h->waiting_count)
+            flush_waiting(h);
+        uint64_t now = shared_clock_ms();
+        any_busy = scan_workers(h, now);
+        expire_and_cap(h, now);
+    }
+
+    while (h->oldest)
+        close_held(h, h->oldest);
+    for (size_t i = 0; i < h->waiting_count; i++)
+        close(h->waiting[i]);
+    atomic_store(&shared->holder_pid, 0);
+    return 0;
+}

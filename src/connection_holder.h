@@ -1,0 +1,33 @@
+/*
+ * connection_holder.h - the process that keeps idle keep-alive connections
+ * so that they cost no worker (see shared_state.h for how connections get
+ * here).  It waits on them in one epoll; when one has a request, it passes
+ * it to whichever worker is free over the ready channel.  It closes those
+ * idle past the keep-alive timeout, and the oldest above the cap on kept
+ * connections.  No Perl here.
+ */
+#ifndef SEROW_CONNECTION_HOLDER_H
+#define SEROW_CONNECTION_HOLDER_H
+
+#include <signal.h>
+#include <stdint.h>
+
+#include "shared_state.h"
+
+struct holder_settings {
+    uint64_t keepalive_timeout_ms;
+    uint64_t steal_after_ms;   /* a worker busy this long loses its idle connections */
+    uint64_t idle_handoff_ms;  /* idle this long in a worker: moves here */
+    uint32_t max_keepalive_connections; /* 0: no cap */
+};
+
+/*
+ * Runs until SIGTERM, SIGINT or SIGQUIT (then closes every connection it
+ * holds).  ready_channel: the sending end of the channel workers receive
+ * from; handback_channel: the receiving end stopping workers send to.
+ * Returns 0, or -1 if it could not start.
+ */
+int run_connection_holder(struct shared_state *shared, int ready_channel, int handback_channel,
+                          const struct holder_settings *settings);
+
+#endif

@@ -1,0 +1,40 @@
+/*
+ * shared_state.c - the mapping shared by master, holder and workers.
+ */
+#include "shared_state.h"
+
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+size_t shared_state_size(uint32_t max_workers)
+{
+    return sizeof(struct shared_state) + sizeof(struct worker_slot) * (size_t)max_workers;
+}
+
+struct shared_state *shared_state_create(uint32_t max_workers)
+{
+    if (max_workers == 0 || max_workers > SHARED_MAX_WORKERS)
+        max_workers = SHARED_MAX_WORKERS;
+    /* Anonymous and shared: untouched pages cost nothing, and the mapping
+     * disappears with the last process that has it. */
+    void *p = mmap(NULL, shared_state_size(max_workers), PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    struct shared_state *shared = p;
+    shared->max_workers = max_workers;
+    shared->holder_wake_fd = -1;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    shared->started_ms = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+    return shared;
+}
+
+uint64_t shared_clock_ms(void)
+{
+    struct timespec ts;
+    /* Not the coarse clock: its 4 ms ticks are longer than steal_after. */
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}

@@ -1,0 +1,94 @@
+/*
+ * shared_state.h - the memory that the master, the connection holder and the
+ * workers share (one anonymous MAP_SHARED mapping made before the first
+ * fork).  It is how idle keep-alive connections leave a worker without the
+ * worker doing anything on its hot path:
+ *
+ *   A worker publishes each connection it owns in a slot.  While the
+ *   connection is idle with nothing buffered, the slot says SLOT_IDLE; before
+ *   the worker reads from it again it claims it back with one compare-and-
+ *   swap (SLOT_IDLE -> SLOT_IN_WORKER).  The connection holder may instead
+ *   swap SLOT_IDLE -> SLOT_STEALING, copy the descriptor out of the worker
+ *   with pidfd_getfd(2) and mark it SLOT_STOLEN: whoever wins the swap owns
+ *   the connection, so a request is never read by two processes and never
+ *   lost.  The holder steals the idle connections of a worker that has been
+ *   busy in one request for longer than steal_after, and any connection idle
+ *   for longer than idle_handoff; it queues the stolen slot numbers for the
+ *   worker, which closes its copies the next time it looks.
+ *
+ * The same memory carries what the status page shows: per worker its pid,
+ * requests served and current request; totals for the server.
+ */
+#ifndef SEROW_SHARED_STATE_H
+#define SEROW_SHARED_STATE_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Worker slots: more than anyone runs on one machine; TTIN stops here. */
+#define SHARED_MAX_WORKERS 256
+/* Connection slots per worker: beyond this a worker keeps its connections to
+ * itself (they are served, just not stealable). */
+#define SHARED_SLOTS_PER_WORKER 16384
+/* Stolen slot numbers waiting for their worker to close its copies. */
+#define SHARED_STOLEN_RING 4096
+/* The request line shown on the status page. */
+#define SHARED_REQUEST_TEXT 120
+
+enum slot_state {
+    SLOT_FREE = 0,
+    SLOT_IN_WORKER, /* the worker reads, serves, or holds buffered bytes */
+    SLOT_IDLE,      /* nothing buffered: the holder may take it */
+    SLOT_STEALING,  /* the holder is copying the descriptor */
+    SLOT_STOLEN,    /* the holder has it; the worker must close its copy */
+};
+
+struct connection_slot {
+    _Atomic uint32_t state;
+    int32_t fd;                   /* the worker's descriptor number */
+    uint32_t requests_served;     /* carried along when the connection moves */
+    uint32_t listener_index;
+    _Atomic uint64_t idle_since_ms;
+};
+
+struct worker_slot {
+    _Atomic int32_t pid;              /* 0: unused */
+    _Atomic int32_t generation;
+    _Atomic uint32_t busy;            /* 1 while a request is being answered */
+    _Atomic uint64_t busy_since_ms;
+    _Atomic uint64_t requests_served;
+    _Atomic uint32_t slots_high_water; /* slots in use are below this */
+    _Atomic uint32_t idle_connections; /* its slots in SLOT_IDLE, roughly */
+    _Atomic uint32_t connections;      /* all it owns */
+    _Atomic int32_t wake_fd;          /* its eventfd: the holder rings it after a steal */
+    char current_request[SHARED_REQUEST_TEXT];
+    _Atomic uint32_t stolen_head;     /* ring written by the holder */
+    _Atomic uint32_t stolen_tail;     /* ring read by the worker */
+    uint32_t stolen[SHARED_STOLEN_RING];
+    struct connection_slot connections_table[SHARED_SLOTS_PER_WORKER];
+};
+
+struct shared_state {
+    uint64_t started_ms;              /* wall clock, for the uptime */
+    _Atomic int32_t holder_pid;
+    _Atomic uint32_t holder_sleeping; /* the holder waits long: wake it on busy */
+    int holder_wake_fd;               /* eventfd the holder waits on */
+    _Atomic uint32_t server_stopping;    /* the whole server is going: close, do not hand over */
+    _Atomic uint32_t open_connections;   /* client connections, wherever they are */
+    _Atomic uint32_t held_connections;   /* idle connections in the holder */
+    _Atomic uint32_t queued_connections; /* ready, passed on, not yet taken */
+    _Atomic uint64_t connections_stolen;
+    _Atomic uint64_t requests_total;
+    uint32_t max_workers;
+    struct worker_slot workers[];
+};
+
+/* Creates the mapping for max_workers worker slots (before forking). */
+struct shared_state *shared_state_create(uint32_t max_workers);
+size_t shared_state_size(uint32_t max_workers);
+
+/* Monotonic milliseconds: the clock every timestamp in the mapping uses. */
+uint64_t shared_clock_ms(void);
+
+#endif

@@ -1,0 +1,83 @@
+use strict;
+use warnings;
+use Test::More;
+use lib 't/lib';
+use IO::Select ();
+use Serow::Test qw(start_server raw_connect read_response wait_until);
+
+my $app = sub { [200, ['Content-Type' => 'text/plain'], ["ok"]] };
+
+sub request {
+    my ($sock, $path) = @_;
+    syswrite $sock, "GET $path HTTP/1.1\r\nHost: x\r\n\r\n";
+    return read_response($sock);
+}
+
+# True once the server has closed the connection (EOF), within 30 s.
+sub closed_by_server {
+    my ($sock) = @_;
+    return 0 unless IO::Select->new($sock)->can_read(30);
+    my $n = sysread($sock, my $buf, 1);
+    return defined $n && $n == 0;
+}
+
+subtest '--keepalive-timeout closes idle connections, in a worker or in the holder' => sub {
+    my $server = start_server(app => $app, options => ['--workers', 2, '--keepalive-timeout', 1]);
+    my $short = raw_connect($server);   # idle less than the holder's hand-off time
+    my $long = raw_connect($server);
+    is request($short, '/')->{status}, 200;
+    is request($long, '/')->{status}, 200;
+    ok closed_by_server($short), 'an idle connection is closed after the timeout';
+    ok closed_by_server($long), 'so is the other one';
+    my $fresh = raw_connect($server);
+    is request($fresh, '/')->{status}, 200, 'the server goes on serving';
+    is $server->stop, 0;
+};
+
+subtest '--max-keepalive-requests closes after that many requests' => sub {
+    my $server = start_server(app => $app, options => ['--workers', 1, '--max-keepalive-requests', 3]);
+    my $sock = raw_connect($server);
+    for my $i (1 .. 2) {
+        my $res = request($sock, "/$i");
+        ok !defined $res->{headers}{connection}, "request $i keeps the connection";
+    }
+    my $last = request($sock, '/3');
+    is $last->{headers}{connection}, 'close', 'the third says Connection: close';
+    ok closed_by_server($sock), 'and the connection is closed';
+    is $server->stop, 0;
+};
+
+subtest '--max-keepalive-connections: new connections answered and closed, oldest idle closed' => sub {
+    my $server = start_server(app => $app,
+        options => ['--workers', 2, '--max-keepalive-connections', 4, '--keepalive-timeout', 300]);
+    my @kept;
+    for my $i (1 .. 4) {
+        my $sock = raw_connect($server);
+        my $res = request($sock, "/$i");
+        ok !defined $res->{headers}{connection}, "connection $i is kept";
+        push @kept, $sock;
+    }
+    # A connection that has sent part of a request is open and cannot be
+    # closed: the cap is exceeded until the oldest idle one goes.
+    my $pending = raw_connect($server);
+    syswrite $pending, "GET /pending HTTP/1.1\r\n";
+    ok closed_by_server($kept[0]), 'over the cap, the oldest idle connection is closed';
+    syswrite $pending, "Host: x\r\n\r\n";
+    is read_response($pending)->{status}, 200, 'the pending request is answered';
+
+    # Four connections in the middle of their requests: open, not idle, so
+    # nothing can make room for a fifth.
+    my @busy = map { my $s = raw_connect($server); syswrite $s, "GET /partial HTTP/1.1\r\n"; $s } 1 .. 4;
+    my $extra = raw_connect($server);
+    my $res = request($extra, '/extra');
+    is $res->{status}, 200, 'a connection over the cap is still answered';
+    is $res->{headers}{connection}, 'close', '... and closed';
+    ok closed_by_server($extra), 'it is closed';
+    for my $s (@busy) {
+        syswrite $s, "Host: x\r\n\r\n";
+        is read_response($s)->{status}, 200, 'the requests under way are answered';
+    }
+    is $server->stop, 0;
+};
+
+done_testing;
