@@ -8,7 +8,7 @@ use Test::More;
 use Digest::MD5 qw(md5_hex);
 use File::Temp ();
 use lib 't/lib';
-use Serow::Test qw(start_server raw_connect read_response parse_response raw_request);
+use Serow::Test qw(start_server raw_connect read_response parse_response raw_request wait_until);
 use Serow::Test::Trace qw(have_strace worker_pids trace_syscalls mark client_writes);
 
 # A file of a few MB whose bytes are not all alike.
@@ -40,9 +40,11 @@ package Lines {
     }
     sub close {
         my ($self) = @_;
-        open(my $fh, '>', "$self->{mark}") or die;
+        # written whole, then renamed: the test may look at any moment
+        open(my $fh, '>', "$self->{mark}.tmp") or die;
         print {$fh} join(',', @{ $self->{seen} });
         close $fh;
+        rename "$self->{mark}.tmp", $self->{mark} or die;
     }
 }
 # ... and one whose second getline dies.
@@ -158,6 +160,8 @@ subtest 'an in-memory handle: read 64 KiB at a time' => sub {
 subtest 'an IO::Handle-like object: getline under $/ = \65536, then close' => sub {
     my $res = get('/object/one');
     is $res->{body}, 'abcdef' . ('x' x 70000);
+    # close is called once the response is out: the client may see it first
+    ok wait_until(sub { -e "$closed_dir/one" }), 'close was called';
     open(my $fh, '<', "$closed_dir/one") or die "close was not called: $!";
     my @seen = split /,/, <$fh>;
     is scalar(@seen), 5, 'getline until undef';
@@ -169,7 +173,7 @@ subtest 'a getline that dies: the response is cut, close is still called, the wo
     syswrite $sock, "GET /dying-object/two HTTP/1.1\r\nHost: x\r\n\r\n";
     my $res = read_response($sock);
     ok !$res, 'no complete response';
-    ok -e "$closed_dir/two", 'close was called';
+    ok wait_until(sub { -e "$closed_dir/two" }), 'close was called';
     is get('/file')->{status}, 200, 'the next request is served';
     like $server->log, qr/getline broke/, 'the error is logged';
 };
