@@ -97,8 +97,12 @@ sub compile {
     my $pos = 0;
     while ($source =~ /\G(.*?)<%(==|=|\#)?(.*?)%>/gcs) {
         my ($text, $kind, $perl) = ($1, $2 // '', $3);
-        $code .= _text($text, $line, $line_file);
+        # A code or comment tag alone on its line takes the line with it.
+        my $alone = $kind ne '=' && $kind ne '==' && $text =~ /(?:\A|\n)[ \t]*\z/
+            && $source =~ /\G[ \t]*(?:\n|\z)/gc;
         $line += ($text =~ tr/\n//);
+        $text =~ s/[ \t]*\z// if $alone;
+        $code .= _text($text, $line - ($text =~ tr/\n//), $line_file);
         if ($kind eq '#') {
             # nothing
         } elsif ($kind eq '') {
@@ -108,6 +112,7 @@ sub compile {
             $code .= qq{\n#line $line "$line_file"\n\$_O .= $filter(scalar do { $perl });};
         }
         $line += ($perl =~ tr/\n//);
+        $line++ if $alone && substr($source, pos($source) - 1, 1) eq "\n";
         $pos = pos $source;
     }
     $code .= _text(substr($source, $pos), $line, $line_file);
