@@ -177,17 +177,18 @@ An app can as well be a code reference:
 
 =head1 WAYS OF RUNNING AN APP
 
-=begin markdown
+A synopsis for each, then the details:
 
-| how | in the app file | runs |
-| --- | --- | --- |
-| PSGI | `MyApp->psgi_app(%options)` (or `->build`), the file's last value | `serow app.psgi`, `plackup app.psgi`, any PSGI server |
-| its own server | `MyApp->new(%options)->start(listen => ['127.0.0.1:8080'], workers => 4)` | `perl app.psgi` |
-| CGI | `MyApp->new(%options)->run` | the web server runs the script once per request |
-| persistent interpreter | `MyApp->cache->run` | the first request builds the app, the next ones reuse it |
-| templates alone | `MyApp->core(template_dir => 't')->get_content('page.html', name => 'x')` | returns the text |
+    how it runs             the script says                                      started by
+    ----------------------  ---------------------------------------------------  -----------------------------------
+    PSGI                    return MyApp->psgi_app(%options);  # or ->build      serow app.psgi, plackup app.psgi
+    its own Serow server    MyApp->new(%options)->start(workers => 4);           perl app.psgi
+    CGI                     MyApp->new(%options)->run;                           the web server, each request
+    persistent interpreter  MyApp->cache(%options)->run;                         the host, each request (built once)
+    templates alone         MyApp->core(%options)->get_content($name, %vars)     any code: returns the text
 
-=end markdown
+C<MyApp> is a subclass, or C<< Serow::App->new(sub { ... }, %options) >> in
+its place. F<eg/guestbook/guestbook.psgi> runs each way from one file.
 
 =over
 

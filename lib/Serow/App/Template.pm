@@ -158,3 +158,27 @@ sub include {
 }
 
 1;
+__END__
+
+=head1 NAME
+
+Serow::App::Template - templates with embedded Perl, compiled once per process
+
+=head1 SYNOPSIS
+
+    my $t = Serow::App::Template->new(template_dir => 'templates');
+    $t->precompile(qr/\.html\z/);          # every match under templates/, subdirectories too
+    print $t->render('page.html', title => 'Hi', items => [1, 2]);   # or get_content
+    Serow::App::Template->compilations;    # templates this process compiled
+
+=head1 SYNTAX
+
+    <% Perl code %>     <%= escaped value %>     <%== raw value %>     <%# comment %>
+
+A code or comment tag alone on its line leaves no empty line. The template
+sees its variables in C<$v> (a hash reference) and the request context (if
+any) in C<$c>; C<< include($name, %vars) >> renders another template. The
+generated Perl carries C<#line> directives: an error names the template's
+file and line. Names are relative to C<template_dir> and may not leave it.
+
+=cut
