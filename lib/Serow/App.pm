@@ -18,7 +18,16 @@ sub new {
     my ($class, @args) = @_;
     my $handler = ref $args[0] eq 'CODE' ? shift @args : undef;
     Carp::croak('odd number of options') if @args % 2;
+    _check_options(@args);
     return bless { handler => $handler, options => {@args}, routes => [] }, $class;
+}
+
+my %OPTIONS = map { $_ => 1 } qw(template_dir precompile debug);
+sub _check_options {
+    my (%options) = @_;
+    my @unknown = grep { !$OPTIONS{$_} } sort keys %options;
+    Carp::croak("unknown option(s): @unknown (known: template_dir, precompile, debug)") if @unknown;
+    Carp::croak('precompile takes a regex') if defined $options{precompile} && ref $options{precompile} ne 'Regexp';
 }
 
 sub _instance { ref $_[0] ? $_[0] : $_[0]->new }
@@ -51,6 +60,7 @@ sub _routes {
 # The template engine alone: ->core(template_dir => ...)->get_content('page.html', name => ...)
 sub core {
     my ($self, %options) = @_;
+    _check_options(%options);
     my %all = (ref $self ? %{ $self->{options} } : (), %options);
     my $core = Serow::App::Template->new(template_dir => $all{template_dir});
     $core->precompile($all{precompile}) if $all{precompile};
@@ -63,8 +73,8 @@ sub psgi_app {
     my ($self, %options) = @_;
     $self = $self->_instance;
     return $self->{psgi} if $self->{psgi} && !%options;
+    my $core = $self->core(%options);
     my %all = (%{ $self->{options} }, %options);
-    my $core = $self->core(%all);
     my @routes = $self->_routes;
     Carp::croak('an app needs a handler (a code reference), routes or a handle method')
         unless $self->{handler} || @routes || $self->can('handle') ne \&handle;
@@ -100,7 +110,7 @@ sub dispatch {
         next unless $r->{method} eq 'ANY' || $r->{method} eq $method
             || ($method eq 'HEAD' && $r->{method} eq 'GET');
         my %captures;
-        @captures{ @{ $r->{names} } } = map { Encode::decode('UTF-8', _unescape($_)) } @values
+        @captures{ @{ $r->{names} } } = map { Encode::decode('UTF-8', $_) } @values # PATH_INFO comes URL-decoded
             if @{ $r->{names} };
         $c->{captures} = \%captures;
         return $r->{code}->($c);
@@ -111,8 +121,6 @@ sub dispatch {
 }
 
 sub handle { $_[1]->error(404) }
-
-sub _unescape { my ($s) = @_; $s =~ s/%([0-9A-Fa-f]{2})/chr hex $1/ge; $s }
 
 # Serves the app with Serow: ->start(listen => ['127.0.0.1:8080'], workers => 4).
 sub start {

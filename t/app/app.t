@@ -59,7 +59,8 @@ test_psgi $app, sub {
     is $res->content_type, 'text/html', 'a string is an HTML page';
     is $res->content, 'Hello class from /', 'rendered with variables and the context';
 
-    is $cb->(GET '/entry/42/%C3%A9t%C3%A9')->decoded_content, '42,été', 'captures, unescaped and decoded';
+    is $cb->(GET '/entry/42/%C3%A9t%C3%A9')->decoded_content, '42,été', 'captures, decoded';
+    is $cb->(GET '/entry/%2541/x')->content, '%41,x', 'PATH_INFO comes unescaped: not unescaped twice';
     is $cb->(POST '/entry/1/x')->content, 'posted', 'the route of the method';
     is $cb->(PUT '/entry/1/x')->code, 405, 'a path with routes for other methods: 405';
     is $cb->(GET '/nowhere')->code, 404, 'no route: 404';
@@ -120,6 +121,9 @@ subtest 'an app from a code reference, with instance routes' => sub {
         is $res->content, Encode::encode('UTF-8', 'é'), 'encoded as UTF-8';
     });
     ok !eval { Serow::App->new->psgi_app; 1 }, 'an app with nothing to answer is an error';
+    ok !eval { Serow::App->new(sub { 1 }, template_die => 'x'); 1 }, 'an unknown option is an error';
+    like $@, qr/unknown option\(s\): template_die/, 'that names it';
+    ok !eval { Serow::App->new(sub { 1 }, precompile => '.html'); 1 }, 'precompile takes a regex';
 };
 
 subtest 'a subclass with a handle method' => sub {
