@@ -85,6 +85,8 @@ sub psgi_app {
         if (!defined $res && $@) {
             my $error = $@;
             $env->{'psgi.errors'}->print("Serow::App: $env->{REQUEST_METHOD} $env->{PATH_INFO}: $error");
+            return $c->error(400, 'Bad Request: the request body cannot be read')
+                if Scalar::Util::blessed($error) && $error->isa('Serow::App::BadRequest');
             return [500, ['Content-Type' => 'text/plain; charset=utf-8'],
                 [$all{debug} ? Encode::encode('UTF-8', $error) : "Internal Server Error\n"]];
         }

@@ -104,6 +104,21 @@ subtest 'an error: 500, logged with the template file and line' => sub {
     like $res->content, qr{at \Q$dir\E/broken\.html line 2\.}, 'debug => 1 shows it in the page';
 };
 
+subtest 'a body that cannot be parsed: 400' => sub {
+    my $errors = '';
+    open(my $err_fh, '>', \$errors) or die;
+    test_psgi app => sub { $_[0]{'psgi.errors'} = $err_fh; $app->($_[0]) }, client => sub {
+        my ($cb) = @_;
+        my $req = HTTP::Request->new(POST => '/params', ['Content-Type' => 'multipart/form-data',
+            'Content-Length' => 5], 'abcde');
+        my $res = $cb->($req);
+        is $res->code, 400, 'a multipart body without a boundary';
+        like $res->content, qr/\ABad Request/;
+        is $cb->(POST '/params', [a => 1])->code, 200, 'the next request is fine';
+    };
+    like $errors, qr{POST /params: bad request: }, 'logged';
+};
+
 subtest 'an app from a code reference, with instance routes' => sub {
     my $app = Serow::App->new(sub {
         my ($c) = @_;

@@ -22,9 +22,19 @@ sub path   { my $p = $_[0]{env}{PATH_INFO}; defined $p && length $p ? $p : '/' }
 
 sub capture { $_[0]{captures}{ $_[1] } }
 
+# Parses the query and the body once; a body that cannot be parsed (a
+# broken multipart, a truncated body) is the client's error: 400.
+sub _parse {
+    my ($self) = @_;
+    return if $self->{parsed}++;
+    eval { $self->req->parameters; $self->req->uploads; 1 }
+        or die Serow::App::BadRequest->new($@);
+}
+
 # Query and body parameters (urlencoded or multipart), decoded from UTF-8.
 sub param {
     my ($self, $name) = @_;
+    $self->_parse;
     my $params = $self->req->parameters;
     return map { Encode::decode('UTF-8', $_) } keys %$params unless defined $name;
     my @values = map { Encode::decode('UTF-8', $_) } $params->get_all($name);
@@ -33,6 +43,7 @@ sub param {
 
 sub upload {
     my ($self, $name) = @_;
+    $self->_parse;
     return $self->req->upload($name);
 }
 
@@ -77,6 +88,13 @@ sub finalize {
     return [200, ['Content-Type' => 'text/html; charset=utf-8', @{ $self->{headers} }],
         [Encode::encode('UTF-8', "$res")]];
 }
+
+package Serow::App::BadRequest;
+
+# What dies when the request cannot be parsed; the app answers 400.
+sub new { my ($class, $error) = @_; bless { error => $error }, $class }
+sub error { $_[0]{error} }
+use overload '""' => sub { "bad request: $_[0]{error}" }, fallback => 1;
 
 1;
 __END__
