@@ -33,7 +33,7 @@ sub _check_options {
 sub _instance { ref $_[0] ? $_[0] : $_[0]->new }
 
 # Routes: $app->get('/path/:id' => sub { my ($c) = @_; ... }) on an instance,
-# or __PACKAGE__->get(...) in a subclass.  post, put, del(ete) and any too.
+# or __PACKAGE__->get(...) in a subclass.  post, put, delete and any too.
 sub route {
     my ($self, $method, $path, $code) = @_;
     Carp::croak('a route needs a path and a code reference') unless defined $path && ref $code eq 'CODE';
@@ -84,7 +84,7 @@ sub psgi_app {
         my $res = eval { $self->dispatch($c, \@routes) };
         if (!defined $res && $@) {
             my $error = $@;
-            $env->{'psgi.errors'}->print("Serow::App: $env->{REQUEST_METHOD} $env->{PATH_INFO}: $error");
+            $env->{'psgi.errors'}->print("Serow::App: " . $c->method . " " . $c->path . ": $error");
             return $c->error(400, 'Bad Request: the request body cannot be read')
                 if Scalar::Util::blessed($error) && $error->isa('Serow::App::BadRequest');
             return [500, ['Content-Type' => 'text/plain; charset=utf-8'],
@@ -269,7 +269,8 @@ A 500 response shows the error (default: only the log, C<psgi.errors>).
 
 The first route whose path and method match answers. Without a match, the
 code reference given to C<new> answers, else a C<handle> method of the
-subclass, else 404 (405 when a path matched with another method).
+subclass, else 404 (405 when a path matched with another method). Routes
+are read when the app is built: declare them before C<psgi_app>.
 
 A route answers with a string (an HTML page, C<200>, UTF-8), or a PSGI
 response (an array reference), or what C<< $c->redirect >>, C<< $c->text >>,
@@ -282,7 +283,9 @@ C<< $c->error >> return.
 =item $c->param($name)
 
 A query or body parameter (urlencoded or multipart), decoded from UTF-8; in
-list context all the values of the name. C<< $c->param >> lists the names.
+list context all the values of the name (so write
+C<< name => scalar $c->param('name') >> in a list). C<< $c->param >> lists the
+names. A body that cannot be parsed (a broken multipart body) answers 400.
 
 =item $c->upload($name)
 
@@ -319,7 +322,8 @@ Responses.  C<< $c->header(Name => value) >> adds a header to the response.
 
 Templates are read as UTF-8 and compiled once per process. An error, at
 compile time or while rendering, names the template's file and line.
-L<Serow::App::Template>->compilations says how many templates the process
-compiled.
+C<< Serow::App::Template->compilations >> says how many templates the
+process compiled (a worker of an app built with C<precompile>: none).
+See L<Serow::App::Template>.
 
 =cut
