@@ -487,11 +487,31 @@ sub all_child_pids {
     return @children;
 }
 
-# Whether $pid is a server's connection holder (it names itself in $0).
+sub _parent_pid {
+    my ($pid) = @_;
+    open(my $fh, '<', "/proc/$pid/stat") or return 0;
+    my $line = <$fh> // return 0;
+    # "pid (comm) state ppid ...": comm may hold spaces and parentheses
+    my ($ppid) = substr($line, rindex($line, ')') + 2) =~ /\A\S (\d+)/;
+    return $ppid // 0;
+}
+
+sub _cmdline {
+    my ($pid) = @_;
+    open(my $fh, '<', "/proc/$pid/cmdline") or return '';
+    return scalar(<$fh>) // '';
+}
+
+# Whether $pid is a server's connection holder.  A child of the master names
+# itself in $0 ("serow worker", "serow connection holder") just after fork;
+# until then it shows the master's name, so this waits (bounded) for a child
+# that still does.
 sub is_connection_holder {
     my ($pid) = @_;
-    open(my $fh, '<', "/proc/$pid/cmdline") or return 0;
-    my $cmdline = <$fh> // '';
+    my $cmdline = _cmdline($pid);
+    if ($cmdline =~ /\Aserow master/ && _cmdline(_parent_pid($pid)) =~ /\Aserow master/) {
+        wait_until(sub { $cmdline = _cmdline($pid); $cmdline !~ /\Aserow master/ });
+    }
     return $cmdline =~ /\Aserow connection holder/;
 }
 
