@@ -94,7 +94,7 @@ int fuzz_chunked_input(const uint8_t *data, size_t size)
     struct outcome whole, split;
     whole.decoded = malloc(size + 1);
     split.decoded = malloc(size + 1);
-    size_t *cuts = malloc((size + 1) * sizeof(size_t));
+    size_t *cuts = calloc(size + 1, sizeof(size_t));
     CHECK(whole.decoded && split.decoded && cuts);
 
     decode_split(data, size, NULL, 0, &whole);
