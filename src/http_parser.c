@@ -68,14 +68,19 @@ static int check_partial_request_line(const char *line, size_t len,
                                       struct http_request_head *head,
                                       const struct http_limits *limits)
 {
+    size_t line_len = len;
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)line[i];
-        if (c == '\r' && i == len - 1)
-            break; /* the LF may be on its way */
+        if (c == '\r' && i == len - 1) {
+            line_len = i; /* the LF may be on its way; the CR is no part of the line */
+            break;
+        }
         if (c < 0x20 || c >= 0x7f)
             return fail(head, 400);
     }
-    if (len > limits->max_request_line)
+    /* Measured as the complete line is: a line of exactly the limit whose CRLF
+     * arrives split between two reads must not turn into a 414. */
+    if (line_len > limits->max_request_line)
         return fail(head, 414);
     return HTTP_PARSE_INCOMPLETE;
 }

@@ -1,0 +1,9 @@
+/* replay.h - running a fuzz target on files (see replay.c). */
+#ifndef SEROW_FUZZ_REPLAY_H
+#define SEROW_FUZZ_REPLAY_H
+
+/* kind: "request" or "chunked"; paths: files or directories.  0 when all
+ * could be read (a failing input aborts). */
+int replay_paths(const char *kind, int count, char **paths);
+
+#endif

@@ -1,0 +1,21 @@
+/*
+ * targets.h - the fuzz targets for src/http_parser.c.
+ *
+ * Each target takes one input, runs the parser on it and abort()s when an
+ * invariant breaks.  They are plain functions so that the same code runs
+ * under libFuzzer (fuzz/run) and in the test suite, which replays the
+ * regression corpus without libFuzzer (t/parser/guard_page.t).
+ */
+#ifndef SEROW_FUZZ_TARGETS_H
+#define SEROW_FUZZ_TARGETS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* parse_request_head() and find_header() on the input. */
+int fuzz_request_input(const uint8_t *data, size_t size);
+
+/* decode_chunked() on the input, whole and in many splits. */
+int fuzz_chunked_input(const uint8_t *data, size_t size);
+
+#endif
