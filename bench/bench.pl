@@ -418,6 +418,8 @@ sub wrk {
     $r{errors} = $r{err_connect} + $r{err_read} + $r{err_write} + $r{err_timeout} + $r{non2xx};
     $r{rps} //= 0;
     $r{requests} //= 0;
+    # no answer, no latency (wrk prints zeros)
+    $r{p50} = $r{p99} = undef unless $r{requests};
     return \%r;
 }
 

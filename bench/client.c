@@ -50,6 +50,7 @@ enum result { RES_NONE, RES_OK, RES_BAD_STATUS, RES_CLOSED, RES_ERROR, RES_TIMEO
 struct conn {
     int fd;
     int in_epoll;
+    int kept; /* idle mode: answered its first request, kept open */
     enum conn_state state;
     char *buf;
     size_t len, cap;
@@ -551,8 +552,10 @@ static int run_idle(void) {
         drive(conns + i, m, req, now_ns() + tmo);
         int ok = 0;
         for (int j = 0; j < m; j++) {
-            if (conns[i + j].last == RES_OK)
+            if (conns[i + j].last == RES_OK) {
+                conns[i + j].kept = 1;
                 ok++;
+            }
             else
                 close_conn(&conns[i + j]);
         }
@@ -581,7 +584,7 @@ static int run_idle(void) {
     double secs = (now_ns() - t0) / 1e9;
     int ok = 0, closed = 0, failed = 0;
     for (int i = 0; i < nconns; i++) {
-        if (conns[i].state == C_CLOSED && conns[i].last == RES_NONE)
+        if (!conns[i].kept)
             continue;
         switch (conns[i].last) {
         case RES_OK: ok++; break;
