@@ -154,6 +154,7 @@ sub unix_path { "$TMP/backend" . ++$unix_counter . '.sock' }
 # Starts a command in its own session (so its whole process group can be
 # stopped), pinned to CPU 0.  Returns a handle for stop().
 my $log_counter = 0;
+my %LIVE;
 sub spawn {
     my ($name, @cmd) = @_;
     my $log = "$TMP/" . ++$log_counter . ".$name.log";
@@ -165,7 +166,16 @@ sub spawn {
         open STDERR, '>&', \*STDOUT;
         exec 'taskset', '-c', '0', @cmd or POSIX::_exit(127);
     }
-    return { name => $name, pid => $pid, log => $log, cmd => \@cmd };
+    my $p = { name => $name, pid => $pid, log => $log, cmd => \@cmd };
+    $LIVE{$pid} = $p;
+    return $p;
+}
+
+# Whatever is still running when the benchmark ends or is interrupted.
+END {
+    my $status = $?;
+    stop($_) for values %LIVE;
+    $? = $status;
 }
 
 sub alive {
@@ -199,6 +209,7 @@ sub stop {
     }
     waitpid $p->{pid}, 0 unless $p->{exited};
     $p->{exited} = 1;
+    delete $LIVE{ $p->{pid} };
 }
 
 # Waits (up to 60 s: a busy machine can be slow) until the address accepts a
@@ -406,8 +417,28 @@ sub wrk {
     push @cmd, '-H', 'Connection: close' if $o{close};
     push @cmd, '-s', $o{script} if $o{script};
     push @cmd, "http://$o{addr}$o{path}";
-    my $out = run_capture(@cmd);
+    my ($out, $conns);
+    if ($o{sample}) {
+        # Near the end, how many bytes each of wrk's connections has received:
+        # wrk's latency figures cover only the requests that were answered,
+        # and cannot show a connection that a server left waiting.
+        open my $fh, '-|', @cmd or die "bench: wrk: $!\n";
+        Time::HiRes::sleep($o{duration} > 1 ? $o{duration} - 0.5 : 0.7);
+        $conns = connection_bytes($o{addr});
+        local $/;
+        $out = <$fh> // '';
+        close $fh;
+    } else {
+        $out = run_capture(@cmd);
+    }
     my %r = (output => $out);
+    if ($conns && @$conns) {
+        my @b = sort { $a <=> $b } @$conns;
+        $r{conns_seen} = @b;
+        $r{conns_answered} = grep { $_ > 0 } @b;
+        my $med = median(@b);
+        $r{least_share} = $med > 0 ? $b[0] / $med : 0;
+    }
     ($r{rps}) = $out =~ /Requests\/sec:\s+([\d.]+)/;
     ($r{requests}) = $out =~ /(\d+) requests in/;
     $r{p50} = to_ms($out =~ /^\s+50%\s+(\S+)/m ? $1 : undef);
@@ -421,6 +452,24 @@ sub wrk {
     # no answer, no latency (wrk prints zeros)
     $r{p50} = $r{p99} = undef unless $r{requests};
     return \%r;
+}
+
+# Bytes received so far by each established client connection to $addr
+# (tcp_info from ss(8)); undef when ss is missing.
+sub connection_bytes {
+    my ($addr) = @_;
+    my ($port) = $addr =~ /:(\d+)$/ or return undef;
+    open my $fh, '-|', 'ss', '-Htin', 'state', 'established', "( dport = :$port )" or return undef;
+    local $/;
+    my $text = <$fh> // '';
+    close $fh or return undef;
+    my @bytes;
+    # one entry per connection: the address line, then an indented info line
+    for my $entry (split /\n(?=\S)/, $text) {
+        next unless $entry =~ /\S/;
+        push @bytes, $entry =~ /bytes_received:(\d+)/ ? $1 : 0;
+    }
+    return \@bytes;
 }
 
 sub run_capture {
@@ -542,7 +591,7 @@ sub measure_wrk {
     my $r = eval {
         wrk(%w, duration => $WARMUP);
         my $opens = passive_opens();
-        my $r = wrk(%w, duration => $DURATION);
+        my $r = wrk(%w, duration => $DURATION, sample => !$o{close} && !$o{close_mode} && $server ne 'hsp');
         my $opens_after = passive_opens();
         $r->{conn_per_req} = ($opens_after - $opens) / $r->{requests} if $r->{requests} && defined $opens;
         check_alive($p);
@@ -566,7 +615,7 @@ sub throughput {
         my %start = (app => $o{app}, close_mode => $o{close_mode}, path => $o{path},
             nginx => $o{nginx});
         return measure_wrk($server, start => \%start, conns => $o{conns} // 16, path => $o{path},
-            close => $o{close}, script => $o{script}, after => $o{after});
+            close => $o{close}, close_mode => $o{close_mode}, script => $o{script}, after => $o{after});
     });
 }
 
@@ -1014,12 +1063,23 @@ sub report {
                 my $errors = 0;
                 $errors += $_->{errors} for @{ rs($s, $server) };
                 my $cpr = med_of($s, $server, 'conn_per_req');
+                my @rs = grep { defined $_->{conns_seen} } @{ rs($s, $server) };
+                my $answered = '';
+                if (@rs) {
+                    my ($worst) = sort { $a->{conns_answered} <=> $b->{conns_answered}
+                        || $a->{least_share} <=> $b->{least_share} } @rs;
+                    $answered = sprintf '%d of %d; least-served got %.0f%% of the median',
+                        $worst->{conns_answered}, $worst->{conns_seen}, 100 * $worst->{least_share};
+                }
                 push @rows, [$s, $TITLE{$server}, rounds_list($s, $server), fmt_ms(med_of($s, $server, 'p99')),
-                    $errors, defined $cpr && $s eq 'hello_close' ? sprintf('%.2f', $cpr) : ''];
+                    $errors, $answered, defined $cpr && $s eq 'hello_close' ? sprintf('%.2f', $cpr) : ''];
             }
         }
-        $md .= table(['scenario', 'server', 'req/s per round', 'p99', 'errors (all rounds)',
-            'new connections per request'], @rows);
+        $md .= table(['scenario', 'server', 'req/s per round', 'p99 (answered requests)', 'errors (all rounds)',
+            'wrk connections answered (worst round)', 'new connections per request'], @rows);
+        $md .= "\nwrk's latency covers only the requests that were answered: a server that leaves some of wrk's\n"
+            . "connections waiting (a prefork worker keeps its keep-alive connection) shows a low p99 for the others.\n"
+            . "The answered connections are sampled with ss(8) half a second before the end (bytes received per connection).\n";
     }
 
     if ($RESULTS{hello_keepalive}) {
@@ -1189,7 +1249,7 @@ EOF
 
 # ---- main ----------------------------------------------------------------------
 
-$SIG{INT} = $SIG{TERM} = sub { die "interrupted\n" };
+$SIG{INT} = $SIG{TERM} = sub { logf("bench: interrupted"); exit 130 };
 $SIG{PIPE} = 'IGNORE';
 my $started = POSIX::strftime('%Y-%m-%d %H:%M:%S %Z', localtime);
 my $load_start = loadavg();
