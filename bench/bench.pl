@@ -508,6 +508,67 @@ sub passive_opens {
     return $t{PassiveOpens};
 }
 
+# CPU time during a measurement: how much the server's processes used, and
+# how much of CPU 0 (the server's) and CPU 1 (the load generator's) other
+# processes on this shared machine took.
+my $CLK_TCK = POSIX::sysconf(POSIX::_SC_CLK_TCK()) || 100;
+
+# (busy, total) ticks of one CPU.  Interrupt and softirq time are left out of
+# busy: on loopback much of it is the benchmark's own traffic.
+sub cpu_ticks {
+    my ($cpu) = @_;
+    my ($line) = (slurp('/proc/stat') // '') =~ /^cpu$cpu (.*)$/m or return (0, 0);
+    my ($user, $nice, $system, $idle, $iowait, $irq, $softirq, $steal) = split ' ', $line;
+    my $busy = $user + $nice + $system + ($steal // 0);
+    return ($busy, $busy + $idle + $iowait + $irq + $softirq);
+}
+
+sub group_ticks {
+    my (@groups) = @_;
+    my %pg = map { $_->{pid} => 1 } grep { defined } @groups;
+    my $ticks = 0;
+    for my $stat_file (glob '/proc/[0-9]*/stat') {
+        my $stat = slurp($stat_file) // next;
+        $stat =~ /\) (.*)$/s or next;
+        my @f = split ' ', $1;
+        # after the command: state ppid pgrp ... utime (12th) stime (13th)
+        $ticks += $f[11] + $f[12] if $pg{ $f[2] };
+    }
+    return $ticks;
+}
+
+sub probe_start {
+    my (@groups) = @_;
+    my ($busy0, $total0) = cpu_ticks(0);
+    my ($busy1, $total1) = cpu_ticks(1);
+    my (undef, undef, $cuser, $csys) = times;
+    return { groups => \@groups, busy0 => $busy0, total0 => $total0, busy1 => $busy1, total1 => $total1,
+        children => $cuser + $csys, server => group_ticks(@groups) };
+}
+
+# Adds cpu0_other and cpu1_other (the share of CPU 0, where the server runs,
+# and of CPU 1, where the load generator runs, that other processes took)
+# and, given a request count, cpu_us (server CPU time per request, in
+# microseconds).  The load generator's own time comes from times(): it is a
+# child that has been waited for.
+sub probe_end {
+    my ($probe, $r, $requests) = @_;
+    my ($busy0, $total0) = cpu_ticks(0);
+    my ($busy1, $total1) = cpu_ticks(1);
+    my (undef, undef, $cuser, $csys) = times;
+    my $server = group_ticks(@{ $probe->{groups} }) - $probe->{server};
+    my $client = ($cuser + $csys - $probe->{children}) * $CLK_TCK;
+    if ((my $dt = $total0 - $probe->{total0}) > 0) {
+        my $other = ($busy0 - $probe->{busy0}) - $server;
+        $r->{cpu0_other} = $other > 0 ? $other / $dt : 0;
+    }
+    if ((my $dt = $total1 - $probe->{total1}) > 0) {
+        my $other = ($busy1 - $probe->{busy1}) - $client;
+        $r->{cpu1_other} = $other > 0 ? $other / $dt : 0;
+    }
+    $r->{cpu_us} = $server / $CLK_TCK * 1e6 / $requests if $requests;
+}
+
 # ---- results -----------------------------------------------------------------
 
 # rs('scenario', 'server') = [ per-round hashes ]
@@ -567,6 +628,9 @@ sub summary {
     my @s = (sprintf '%.0f req/s', $r->{rps});
     push @s, sprintf 'p99 %.2f ms', $r->{p99} if defined $r->{p99};
     push @s, "errors $r->{errors}" if $r->{errors};
+    push @s, sprintf 'server CPU %.1f us/req', $r->{cpu_us} if defined $r->{cpu_us};
+    push @s, sprintf 'others took %.0f%% of CPU 0, %.0f%% of CPU 1', 100 * $r->{cpu0_other}, 100 * ($r->{cpu1_other} // 0)
+        if defined $r->{cpu0_other};
     push @s, $r->{extra} if $r->{extra};
     return join ', ', @s;
 }
@@ -591,7 +655,9 @@ sub measure_wrk {
     my $r = eval {
         wrk(%w, duration => $WARMUP);
         my $opens = passive_opens();
+        my $probe = probe_start($p);
         my $r = wrk(%w, duration => $DURATION, sample => !$o{close} && !$o{close_mode} && $server ne 'hsp');
+        probe_end($probe, $r, $r->{requests});
         my $opens_after = passive_opens();
         $r->{conn_per_req} = ($opens_after - $opens) / $r->{requests} if $r->{requests} && defined $opens;
         check_alive($p);
@@ -711,7 +777,9 @@ sub measure_behind_nginx {
     my ($front, $b) = start_behind_nginx($server, %o);
     my $r = eval {
         wrk(addr => $front->{listen}, path => '/', conns => $o{conns}, duration => $WARMUP);
+        my $probe = probe_start($front, $b);
         my $r = wrk(addr => $front->{listen}, path => '/', conns => $o{conns}, duration => $DURATION);
+        probe_end($probe, $r, $r->{requests});
         check_alive($b);
         check_alive($front);
         die "no request was answered\n" unless $r->{requests} > 0;
@@ -760,7 +828,9 @@ sub scenario_idle_10k {
             }
             Time::HiRes::sleep(1.5); # Serow moves connections idle for 0.5 s to its holder
             my @after = group_processes($p);
+            my $probe = probe_start($p);
             my $loaded = wrk(%w, duration => $DURATION);
+            probe_end($probe, $loaded, $loaded->{requests});
             print {$client_in} "go\n";
             close $client_in;
             while (my $line = <$client_out>) {
@@ -771,6 +841,7 @@ sub scenario_idle_10k {
             undef $client_pid;
             check_alive($p);
             my %r = (rps => $loaded->{rps}, p99 => $loaded->{p99}, errors => $loaded->{errors},
+                cpu0_other => $loaded->{cpu0_other}, cpu1_other => $loaded->{cpu1_other},
                 base_rps => $base->{rps}, base_p99 => $base->{p99}, base_errors => $base->{errors},
                 opened => $c{opened} // 0, again_ok => $c{again_ok} // 0,
                 again_closed => $c{again_closed} // 0, again_failed => $c{again_failed} // 0,
@@ -779,7 +850,7 @@ sub scenario_idle_10k {
             # worker (nginx), RSS after minus before
             my ($holder) = grep { $_->{cmd} eq 'serow connection holder' } @after;
             ($holder) = grep { $_->{cmd} =~ /worker process/ } @after if $server eq 'nginx';
-            if ($holder && $before{ $holder->{pid} } && $r{opened}) {
+            if ($holder && $before{ $holder->{pid} } && $r{opened} >= 100) {
                 $r{holder_rss_before} = $before{ $holder->{pid} }{rss};
                 $r{holder_rss_after} = $holder->{rss};
                 $r{holder_fds} = $holder->{fds};
@@ -788,7 +859,7 @@ sub scenario_idle_10k {
             my ($sum_before, $sum_after) = (0, 0);
             $sum_before += $_->{pss} for values %before;
             $sum_after += $_->{pss} for @after;
-            $r{server_pss_per_idle} = ($sum_after - $sum_before) * 1024 / $r{opened} if $r{opened};
+            $r{server_pss_per_idle} = ($sum_after - $sum_before) * 1024 / $r{opened} if $r{opened} >= 100;
             $r{extra} = sprintf 'without idle %.0f req/s p99 %.2f ms; idle opened %d, answered again %d',
                 $r{base_rps}, $r{base_p99} // -1, $r{opened}, $r{again_ok};
             \%r;
@@ -814,7 +885,9 @@ sub scenario_blocking_10ms {
         die "$err\n" unless $p;
         my $r = eval {
             wrk(addr => $p->{listen}, path => '/', conns => 8, duration => $WARMUP);
+            my $probe = probe_start($p);
             my $r = client_load(addr => $p->{listen}, conns => $clients, duration => $DURATION);
+            probe_end($probe, $r, $r->{requests});
             check_alive($p);
             $r->{p99} = $r->{p99_ms};
             $r->{extra} = sprintf 'p50 %.1f ms, longest wait %.0f ms, answers per connection min %d median %d max %d, unserved %d',
@@ -842,8 +915,10 @@ sub scenario_slow_2pct {
         my $r = eval {
             wrk(addr => $p->{listen}, path => '/', conns => $clients, duration => $WARMUP);
             my $fast = wrk(addr => $p->{listen}, path => '/', conns => $clients, duration => $DURATION);
+            my $probe = probe_start($p);
             my $r = client_load(addr => $p->{listen}, conns => $clients, duration => $DURATION,
                 slow_every => 50);
+            probe_end($probe, $r, $r->{requests});
             check_alive($p);
             $r->{fast_rps} = $fast->{rps};
             $r->{capacity} = $fast->{rps} > 0 ? 8 / (0.02 * 0.050 + 1 / $fast->{rps}) : 0;
@@ -1071,15 +1146,26 @@ sub report {
                     $answered = sprintf '%d of %d; least-served got %.0f%% of the median',
                         $worst->{conns_answered}, $worst->{conns_seen}, 100 * $worst->{least_share};
                 }
+                my $cpu = med_of($s, $server, 'cpu_us');
+                my $other = med_of($s, $server, 'cpu0_other');
+                my $other1 = med_of($s, $server, 'cpu1_other');
                 push @rows, [$s, $TITLE{$server}, rounds_list($s, $server), fmt_ms(med_of($s, $server, 'p99')),
-                    $errors, $answered, defined $cpr && $s eq 'hello_close' ? sprintf('%.2f', $cpr) : ''];
+                    $errors, $answered, defined $cpr && $s eq 'hello_close' ? sprintf('%.2f', $cpr) : '',
+                    defined $cpu ? sprintf('%.1f', $cpu) : '—',
+                    defined $other ? sprintf('%.0f%% / %.0f%%', 100 * $other, 100 * ($other1 // 0)) : '—'];
             }
         }
         $md .= table(['scenario', 'server', 'req/s per round', 'p99 (answered requests)', 'errors (all rounds)',
-            'wrk connections answered (worst round)', 'new connections per request'], @rows);
+            'wrk connections answered (worst round)', 'new connections per request',
+            'server CPU per request (us)', 'CPU 0 / CPU 1 taken by other processes'], @rows);
         $md .= "\nwrk's latency covers only the requests that were answered: a server that leaves some of wrk's\n"
             . "connections waiting (a prefork worker keeps its keep-alive connection) shows a low p99 for the others.\n"
-            . "The answered connections are sampled with ss(8) half a second before the end (bytes received per connection).\n";
+            . "The answered connections are sampled with ss(8) half a second before the end (bytes received per connection).\n"
+            . "Server CPU per request: user + system time of all the server's processes during the measurement, divided by\n"
+            . "the requests answered; less sensitive to the machine's other load than requests/s. CPU 0 / CPU 1 taken by\n"
+            . "other processes: the share of the server's and of the load generator's CPU that went to other processes.\n"
+            . "uWSGI (`--http-socket`) and HTTP::Server::PSGI end answers by closing the connection in hello_close and\n"
+            . "streaming: wrk counts each such close as a read error.\n";
     }
 
     if ($RESULTS{hello_keepalive}) {
@@ -1106,14 +1192,14 @@ sub report {
             my $errors = 0;
             $errors += $_->{errors} for @$rs;
             push @rows, [$TITLE{$server}, fmt_rps($m->('base_rps')), fmt_ms($m->('base_p99')),
-                fmt_rps($m->('rps')), fmt_ms($m->('p99')), $errors,
+                fmt_rps($m->('rps')), fmt_ms($m->('p99')) . ' (' . join(' / ', map { defined $_->{p99} ? sprintf('%.1f', $_->{p99}) : '?' } @$rs) . ')', $errors,
                 "min " . $min->('opened') . ", median " . $m->('opened'),
                 "min " . $min->('again_ok') . ", median " . $m->('again_ok'),
                 $m->('again_closed') . ' / ' . $m->('again_failed'),
                 defined $m->('bytes_per_idle') ? sprintf('%.0f', $m->('bytes_per_idle')) : '—',
                 defined $m->('server_pss_per_idle') ? sprintf('%.0f', $m->('server_pss_per_idle')) : '—'];
         }
-        $md .= table(['server', 'req/s without idle', 'p99 without', 'req/s with idle', 'p99 with',
+        $md .= table(['server', 'req/s without idle', 'p99 without', 'req/s with idle', 'p99 with (per round, ms)',
             'wrk errors', 'idle opened', 'idle answered again', 'closed / failed again',
             'bytes per idle connection (holder or nginx worker RSS)', 'bytes per idle connection (all processes, PSS)'], @rows);
         $md .= "\nThe memory is what the process's RSS grew by while it held the idle connections; kernel socket buffers are not in it.\n";
@@ -1141,11 +1227,14 @@ sub report {
             my $errors = 0;
             $errors += $_->{errors} for @$rs;
             my $m = med_of('nginx_front', $server, 'rps');
+            my $cpu = med_of('nginx_front', $server, 'cpu_us');
             push @rows, [$server eq 'nginx' ? 'nginx (behind nginx)' : $TITLE{$server}, fmt_rps($m),
                 fmt_x(ratio($m, $ref)), fmt_ms(med_of('nginx_front', $server, 'p99')), $errors,
-                rounds_list('nginx_front', $server)];
+                rounds_list('nginx_front', $server), join(' / ', map { defined $_->{p99} ? sprintf('%.1f', $_->{p99}) : '?' } @$rs),
+                defined $cpu ? sprintf('%.1f', $cpu) : '—'];
         }
-        $md .= table(['backend', 'req/s', 'vs nginx behind nginx', 'p99', 'errors (all rounds)', 'req/s per round'], @rows);
+        $md .= table(['backend', 'req/s', 'vs nginx behind nginx', 'p99', 'errors (all rounds)', 'req/s per round',
+            'p99 per round (ms)', 'CPU per request, nginx in front included (us)'], @rows);
     }
 
     if (%FAILED) {
@@ -1158,8 +1247,22 @@ sub report {
         }
     }
 
-    $md .= "\n## Load average during each scenario (1 min, at the start of each round)\n\n";
-    $md .= table(['scenario', 'load'], map { [$_, join(' / ', @{ $LOAD{$_} })] } grep { $LOAD{$_} } map { $_->[0] } @SCENARIOS);
+    $md .= "\n## Load on the machine during each scenario\n\n";
+    my @load_rows;
+    for my $sc (grep { $LOAD{$_} } map { $_->[0] } @SCENARIOS) {
+        my @m = grep { defined $_->{cpu0_other} } map { @{ rs($sc, $_) // [] } } @SERVERS;
+        my $f = sub {
+            my @o = sort { $a <=> $b } map { $_->{$_[0]} // 0 } @m;
+            @o ? sprintf('%.0f%% (median), %.0f%% (most)', 100 * median(@o), 100 * $o[-1]) : '—';
+        };
+        push @load_rows, [$sc, join(' / ', @{ $LOAD{$sc} }), $f->('cpu0_other'), $f->('cpu1_other')];
+    }
+    $md .= table(['scenario', 'load average (1 min) at the start of each round',
+        'CPU 0 (server) taken by other processes', 'CPU 1 (load generator) taken by other processes'], @load_rows);
+    $md .= "\nOther processes on this shared machine are not pinned: what they took of CPU 0 is time the server\n"
+        . "waited, what they took of CPU 1 is time the load generator waited; both lower requests/s and lengthen the\n"
+        . "latency tail, and not equally for every server.  User and system time only (interrupts and softirqs,\n"
+        . "much of them the benchmark's own loopback traffic, are left out).\n";
 
     $md .= <<"EOF";
 
@@ -1240,6 +1343,7 @@ set key top right
 set xtics rotate by -25 noenhanced
 set key noenhanced
 set bmargin 7
+set label 1 "No bar: the server was not run in that scenario, or answered nothing (idle 10k: Starman and uWSGI, whose workers all hold idle connections)" at screen 0.01, screen 0.02 font "sans,9" noenhanced
 plot for [i=2:${\ ($n + 1)}] "$data" using i:xtic(1) title columnheader(i)
 EOF
     open my $g, '|-', 'gnuplot' or do { note("gnuplot did not run: $!"); return };
