@@ -1,0 +1,11 @@
+# Reads the whole request body (wrk POSTs 64 KiB) and says how much it read.
+sub {
+    my ($env) = @_;
+    my $input = $env->{'psgi.input'};
+    my $total = 0;
+    while (my $n = $input->read(my $buffer, 65536)) {
+        $total += $n;
+    }
+    my $body = "read $total bytes";
+    return [200, ['Content-Type' => 'text/plain', 'Content-Length' => length $body], [$body]];
+};
