@@ -627,7 +627,9 @@ sub summary {
     my ($r) = @_;
     my @s = (sprintf '%.0f req/s', $r->{rps});
     push @s, sprintf 'p99 %.2f ms', $r->{p99} if defined $r->{p99};
-    push @s, "errors $r->{errors}" if $r->{errors};
+    push @s, "errors $r->{errors}" . (defined $r->{err_read}
+        ? " (connect $r->{err_connect}, read $r->{err_read}, write $r->{err_write}, timeout $r->{err_timeout}, non-2xx $r->{non2xx})"
+        : '') if $r->{errors};
     push @s, sprintf 'server CPU %.1f us/req', $r->{cpu_us} if defined $r->{cpu_us};
     push @s, sprintf 'others took %.0f%% of CPU 0, %.0f%% of CPU 1', 100 * $r->{cpu0_other}, 100 * ($r->{cpu1_other} // 0)
         if defined $r->{cpu0_other};
@@ -1137,6 +1139,12 @@ sub report {
                 next unless rs($s, $server);
                 my $errors = 0;
                 $errors += $_->{errors} for @{ rs($s, $server) };
+                if ($errors) {
+                    my %k;
+                    for my $r (@{ rs($s, $server) }) { $k{$_} += $r->{"err_$_"} // 0 for qw(connect read write timeout) }
+                    $k{'non-2xx'} += $_->{non2xx} // 0 for @{ rs($s, $server) };
+                    $errors .= ' (' . join(', ', map { "$_ $k{$_}" } grep { $k{$_} } qw(connect read write timeout non-2xx)) . ')';
+                }
                 my $cpr = med_of($s, $server, 'conn_per_req');
                 my @rs = grep { defined $_->{conns_seen} } @{ rs($s, $server) };
                 my $answered = '';
