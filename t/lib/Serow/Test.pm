@@ -19,7 +19,8 @@ use Fcntl ();
 use Test::More ();
 
 our @EXPORT_OK = qw(start_server raw_request raw_connect read_response parse_response
-                    wait_until read_until_close echo_app rejects send_all);
+                    wait_until read_until_close echo_app rejects send_all
+                    need_debian_packages);
 
 # Generous: the machine is shared and slow; these bound a wait, never pace it.
 use constant READ_TIMEOUT => 30;
@@ -547,6 +548,38 @@ sub worker_pids { child_pids($_[0]{pid}) }
 sub find_command {
     my ($name) = @_;
     return (grep { -f && -x } map { "$_/$name" } split /:/, $ENV{PATH} // '')[0];
+}
+
+# need_debian_packages('nginx', 'libmojolicious-perl', ...): a test that needs a
+# real component installs it itself (the README's setup installs only what
+# the server needs).  Missing packages are installed with apt-get when the test
+# runs as root (as CI does); tests running side by side queue on dpkg's lock.
+# Without root, and with packages missing, the test is skipped with their names.
+sub need_debian_packages {
+    my @packages = @_;
+    my @missing = grep { !_debian_package_installed($_) } @packages;
+    return 1 unless @missing;
+    Test::More::plan(skip_all => "needs Debian packages @missing (run as root to install them)")
+        if $> != 0;
+    my @apt = ('apt-get', '-o', 'DPkg::Lock::Timeout=900', '-y', '-qq', '--no-install-recommends');
+    my $log = File::Temp->new;
+    local $ENV{DEBIAN_FRONTEND} = 'noninteractive';
+    # The package lists are fetched only when an install fails without them
+    # (a fresh machine has none).
+    for my $attempt (1, 2) {
+        system("@apt install @missing >$log 2>&1") == 0 and last;
+        system("apt-get -o DPkg::Lock::Timeout=900 -qq update >>$log 2>&1") if $attempt == 1;
+    }
+    @missing = grep { !_debian_package_installed($_) } @missing;
+    return 1 unless @missing;
+    open my $fh, '<', $log->filename;
+    Test::More::BAIL_OUT("could not install Debian packages @missing:\n" . join('', <$fh>));
+}
+
+sub _debian_package_installed {
+    my ($package) = @_;
+    my $status = `dpkg-query -W -f='\${Status}' $package 2>/dev/null` // '';
+    return $status =~ /install ok installed/;
 }
 
 # ---- requests ------------------------------------------------------------------
