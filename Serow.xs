@@ -370,6 +370,7 @@ shared_reset_worker(Serow::Shared shared, unsigned int index)
         atomic_store(&w->idle_connections, 0);
         atomic_store(&w->connections, 0);
         atomic_store(&w->busy, 0);
+        atomic_store(&w->free, 0);
         atomic_store(&w->stolen_head, 0);
         atomic_store(&w->stolen_tail, 0);
         w->current_request[0] = '\0';

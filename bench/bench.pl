@@ -301,8 +301,7 @@ sub server_command {
     my $app = app_file($o{app});
     if ($server eq 'serow') {
         return ($^X, '-Mblib', 'script/serow', '--listen', $listen, '--workers', $workers,
-            ($o{keepalive} ? ('--keepalive-timeout', $o{keepalive},
-                '--max-keepalive-connections', $IDLE + 1000) : ()), $app);
+            ($o{keepalive} ? ('--keepalive-timeout', $o{keepalive}) : ()), $app);
     }
     if ($server eq 'starman') {
         return ('starman', '--preload-app', '--workers', $workers, '--listen', $listen,
@@ -1277,7 +1276,7 @@ sub report {
 ## How each server runs
 
 - Serow: `perl -Mblib script/serow --listen ADDR --workers 4 APP` (8 in (b) and (c)); in (a) also
-  `--keepalive-timeout 120 --max-keepalive-connections ${\ ($IDLE + 1000)}` (the default cap is half the open-file limit).
+  `--keepalive-timeout 120` (its default cap on connections, the open-file limit less a tenth, is above 10,032).
 - Starman: `starman --preload-app --workers 4 --listen ADDR APP` (8 in (b) and (c)); in (a) `--keepalive-timeout 120`.
 - uWSGI: `uwsgi --plugins psgi --http11-socket ADDR --psgi APP --processes 4 --master --disable-logging --die-on-term --listen 1024`;
   `--http-socket` (one request per connection) for Connection: close and streaming, because `--http11-socket`

@@ -290,7 +290,7 @@ static int steal_connection(struct holder *h, uint32_t worker_index, uint32_t sl
             fprintf(stderr, "serow connection holder: cannot take connections from workers "
                             "(pidfd_getfd: %s); busy workers keep their idle connections\n",
                     strerror(errno));
-            h->can_steal = 0;
+            h->can_steal = 1;
         }
         atomic_store(&s->state, SLOT_IDLE);
         return 0;
@@ -308,22 +308,41 @@ static int steal_connection(struct holder *h, uint32_t worker_index, uint32_t sl
     return 1;
 }
 
-/* Idle connections of workers busy for longer than steal_after, and those idle
- * longer than idle_handoff anywhere.  Returns whether any worker is busy. */
-static int scan_workers(struct holder *h, uint64_t now)
+/* What the scan of the workers found, for choosing how long to wait. */
+struct scan_result {
+    int stuck_waiting;      /* a worker is stuck with idle connections, no worker is free */
+    int64_t next_deadline;  /* ms until a busy worker reaches steal_after; -1: none */
+};
+
+/* Idle connections of workers busy for longer than steal_after while another
+ * worker is free (see shared_worth_stealing), and those idle longer than
+ * idle_handoff anywhere. */
+static struct scan_result scan_workers(struct holder *h, uint64_t now)
 {
-    int any_busy = 0;
+    struct scan_result result = {0, -1};
     int handoff_scan = now - h->last_handoff_scan_ms >= HANDOFF_SCAN_MS;
     if (handoff_scan)
         h->last_handoff_scan_ms = now;
+    int any_free = shared_any_worker_free(h->shared);
     for (uint32_t i = 0; i < h->shared->max_workers; i++) {
         struct worker_slot *w = &h->shared->workers[i];
         if (atomic_load(&w->pid) <= 0)
             continue;
-        int busy = atomic_load(&w->busy);
-        any_busy |= busy;
-        int steal_all = busy && now - atomic_load(&w->busy_since_ms) >= h->settings.steal_after_ms;
-        if (!h->can_steal || (!steal_all && !handoff_scan) || atomic_load(&w->idle_connections) == 0)
+        int has_idle = atomic_load(&w->idle_connections) > 0;
+        int steal_all = 0;
+        if (atomic_load(&w->busy) && has_idle && h->can_steal) {
+            uint64_t busy_for = now - atomic_load(&w->busy_since_ms);
+            if (busy_for < h->settings.steal_after_ms) {
+                int64_t left = (int64_t)(h->settings.steal_after_ms - busy_for);
+                if (result.next_deadline < 0 || left < result.next_deadline)
+                    result.next_deadline = left;
+            } else if (any_free) {
+                steal_all = 1;
+            } else {
+                result.stuck_waiting = 1;
+            }
+        }
+        if (!h->can_steal || (!steal_all && !handoff_scan) || !has_idle)
             continue;
         uint32_t high = atomic_load(&w->slots_high_water);
         if (high > SHARED_SLOTS_PER_WORKER)
@@ -339,7 +358,7 @@ static int scan_workers(struct holder *h, uint64_t now)
         if (stolen && !atomic_load(&w->busy))
             wake_worker(h, i); /* a busy worker looks when it is done */
     }
-    return any_busy;
+    return result;
 }
 
 /* ---- keep-alive timeout and cap ---------------------------------------- */
@@ -391,24 +410,45 @@ static void receive_handed_back(struct holder *h)
     }
 }
 
-/* Sleeps long only when no worker is busy; a worker that becomes busy wakes
- * us through wake_fd if we said we were sleeping (see worker_loop.c). */
-static int choose_timeout(struct holder *h, int any_busy)
+/*
+ * How long to wait for events.  While a busy worker has idle connections, until
+ * it has been busy for steal_after.  A worker stuck past that while no worker
+ * is free: until a worker becomes free (it rings wake_fd when it sees
+ * holder_awaits_free) or, at the latest, steal_after (busy periods that begin
+ * meanwhile are not announced to us).  Otherwise long, with holder_sleeping set
+ * so that the next worker to become busy wakes us (see worker_loop.c).  Each
+ * flag is set before the state is looked at again, and workers set their own
+ * state before they look at the flags, so no wake-up is missed.
+ */
+static int choose_timeout(struct holder *h, const struct scan_result *scan)
 {
-    if (any_busy && h->can_steal) {
-        uint64_t t = h->settings.steal_after_ms / 2;
+    if (!h->can_steal)
+        goto sleep_long;
+    if (scan->stuck_waiting) {
+        atomic_store(&h->shared->holder_awaits_free, 1);
+        if (shared_any_worker_free(h->shared)) {
+            atomic_store(&h->shared->holder_awaits_free, 0);
+            return 0;
+        }
+        int64_t t = (int64_t)h->settings.steal_after_ms;
+        if (scan->next_deadline >= 0 && scan->next_deadline < t)
+            t = scan->next_deadline;
         return t < 1 ? 1 : (int)t;
     }
+    if (scan->next_deadline >= 0)
+        return scan->next_deadline < 1 ? 1 : (int)scan->next_deadline;
     atomic_store(&h->shared->holder_sleeping, 1);
     /* look again after announcing the sleep: a worker that became busy
      * before it could see the flag is caught here */
     for (uint32_t i = 0; i < h->shared->max_workers; i++) {
-        if (atomic_load(&h->shared->workers[i].pid) > 0 &&
-            atomic_load(&h->shared->workers[i].busy)) {
+        struct worker_slot *w = &h->shared->workers[i];
+        if (atomic_load(&w->pid) > 0 && atomic_load(&w->busy) &&
+            atomic_load(&w->idle_connections) > 0) {
             atomic_store(&h->shared->holder_sleeping, 0);
             return 1;
         }
     }
+sleep_long:
     return h->held || idle_in_workers(h) ? HANDOFF_SCAN_MS : MAX_SLEEP_MS;
 }
 
@@ -455,10 +495,11 @@ int run_connection_holder(struct shared_state *shared, int ready_channel, int ha
     atomic_store(&shared->holder_pid, getpid());
 
     struct epoll_event events[EPOLL_BATCH];
-    int any_busy = 1;
+    struct scan_result scan = {0, 0};
     while (!stop_requested) {
-        int n = epoll_wait(h->epoll_fd, events, EPOLL_BATCH, choose_timeout(h, any_busy));
+        int n = epoll_wait(h->epoll_fd, events, EPOLL_BATCH, choose_timeout(h, &scan));
         atomic_store(&shared->holder_sleeping, 0);
+        atomic_store(&shared->holder_awaits_free, 0);
         for (int i = 0; i < n; i++) {
             uint64_t tag = events[i].data.u64;
             if (tag == TAG_WAKE) {
@@ -478,7 +519,7 @@ int run_connection_holder(struct shared_state *shared, int ready_channel, int ha
         if (h->waiting_count)
             flush_waiting(h);
         uint64_t now = shared_clock_ms();
-        any_busy = scan_workers(h, now);
+        scan = scan_workers(h, now);
         expire_and_cap(h, now);
     }
 

@@ -12,7 +12,8 @@
  *   with pidfd_getfd(2) and mark it SLOT_STOLEN: whoever wins the swap owns
  *   the connection, so a request is never read by two processes and never
  *   lost.  The holder steals the idle connections of a worker that has been
- *   busy in one request for longer than steal_after, and any connection idle
+ *   busy in one request for longer than steal_after while another worker is
+ *   free, and any connection idle
  *   for longer than idle_handoff; it queues the stolen slot numbers for the
  *   worker, which closes its copies the next time it looks.
  *
@@ -56,6 +57,7 @@ struct worker_slot {
     _Atomic int32_t pid;              /* 0: unused */
     _Atomic int32_t generation;
     _Atomic uint32_t busy;            /* 1 while a request is being answered */
+    _Atomic uint32_t free;            /* 1 while it waits with nothing to do */
     _Atomic uint64_t busy_since_ms;
     _Atomic uint64_t requests_served;
     _Atomic uint32_t slots_high_water; /* slots in use are below this */
@@ -73,6 +75,7 @@ struct shared_state {
     uint64_t started_ms;              /* wall clock, for the uptime */
     _Atomic int32_t holder_pid;
     _Atomic uint32_t holder_sleeping; /* the holder waits long: wake it on busy */
+    _Atomic uint32_t holder_awaits_free; /* a worker is stuck: wake the holder when free */
     int holder_wake_fd;               /* eventfd the holder waits on */
     _Atomic uint32_t server_stopping;    /* the whole server is going: close, do not hand over */
     _Atomic uint32_t open_connections;   /* client connections, wherever they are */
@@ -90,5 +93,13 @@ size_t shared_state_size(uint32_t max_workers);
 
 /* Monotonic milliseconds: the clock every timestamp in the mapping uses. */
 uint64_t shared_clock_ms(void);
+
+/* Whether taking idle connections away from a busy worker would help now:
+ * some worker has been busy for at least steal_after_ms with idle
+ * connections while another one waits with nothing to do.  (Without a free
+ * worker the taken connections would only wait elsewhere: on a saturated
+ * core the "busy" worker is often merely preempted.) */
+int shared_worth_stealing(struct shared_state *shared, uint64_t now_ms, uint64_t steal_after_ms);
+int shared_any_worker_free(struct shared_state *shared);
 
 #endif

@@ -335,21 +335,45 @@ static void drop_stolen_connections(struct worker_loop *loop)
     atomic_store(&loop->slot->stolen_tail, tail);
 }
 
-/* The holder waits long when no worker is busy: tell it we are. */
+/* Rings the holder if flag says it waits for news (clearing the flag, so
+ * that one worker rings once). */
+static void wake_holder_if(struct worker_loop *loop, _Atomic uint32_t *flag)
+{
+    uint32_t set = 1;
+    if (atomic_load(flag) && atomic_compare_exchange_strong(flag, &set, 0) &&
+        loop->shared->holder_wake_fd >= 0) {
+        uint64_t one = 1;
+        ssize_t ignored = write(loop->shared->holder_wake_fd, &one, sizeof(one));
+        (void)ignored;
+    }
+}
+
+/* The holder waits long when no busy worker has idle connections it could
+ * take: tell it when we are one. */
 static void announce_busy(struct worker_loop *loop)
 {
     if (loop->slot == NULL)
         return;
     atomic_store(&loop->slot->busy_since_ms, shared_clock_ms());
     atomic_store(&loop->slot->busy, 1);
-    uint32_t sleeping = 1;
-    if (atomic_load(&loop->shared->holder_sleeping) &&
-        atomic_compare_exchange_strong(&loop->shared->holder_sleeping, &sleeping, 0) &&
-        loop->shared->holder_wake_fd >= 0) {
-        uint64_t one = 1;
-        ssize_t ignored = write(loop->shared->holder_wake_fd, &one, sizeof(one));
-        (void)ignored;
-    }
+    if (atomic_load(&loop->slot->idle_connections) > 0)
+        wake_holder_if(loop, &loop->shared->holder_sleeping);
+}
+
+/* About to wait with nothing to do: a connection taken from a stuck worker
+ * could come here.  The holder may be waiting for just that. */
+static void announce_free(struct worker_loop *loop)
+{
+    if (loop->slot == NULL)
+        return;
+    atomic_store(&loop->slot->free, 1);
+    wake_holder_if(loop, &loop->shared->holder_awaits_free);
+}
+
+static void announce_not_free(struct worker_loop *loop)
+{
+    if (loop->slot != NULL)
+        atomic_store(&loop->slot->free, 0);
 }
 
 static void announce_done(struct worker_loop *loop)
@@ -869,7 +893,13 @@ int worker_loop_next_request(struct worker_loop *loop)
         if (loop->stopping && worker_loop_is_drained(loop))
             return 0;
 
-        int n = wait_for_events(loop, loop->pending_events, next_timeout_ms(loop, now_seconds()));
+        int timeout_ms = next_timeout_ms(loop, now_seconds());
+        /* (a stopping worker takes no connections from the holder) */
+        if (timeout_ms != 0 && !loop->stopping)
+            announce_free(loop);
+        int n = wait_for_events(loop, loop->pending_events, timeout_ms);
+        if (timeout_ms != 0)
+            announce_not_free(loop);
         loop->pending_next = 0;
         loop->pending_count = n > 0 ? n : 0;
         if (n < 0)

@@ -27,7 +27,7 @@ my @OPTIONS = (
     write_timeout => ['seconds', 60, 'time without progress while writing a response; then the connection is closed'],
     keepalive_timeout => ['seconds', 5, 'time an idle keep-alive connection is kept open'],
     max_keepalive_requests => ['int', 0, 'requests on one connection before it is closed (0: no limit)'],
-    max_keepalive_connections => ['int', 0, 'connections kept open at once, idle or busy; above it new connections are answered and closed, and the oldest idle ones closed (0: half the open-file limit)'],
+    max_keepalive_connections => ['int', 0, 'connections kept open at once, idle or busy; above it new connections are answered and closed, and the oldest idle ones closed (0: the open-file limit less a tenth, at least 64, kept for the app)'],
     graceful_timeout => ['seconds', 30, 'on stop or HUP, time workers get to finish before they are killed'],
 );
 

@@ -16,11 +16,27 @@ sub new {
     my $server_ready = delete $args{server_ready};
     my $sockets = delete $args{listen_sockets}; # already listening: used as they are
     my $options = Serow::Options->from_hash(%args);
-    # Like Monoceros: by default at most half the descriptors a process may
-    # open are kept-alive connections, leaving room for new ones and files.
-    $options->{max_keepalive_connections} ||= int((POSIX::sysconf(POSIX::_SC_OPEN_MAX()) || 1024) / 2);
+    $options->{max_keepalive_connections} ||= default_max_keepalive_connections();
     return bless { options => $options, server_ready => $server_ready, listen_sockets => $sockets },
         $class;
+}
+
+# Idle connections all end up in one process, the connection holder, so the
+# cap is that process's open-file limit, less a reserve: the holder's own
+# descriptors (epoll, channels, one pidfd per worker) and, since workers have
+# the same limit, room in a worker for the app's files and database
+# connections next to the connections it serves.  (Half the limit, as
+# Monoceros does, refused keep-alive to the 10,001st of 10,000 idle + 32
+# active connections under a 20,000 limit: every active request then paid a
+# new connection.)
+use constant RESERVED_DESCRIPTORS_MIN => 64;
+use constant RESERVED_DESCRIPTORS_SHARE => 0.1;
+
+sub default_max_keepalive_connections {
+    my $limit = POSIX::sysconf(POSIX::_SC_OPEN_MAX()) || 1024;
+    my $reserve = int($limit * RESERVED_DESCRIPTORS_SHARE);
+    $reserve = RESERVED_DESCRIPTORS_MIN if $reserve < RESERVED_DESCRIPTORS_MIN;
+    return $limit > 2 * $reserve ? $limit - $reserve : int($limit / 2);
 }
 
 sub options { $_[0]{options} }

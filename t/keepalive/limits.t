@@ -84,4 +84,13 @@ subtest '--max-keepalive-connections: new connections answered and closed, oldes
     is $server->stop, 0;
 };
 
+subtest '--max-keepalive-connections default: the open-file limit less a reserve' => sub {
+    # Each under its own open-file limit (a shell lowers it for one perl).
+    my %want = (20000 => 18000, 1024 => 922, 300 => 236, 100 => 50);
+    for my $limit (sort { $a <=> $b } keys %want) {
+        my $got = `ulimit -n $limit && $^X -Mblib -MSerow::Server -e 'print Serow::Server::default_max_keepalive_connections()'`;
+        is $got, $want{$limit}, "open-file limit $limit: at most $want{$limit} connections";
+    }
+};
+
 done_testing;
