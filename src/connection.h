@@ -43,6 +43,7 @@ struct connection {
     size_t head_scan_from;     /* where to look for new line ends */
     size_t line_start;         /* where the head's line still arriving begins */
     int request_line_ended;    /* a line other than an empty one has ended */
+    int empty_lines_dropped;   /* stray empty lines were dropped since the last request */
 
     double deadline;           /* header timeout or keep-alive expiry */
     struct connection_list_link timer_link; /* in one of the loop's timer lists */

@@ -562,9 +562,36 @@ static int open_line_over_limit(const struct worker_loop *loop, const struct con
  * the buffer is full (to apply the limits): a client sending one byte at a
  * time cannot make us parse the same bytes over and over for each byte.
  */
+static void park_idle_connection(struct worker_loop *loop, struct connection *conn);
+
+/* Whether the whole buffer is empty lines (CRLF pairs). */
+static int only_empty_lines(const struct connection *conn)
+{
+    if (conn->buffer_len == 0 || conn->buffer_len % 2)
+        return 0;
+    for (size_t i = 0; i < conn->buffer_len; i += 2)
+        if (conn->buffer[i] != '\r' || conn->buffer[i + 1] != '\n')
+            return 0;
+    return 1;
+}
+
 static void examine_buffered_head(struct worker_loop *loop, struct connection *conn,
                                   size_t new_bytes_from)
 {
+    /* RFC 9112 2.2: empty lines before a request line are ignored.  Some
+     * clients end a POST body with a stray CRLF: dropped here, once between
+     * two requests, it leaves the connection idle (closed quietly at the
+     * keep-alive timeout) instead of a head being read (408 at the header
+     * timeout).  Empty lines before a request are left to the parser.  (Not
+     * while stopping: parking would hand the connection over and free it
+     * under our callers.) */
+    if (conn->requests_served > 0 && !conn->empty_lines_dropped && !loop->stopping &&
+        only_empty_lines(conn)) {
+        conn->empty_lines_dropped = 1;
+        connection_consume(conn, conn->buffer_len);
+        park_idle_connection(loop, conn);
+        return;
+    }
     size_t scan = conn->head_scan_from > 3 ? conn->head_scan_from - 3 : 0;
     int complete = 0, new_line = 0;
     for (size_t i = scan; i + 3 < conn->buffer_len; i++) {
@@ -615,8 +642,9 @@ static int read_connection(struct worker_loop *loop, struct connection *conn)
                              now_seconds() + loop->settings.header_timeout);
             }
             examine_buffered_head(loop, conn, before);
-            if (conn->state == CONNECTION_LINGERING || conn->in_ready_queue)
-                return 0;
+            if (conn->state == CONNECTION_LINGERING || conn->state == CONNECTION_IDLE ||
+                conn->in_ready_queue)
+                return 0; /* (parked: not ours to read until claimed again) */
             if ((size_t)n < room)
                 return 0; /* the socket is most likely empty: let epoll say */
             continue;
@@ -789,6 +817,7 @@ static int start_request(struct worker_loop *loop, struct connection *conn)
     }
     timer_remove(loop, conn);
     conn->state = CONNECTION_SERVING;
+    conn->empty_lines_dropped = 0;
     loop->current = conn;
     loop->head_len = (size_t)r;
     loop->body_remaining = loop->head.framing == HTTP_BODY_LENGTH ? loop->head.content_length : 0;
@@ -1122,15 +1151,24 @@ void worker_loop_finish_request(struct worker_loop *loop, int keep_alive)
         conn->state = CONNECTION_READING_HEAD;
         timer_append(loop, conn, TIMER_READING_HEAD, now_seconds() + loop->settings.header_timeout);
         examine_buffered_head(loop, conn, 0);
-    } else if (loop->stopping) {
-        connection_release_buffer(conn);
-        hand_back_connections(loop, &conn, 1);
     } else {
-        conn->state = CONNECTION_IDLE;
-        connection_release_buffer(conn);
-        timer_append(loop, conn, TIMER_IDLE, now_seconds() + loop->settings.keepalive_timeout);
-        slot_park(loop, conn);
+        park_idle_connection(loop, conn);
     }
+}
+
+/* Between two requests with nothing buffered: the connection waits for its
+ * next request parked (the holder may take it), or goes to the holder at once
+ * if this worker is stopping. */
+static void park_idle_connection(struct worker_loop *loop, struct connection *conn)
+{
+    connection_release_buffer(conn);
+    if (loop->stopping) {
+        hand_back_connections(loop, &conn, 1);
+        return;
+    }
+    conn->state = CONNECTION_IDLE;
+    timer_append(loop, conn, TIMER_IDLE, now_seconds() + loop->settings.keepalive_timeout);
+    slot_park(loop, conn);
 }
 
 void worker_loop_fail_request(struct worker_loop *loop, int status)
