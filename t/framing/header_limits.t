@@ -5,7 +5,8 @@ use strict;
 use warnings;
 use Test::More;
 use lib 't/lib';
-use Serow::Test qw(start_server raw_request raw_connect read_response read_until_close parse_response echo_app rejects);
+use Serow::Test qw(start_server raw_request raw_connect read_response read_until_close parse_response echo_app rejects
+    answer_to_unfinished_head);
 
 use constant { SIZE_LIMIT => 2048, COUNT_LIMIT => 10 };
 my $server = start_server(app => echo_app(), options => ['--workers', 1,
@@ -35,38 +36,21 @@ rejects($server, head_with_fields('Host: x', map { "X-F$_: " . ("v" x 250) } 1 .
 rejects($server, head_with_fields('Host: x', 'X-Big: ' . ('v' x 1_000_000)), 431,
     'a field of a megabyte');
 
-# Sends a first request with $start of a second one behind it, waits for
-# the first response (so the server has read $start), then sends $rest
-# without ending the head.  Returns the response to the unfinished head.
-sub answer_to_unfinished_head {
-    my ($start, $rest) = @_;
-    my $sock = raw_connect($server);
-    my $buf = '';
-    syswrite $sock, "GET /first HTTP/1.1\r\nHost: x\r\n\r\n$start";
-    my $first = read_response($sock, buffer => \$buf);
-    is $first && $first->{status}, 200, 'the first request is answered';
-    syswrite $sock, $rest;
-    my $res = read_response($sock, buffer => \$buf);
-    my (undef, $closed) = read_until_close($sock, buffer => \$buf);
-    ok $closed, 'the server closed the connection';
-    return $res;
-}
-
 subtest 'a field over the size limit is answered before it ends' => sub {
-    my $res = answer_to_unfinished_head("GET / HTTP/1.1\r\nHost: x\r\nX-Big: v",
+    my $res = answer_to_unfinished_head($server, "GET / HTTP/1.1\r\nHost: x\r\nX-Big: v",
         'v' x (2 * SIZE_LIMIT));
     is $res && $res->{status}, 431;
     is lc(($res && $res->{headers}{connection}) // ''), 'close';
 };
 
 subtest 'a section over the size limit is answered before it ends' => sub {
-    my $res = answer_to_unfinished_head("GET / HTTP/1.1\r\nHost: x\r\n",
+    my $res = answer_to_unfinished_head($server, "GET / HTTP/1.1\r\nHost: x\r\n",
         join('', map { "X-F$_: " . ('v' x 250) . "\r\n" } 1 .. 9));
     is $res && $res->{status}, 431;
 };
 
 subtest 'too many fields are answered before the section ends' => sub {
-    my $res = answer_to_unfinished_head("GET / HTTP/1.1\r\nHost: x\r\n",
+    my $res = answer_to_unfinished_head($server, "GET / HTTP/1.1\r\nHost: x\r\n",
         join('', map { "X-F$_: v\r\n" } 1 .. COUNT_LIMIT));
     is $res && $res->{status}, 431;
 };

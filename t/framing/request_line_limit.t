@@ -5,7 +5,8 @@ use strict;
 use warnings;
 use Test::More;
 use lib 't/lib';
-use Serow::Test qw(start_server raw_request raw_connect read_response read_until_close parse_response echo_app rejects);
+use Serow::Test qw(start_server raw_request raw_connect read_response read_until_close parse_response echo_app rejects
+    answer_to_unfinished_head);
 
 use constant LIMIT => 1024;
 my $server = start_server(app => echo_app(),
@@ -23,27 +24,10 @@ rejects($server, "GET ${fits}b HTTP/1.1\r\nHost: x\r\n\r\n", 414, 'one byte over
 rejects($server, "GET /" . ('a' x 100_000) . " HTTP/1.1\r\nHost: x\r\n\r\n", 414,
     'far over the limit');
 
-# Sends a first request with $start of a second one behind it, waits for
-# the first response (so the server has read $start), then sends $rest
-# without ending the head.  Returns the response to the unfinished head.
-sub answer_to_unfinished_head {
-    my ($start, $rest) = @_;
-    my $sock = raw_connect($server);
-    my $buf = '';
-    syswrite $sock, "GET /first HTTP/1.1\r\nHost: x\r\n\r\n$start";
-    my $first = read_response($sock, buffer => \$buf);
-    is $first && $first->{status}, 200, 'the first request is answered';
-    syswrite $sock, $rest;
-    my $res = read_response($sock, buffer => \$buf);
-    my (undef, $closed) = read_until_close($sock, buffer => \$buf);
-    ok $closed, 'the server closed the connection';
-    return $res;
-}
-
 subtest 'a request line over the limit is answered before it ends' => sub {
     # The client is still sending (no CRLF yet) and the header timeout is
     # far away: only the limit can answer it.
-    my $res = answer_to_unfinished_head('GET /', 'a' x (2 * LIMIT));
+    my $res = answer_to_unfinished_head($server, 'GET /', 'a' x (2 * LIMIT));
     is $res && $res->{status}, 414;
     is lc(($res && $res->{headers}{connection}) // ''), 'close';
 };

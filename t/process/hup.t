@@ -2,21 +2,13 @@ use strict;
 use warnings;
 use Test::More;
 use lib 't/lib';
-use Serow::Test qw(start_server raw_connect read_response http_get gate hammer child_pids);
+use Serow::Test qw(start_server raw_connect read_response http_get gate gated_app hammer child_pids);
 
 # HUP replaces the workers gracefully: new workers start first, the old ones
 # finish their requests and leave, and no request fails meanwhile.
 
 my $gate = gate();
-my $app = sub {
-    my ($env) = @_;
-    if ($env->{PATH_INFO} eq '/slow') {
-        print STDERR "slow request in worker $$\n";
-        $gate->wait;
-        return [200, ['Content-Type' => 'text/plain'], ["slow request done by $$"]];
-    }
-    return [200, ['Content-Type' => 'text/plain'], ["pid $$"]];
-};
+my $app = gated_app($gate);
 
 sub started_workers {
     my ($server, $n, $mark) = @_;

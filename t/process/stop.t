@@ -3,21 +3,13 @@ use warnings;
 use Test::More;
 use Net::EmptyPort qw(empty_port wait_port);
 use lib 't/lib';
-use Serow::Test qw(start_server raw_connect read_response http_get gate wait_until process_alive);
+use Serow::Test qw(start_server raw_connect read_response http_get gate gated_app wait_until process_alive);
 
 # TERM, INT and QUIT stop the server gracefully: no more accepting, the
 # requests in flight are finished, then the master exits 0.
 
 my $gate = gate();
-my $app = sub {
-    my ($env) = @_;
-    if ($env->{PATH_INFO} eq '/slow') {
-        print STDERR "slow request in worker $$\n";
-        $gate->wait;
-        return [200, ['Content-Type' => 'text/plain'], ["slow request done by $$"]];
-    }
-    return [200, ['Content-Type' => 'text/plain'], ["pid $$"]];
-};
+my $app = gated_app($gate);
 
 # Starts a request that stays in the app until the gate opens; returns the
 # socket and the pid of the worker holding it.

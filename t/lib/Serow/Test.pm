@@ -474,8 +474,8 @@ sub wait_until {
 # ---- processes ---------------------------------------------------------------
 
 # Helpers for t/process and t/listen.
-push @EXPORT_OK, qw(child_pids process_alive gate hammer http_get find_command
-                    is_connection_holder);
+push @EXPORT_OK, qw(child_pids process_alive gate gated_app hammer http_get find_command
+                    is_connection_holder answer_to_unfinished_head);
 
 # Every child of $pid, the connection holder included.
 sub all_child_pids {
@@ -590,6 +590,41 @@ sub http_get {
     my $raw = raw_request($target, "GET " . ($path // '/') . " HTTP/1.1\r\nHost: localhost\r\n"
         . "Connection: close\r\n\r\n", %opts);
     return scalar parse_response($raw);
+}
+
+# answer_to_unfinished_head($target, $start, $rest): sends a first request with
+# $start of a second one behind it, waits for the first response (so the
+# server has read $start), then sends $rest without ending the head.  Returns
+# the response to the unfinished head; tests that the first was answered and
+# that the server closed the connection after the second.
+sub answer_to_unfinished_head {
+    my ($target, $start, $rest) = @_;
+    my $sock = raw_connect($target);
+    my $buf = '';
+    syswrite $sock, "GET /first HTTP/1.1\r\nHost: x\r\n\r\n$start";
+    my $first = read_response($sock, buffer => \$buf);
+    Test::More::is($first && $first->{status}, 200, 'the first request is answered');
+    syswrite $sock, $rest;
+    my $res = read_response($sock, buffer => \$buf);
+    my (undef, $closed) = read_until_close($sock, buffer => \$buf);
+    Test::More::ok($closed, 'the server closed the connection');
+    return $res;
+}
+
+# gated_app($gate): an app whose /slow requests log "slow request in worker
+# PID" and stay in the app until the gate lets them through; any other path
+# answers "pid PID" at once.
+sub gated_app {
+    my ($gate) = @_;
+    return sub {
+        my ($env) = @_;
+        if ($env->{PATH_INFO} eq '/slow') {
+            print STDERR "slow request in worker $$\n";
+            $gate->wait;
+            return [200, ['Content-Type' => 'text/plain'], ["slow request done by $$"]];
+        }
+        return [200, ['Content-Type' => 'text/plain'], ["pid $$"]];
+    };
 }
 
 # gate(): a pipe an app can wait on until the test lets it through, for a
