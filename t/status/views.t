@@ -1,0 +1,70 @@
+use strict;
+use warnings;
+use Test::More;
+use lib 't/lib';
+use JSON::PP ();
+use Plack::Middleware::SerowStatus ();
+use Serow::Test qw(start_server raw_connect read_response wait_until gate);
+
+# Which view a request gets (JSON, HTML, plain text), and the HTML as served:
+# what came from requests is escaped in it (t/status/dashboard.t checks the
+# page in a browser).
+
+my $HOSTILE = q{/slow/</script><script>alert(1)</script>&amp;"'};
+
+my $gate = gate();
+my $app = sub {
+    my ($env) = @_;
+    $gate->wait if $env->{PATH_INFO} =~ m{\A/slow/};
+    return [200, ['Content-Type' => 'text/plain'], ['ok']];
+};
+my $server = start_server(
+    app => Plack::Middleware::SerowStatus->wrap($app, path => '/status'),
+    options => ['--workers', 2]);
+
+sub get {
+    my ($target, @headers) = @_;
+    my $sock = raw_connect($server);
+    syswrite $sock, join "\r\n", "GET $target HTTP/1.1", 'Host: x', 'Connection: close', @headers, '', '';
+    return read_response($sock);
+}
+
+my $held = raw_connect($server);
+syswrite $held, "GET $HOSTILE HTTP/1.1\r\nHost: x\r\n\r\n";
+ok wait_until(sub { JSON::PP::decode_json(get('/status?json')->{body})->{processing} == 2 }),
+    'a request is held in flight';
+
+my $browser_accept = 'Accept: text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8';
+for my $case (
+    ['/status', [], 'text/plain', 'no Accept: plain text'],
+    ['/status', ['Accept: */*'], 'text/plain', 'curl (*/*): plain text'],
+    ['/status', ['Accept: application/json'], 'application/json', 'Accept: application/json'],
+    ['/status', [$browser_accept], 'text/html', "a browser's Accept: HTML"],
+    ['/status?html', [], 'text/html', '?html'],
+    ['/status?x=1&html', ['Accept: application/json'], 'text/html', '?html over the Accept header'],
+    ['/status?json', [$browser_accept], 'application/json', '?json over the Accept header'],
+) {
+    my ($target, $headers, $type, $name) = @$case;
+    my $res = get($target, @$headers);
+    like $res->{headers}{'content-type'}, qr{\A\Q$type\E}, $name;
+    is $res->{headers}{vary}, 'Accept', "$name: Vary: Accept";
+}
+
+my $html = get('/status?html')->{body};
+like $html, qr{<script type="application/json" id="serow-status-data">\{.*\}</script>}s,
+    'the snapshot is embedded';
+my ($json) = $html =~ m{id="serow-status-data">(.*?)</script>}s;
+my $snapshot = JSON::PP::decode_json($json);
+my ($busy) = grep { ($_->{request} // '') =~ /slow/ } @{ $snapshot->{workers} };
+is $busy && $busy->{request}, "GET $HOSTILE", 'the embedded snapshot holds the request line as it was';
+unlike $json, qr/[<>&]/, 'with no <, > or & left in it';
+like $html, qr{<pre>.*GET /slow/&lt;/script&gt;&lt;script&gt;alert\(1\)&lt;/script&gt;&amp;amp;&quot;&#39;}s,
+    'the plain-text fallback (noscript) is escaped';
+unlike $html, qr{<script>alert}, 'the request line appears nowhere as markup';
+like $html, qr{<meta http-equiv="refresh" content="\d+">}, 'without script the page reloads itself';
+unlike $html, qr{<(?:script|link|img)[^>]+(?:src|href)=}i, 'no external assets';
+
+$gate->open(1);
+is read_response($held)->{status}, 200, 'the held request is answered';
+is $server->stop, 0;
+done_testing;
