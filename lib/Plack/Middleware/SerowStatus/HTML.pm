@@ -71,7 +71,7 @@ use constant PAGE => <<'HTML';
   #live { margin-left: auto; font-size: 13px; padding: 2px 10px; border-radius: 10px;
           background: #e7f6ec; color: var(--idle); }
   #live.stale { background: #fde8e8; color: var(--bad); }
-  .cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(200px, 1fr));
+  .cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(230px, 1fr));
            gap: 10px; margin-top: 16px; }
   .card { background: var(--card); border: 1px solid var(--line); border-radius: 8px;
           padding: 10px 14px; }
