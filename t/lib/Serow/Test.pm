@@ -42,7 +42,10 @@ sub root { $ROOT }
 # log pipe, environment and process group.
 sub start_server {
     my (%args) = @_;
-    my $self = bless { log => '' }, __PACKAGE__;
+    # owner: only the test process that started the server stops it when the
+    # object goes away, not a process forked from it that holds a copy (the
+    # master of a second server, its workers, a canned server in a test).
+    my $self = bless { log => '', owner => $$ }, __PACKAGE__;
     my @fds;
     my $listen = $args{listen} // 'tcp';
     if ($listen eq 'none') {
@@ -226,7 +229,7 @@ sub stop {
 
 sub DESTROY {
     my ($self) = @_;
-    return unless $self->{pid} && !defined $self->{exit_status};
+    return unless $self->{pid} && !defined $self->{exit_status} && $self->{owner} == $$;
     local ($?, $@, $!);
     kill 'KILL', -$self->{pid};
     waitpid($self->{pid}, 0);
