@@ -2,10 +2,8 @@ use strict;
 use warnings;
 use Test::More;
 use lib 't/lib';
-use JSON::PP ();
-use Plack::Middleware::SerowStatus ();
-use Serow::Test qw(start_server raw_connect read_response wait_until gate need_debian_packages
-                   headless_chromium);
+use Serow::Test qw(read_response need_debian_packages headless_chromium);
+use Serow::Test::StatusPage qw(server_with_held_request);
 
 # The HTML view in a real browser: Debian's Chromium, headless, loads the
 # dashboard while a request is held in flight, runs its script for a few
@@ -20,33 +18,9 @@ need_debian_packages('chromium');
 my $HOSTILE = q{/slow/x</script><script>document.title='pwned'</script>}
     . q{<img/src='x'/onerror='document.title="pwned"'>};
 
-my $gate = gate();
-my $app = sub {
-    my ($env) = @_;
-    $gate->wait if $env->{PATH_INFO} =~ m{\A/slow/};
-    return [200, ['Content-Type' => 'text/plain'], ['ok']];
-};
-# Two workers: one held by the gate, one for everything else, so that each
-# request is counted before the next one is answered.
-my $server = start_server(
-    app => Plack::Middleware::SerowStatus->wrap($app, path => '/status'),
-    options => ['--workers', 2]);
-
-sub status_json {
-    my $sock = raw_connect($server);
-    syswrite $sock, "GET /status?json HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
-    my $res = read_response($sock) or return undef;
-    return JSON::PP::decode_json($res->{body});
-}
-
-my $held = raw_connect($server);
-syswrite $held, "GET $HOSTILE HTTP/1.1\r\nHost: x\r\n\r\n";
-my $before = wait_until(sub {
-    my $s = status_json();
-    return $s && $s->{processing} == 2 && @{ $s->{workers} } == 2 && $s;
-});
+my ($server, $held, $gate, $before) = server_with_held_request($HOSTILE);
 ok $before, 'the held request is in flight (Processing 2: it and the status request)'
-    or BAIL_OUT('no held request');
+    or die "no held request: the rest would only fail\n";
 
 my $dom = headless_chromium($server->url . '/status', '--dump-dom', '--virtual-time-budget=5000');
 ok defined $dom, 'chromium rendered the page' or $dom = '';

@@ -3,8 +3,8 @@ use warnings;
 use Test::More;
 use lib 't/lib';
 use JSON::PP ();
-use Plack::Middleware::SerowStatus ();
-use Serow::Test qw(start_server raw_connect read_response wait_until gate);
+use Serow::Test qw(raw_connect read_response);
+use Serow::Test::StatusPage qw(server_with_held_request);
 
 # Which view a request gets (JSON, HTML, plain text), and the HTML as served:
 # what came from requests is escaped in it (t/status/dashboard.t checks the
@@ -12,15 +12,8 @@ use Serow::Test qw(start_server raw_connect read_response wait_until gate);
 
 my $HOSTILE = q{/slow/</script><script>alert(1)</script>&amp;"'};
 
-my $gate = gate();
-my $app = sub {
-    my ($env) = @_;
-    $gate->wait if $env->{PATH_INFO} =~ m{\A/slow/};
-    return [200, ['Content-Type' => 'text/plain'], ['ok']];
-};
-my $server = start_server(
-    app => Plack::Middleware::SerowStatus->wrap($app, path => '/status'),
-    options => ['--workers', 2]);
+my ($server, $held, $gate, $status) = server_with_held_request($HOSTILE);
+ok $status, 'a request is held in flight';
 
 sub get {
     my ($target, @headers) = @_;
@@ -28,11 +21,6 @@ sub get {
     syswrite $sock, join "\r\n", "GET $target HTTP/1.1", 'Host: x', 'Connection: close', @headers, '', '';
     return read_response($sock);
 }
-
-my $held = raw_connect($server);
-syswrite $held, "GET $HOSTILE HTTP/1.1\r\nHost: x\r\n\r\n";
-ok wait_until(sub { JSON::PP::decode_json(get('/status?json')->{body})->{processing} == 2 }),
-    'a request is held in flight';
 
 my $browser_accept = 'Accept: text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8';
 for my $case (
