@@ -3,6 +3,7 @@ use warnings;
 use Test::More;
 use lib 't/lib';
 use JSON::PP ();
+use Time::HiRes ();
 use Serow::Test qw(raw_connect read_response);
 use Serow::Test::StatusPage qw(server_with_held_request);
 
@@ -12,8 +13,16 @@ use Serow::Test::StatusPage qw(server_with_held_request);
 
 my $HOSTILE = q{/slow/</script><script>alert(1)</script>&amp;"'};
 
+my $before = Time::HiRes::time();
 my ($server, $held, $gate, $status) = server_with_held_request($HOSTILE);
 ok $status, 'a request is held in flight';
+my ($held_worker) = grep { $_->{busy} && $_->{request} =~ /slow/ } @{ $status->{workers} || [] };
+# An order of events, not a speed: the request came after $before and before
+# the snapshot (allowing a millisecond for the clocks' rounding).
+cmp_ok $held_worker && $held_worker->{busy_since}, '>=', $before - 0.002,
+    'busy_since: after the test sent the request';
+cmp_ok $held_worker && $held_worker->{busy_since}, '<=', Time::HiRes::time(), 'and not in the future';
+cmp_ok $status->{started}, '>=', $before - 0.002, 'started: after the test started the server';
 
 sub get {
     my ($target, @headers) = @_;
@@ -51,6 +60,10 @@ like $html, qr{<pre>.*GET /slow/&lt;/script&gt;&lt;script&gt;alert\(1\)&lt;/scri
 unlike $html, qr{<script>alert}, 'the request line appears nowhere as markup';
 like $html, qr{<meta http-equiv="refresh" content="\d+">}, 'without script the page reloads itself';
 unlike $html, qr{<(?:script|link|img)[^>]+(?:src|href)=}i, 'no external assets';
+my $policy = get('/status?html')->{headers}{'content-security-policy'} // '';
+like $policy, qr{\Adefault-src 'none'; script-src 'sha256-[A-Za-z0-9+/]{43}='; style-src 'sha256-}, 
+    'a Content Security Policy: only the page\'s own script and style, by their hashes';
+like $policy, qr{connect-src 'self'}, 'and requests to its own server';
 
 $gate->open(1);
 is read_response($held)->{status}, 200, 'the held request is answered';

@@ -5,6 +5,7 @@ use parent 'Plack::Middleware';
 
 use Plack::Util::Accessor qw(path allow);
 use JSON::PP ();
+use Time::HiRes ();
 use Plack::Middleware::SerowStatus::HTML ();
 use Socket qw(inet_pton AF_INET AF_INET6);
 
@@ -55,12 +56,12 @@ sub call {
     my $status_of = $env->{'serow.status'}
         or return [500, ['Content-Type' => 'text/plain'], ["SerowStatus: the server is not Serow\n"]];
     my $status = $status_of->();
-    my $now = time;
+    my $now = Time::HiRes::time(); # busy_since is now - busy_for_ms: to the millisecond
     $status->{uptime} = int($now - $status->{started});
     for my $w (@{ $status->{workers} }) {
         $w->{busy_since} = $now - $w->{busy_for_ms} / 1000 if $w->{busy};
     }
-    my @headers = ('Cache-Control' => 'no-store', 'Vary' => 'Accept');
+    my @headers = ('Cache-Control' => 'no-store', 'Vary' => 'Accept', 'X-Content-Type-Options' => 'nosniff');
     my $view = _view($env);
     if ($view eq 'json') {
         return [200, ['Content-Type' => 'application/json', @headers],
@@ -68,7 +69,8 @@ sub call {
     }
     if ($view eq 'html') {
         my $host = $env->{HTTP_HOST} // $env->{SERVER_NAME};
-        return [200, ['Content-Type' => 'text/html; charset=utf-8', @headers],
+        return [200, ['Content-Type' => 'text/html; charset=utf-8', @headers, 'Content-Security-Policy' =>
+                      Plack::Middleware::SerowStatus::HTML::content_security_policy()],
                 [Plack::Middleware::SerowStatus::HTML::render(status => $status,
                     text => _as_text($status), title => "Serow status: $host")]];
     }
@@ -185,6 +187,8 @@ otherwise (C<curl> sends C<Accept: */*>).
 =back
 
 Request lines come from clients: the HTML view escapes them, and its script
-puts them in the page as text, never as markup.
+puts them in the page as text, never as markup. Its Content Security Policy
+allows only its own inline style and script (by their hashes) and requests
+to its own path, as a second line of defence.
 
 =cut

@@ -10,6 +10,7 @@ use warnings;
 # textContent only, and the snapshot is embedded with <, > and & escaped so
 # that no "</script>" in a request target can end the script element.
 
+use Digest::SHA ();
 use JSON::PP ();
 
 # Often enough to watch a request stay busy, rarely enough that the
@@ -35,18 +36,40 @@ sub embeddable_json {
     return $json;
 }
 
+# The page's own style and script, the same for every page: a Content
+# Security Policy allows them by their hashes and nothing else, so that
+# even markup that slipped into the page could neither run script (an
+# inline handler, a script element) nor load anything.  The page fetches
+# only its own path (connect-src 'self').
+# (The constants are defined at the end of the file: called, not inlined.)
+my $SCRIPT = __PACKAGE__->SCRIPT =~ s/\{\{refresh_ms\}\}/REFRESH_MS/ger;
+my $STYLE = __PACKAGE__->STYLE;
+my $CONTENT_SECURITY_POLICY = join '; ', "default-src 'none'",
+    "script-src 'sha256-" . _sha256_base64($SCRIPT) . "'",
+    "style-src 'sha256-" . _sha256_base64($STYLE) . "'",
+    "connect-src 'self'", "base-uri 'none'", "form-action 'none'", "frame-ancestors 'none'";
+
+sub _sha256_base64 {
+    my ($text) = @_;
+    my $digest = Digest::SHA::sha256_base64($text);
+    return $digest . '=' x (-length($digest) % 4); # CSP wants base64 with its padding
+}
+
+sub content_security_policy { $CONTENT_SECURITY_POLICY }
+
 # render(status => {...}, text => 'the plain-text view', title => '...')
 sub render {
     my (%args) = @_;
-    my $title = escape_html($args{title} // 'Serow status');
-    my $data = embeddable_json($args{status});
-    my $text = escape_html($args{text} // '');
-    my $page = PAGE();
-    $page =~ s/\{\{(\w+)\}\}/
-        $1 eq 'title' ? $title : $1 eq 'data' ? $data : $1 eq 'text' ? $text
-        : $1 eq 'refresh_ms' ? REFRESH_MS : $1 eq 'no_script_refresh' ? NO_SCRIPT_REFRESH_SECONDS
-        : die "unknown placeholder $1"/ge;
-    return $page;
+    my %value = (
+        title => escape_html($args{title} // 'Serow status'),
+        data => embeddable_json($args{status}),
+        text => escape_html($args{text} // ''),
+        style => $STYLE,
+        script => $SCRIPT,
+        refresh_ms => REFRESH_MS,
+        no_script_refresh => NO_SCRIPT_REFRESH_SECONDS,
+    );
+    return __PACKAGE__->PAGE =~ s/\{\{(\w+)\}\}/$value{$1} \/\/ die "unknown placeholder $1"/ger;
 }
 
 use constant PAGE => <<'HTML';
@@ -57,7 +80,41 @@ use constant PAGE => <<'HTML';
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{{title}}</title>
 <noscript><meta http-equiv="refresh" content="{{no_script_refresh}}"></noscript>
-<style>
+<style>{{style}}</style>
+</head>
+<body data-refreshes="0">
+<header>
+  <h1>{{title}}</h1>
+  <span class="muted">up <span data-key="uptime">-</span>, since <span data-key="started">-</span></span>
+  <span id="live">loading</span>
+</header>
+<noscript><pre>{{text}}</pre></noscript>
+<section class="cards">
+  <div class="card main"><div class="label">Processing</div><div class="value" data-key="processing">-</div></div>
+  <div class="card main"><div class="label">Waiting (idle keep-alive)</div><div class="value" data-key="waiting">-</div></div>
+  <div class="card main"><div class="label">Queued</div><div class="value" data-key="queued">-</div></div>
+  <div class="card"><div class="label">Requests</div><div class="value" data-key="requests_total">-</div></div>
+  <div class="card"><div class="label">Requests / s</div><div class="value" data-key="rate">-</div></div>
+  <div class="card"><div class="label">Open connections</div><div class="value" data-key="open_connections">-</div></div>
+  <div class="card"><div class="label">Held by the holder</div><div class="value" data-key="held_by_holder">-</div></div>
+  <div class="card"><div class="label">Taken from workers</div><div class="value" data-key="connections_stolen">-</div></div>
+</section>
+<h2>Workers (<span data-key="worker_count">-</span>)</h2>
+<table>
+  <thead><tr><th class="num">PID</th><th>State</th><th class="num">Requests</th>
+    <th class="num">Connections</th><th>Current request</th><th>Since</th><th class="num">Busy for</th></tr></thead>
+  <tbody id="workers"></tbody>
+</table>
+<footer>Connection holder pid <span data-key="holder_pid">-</span>.
+  Refreshes every {{refresh_ms}} ms; the page's own requests are counted too.</footer>
+<script type="application/json" id="serow-status-data">{{data}}</script>
+<script>{{script}}</script>
+</body>
+</html>
+HTML
+
+
+use constant STYLE => <<'CSS';
   :root { --fg: #1d2430; --muted: #677084; --line: #dfe3ea; --card: #f5f7fa;
           --busy: #c2410c; --busy-bg: #fff4ec; --idle: #15803d; --bad: #b91c1c; }
   * { box-sizing: border-box; }
@@ -92,35 +149,9 @@ use constant PAGE => <<'HTML';
   tr.busy .state { color: #fff; background: var(--busy); }
   tr.idle .state { color: var(--idle); background: #e7f6ec; }
   footer { margin-top: 18px; font-size: 12px; color: var(--muted); }
-</style>
-</head>
-<body data-refreshes="0">
-<header>
-  <h1>{{title}}</h1>
-  <span class="muted">up <span data-key="uptime">-</span>, since <span data-key="started">-</span></span>
-  <span id="live">loading</span>
-</header>
-<noscript><pre>{{text}}</pre></noscript>
-<section class="cards">
-  <div class="card main"><div class="label">Processing</div><div class="value" data-key="processing">-</div></div>
-  <div class="card main"><div class="label">Waiting (idle keep-alive)</div><div class="value" data-key="waiting">-</div></div>
-  <div class="card main"><div class="label">Queued</div><div class="value" data-key="queued">-</div></div>
-  <div class="card"><div class="label">Requests</div><div class="value" data-key="requests_total">-</div></div>
-  <div class="card"><div class="label">Requests / s</div><div class="value" data-key="rate">-</div></div>
-  <div class="card"><div class="label">Open connections</div><div class="value" data-key="open_connections">-</div></div>
-  <div class="card"><div class="label">Held by the holder</div><div class="value" data-key="held_by_holder">-</div></div>
-  <div class="card"><div class="label">Taken from workers</div><div class="value" data-key="connections_stolen">-</div></div>
-</section>
-<h2>Workers (<span data-key="worker_count">-</span>)</h2>
-<table>
-  <thead><tr><th class="num">PID</th><th>State</th><th class="num">Requests</th>
-    <th class="num">Connections</th><th>Current request</th><th>Since</th><th class="num">Busy for</th></tr></thead>
-  <tbody id="workers"></tbody>
-</table>
-<footer>Connection holder pid <span data-key="holder_pid">-</span>.
-  Refreshes every {{refresh_ms}} ms; the page's own requests are counted too.</footer>
-<script type="application/json" id="serow-status-data">{{data}}</script>
-<script>
+CSS
+
+use constant SCRIPT => <<'JS';
 (function () {
   'use strict';
   var REFRESH_MS = {{refresh_ms}};
@@ -218,10 +249,7 @@ use constant PAGE => <<'HTML';
   live(true);
   setTimeout(refresh, REFRESH_MS);
 })();
-</script>
-</body>
-</html>
-HTML
+JS
 
 1;
 __END__

@@ -31,10 +31,13 @@ sub server_with_held_request {
         options => ['--workers', 2]);
     my $held = raw_connect($server);
     syswrite $held, "GET $target HTTP/1.1\r\nHost: x\r\n\r\n";
-    # Processing 2: the held request and the status request itself.
+    # Processing 2: the held request and the status request itself.  A
+    # worker is busy from the first byte of a request; its request line is
+    # shown once it has been read: wait for that too.
     my $status = wait_until(sub {
         my $s = status_json($server);
-        return $s && $s->{processing} == 2 && @{ $s->{workers} } == 2 && $s;
+        return $s && $s->{processing} == 2 && @{ $s->{workers} } == 2
+            && (grep { $_->{busy} && $_->{request} eq "GET $target" } @{ $s->{workers} }) && $s;
     });
     return ($server, $held, $gate, $status);
 }
