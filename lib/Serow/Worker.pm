@@ -242,12 +242,13 @@ sub send_handle_body {
                 and $loop->finish_body;
         } else {
             $loop->start_response($status, $headers, undef) or return 1;
+            my $writer = Serow::Writer->new($loop,
+                hold => Serow::Writer::compression_header_size($headers));
             local $/ = \BODY_HANDLE_READ_SIZE;
             while (defined(my $part = $body->getline)) {
-                next unless length $part;
-                $loop->write_body($part) or last;
+                $writer->send($part) or last;
             }
-            $loop->finish_body;
+            $writer->close;
         }
         1;
     };
@@ -292,7 +293,8 @@ sub run_streaming_response {
         $self->before_response($env);
         $loop->start_response($res->[0], $res->[1], undef); # dies on a bad head
         $responded = 1;
-        return $writer = Serow::Writer->new($loop);
+        return $writer = Serow::Writer->new($loop,
+            hold => Serow::Writer::compression_header_size($res->[1]));
     };
     my $ok = eval { $callback->($responder); 1 };
     my $error = $@;

@@ -2,12 +2,38 @@ package Serow::Writer;
 use strict;
 use warnings;
 
-# The writer a psgi.streaming app gets from its responder.  Each write goes
-# out at once (chunked for HTTP/1.1 when the app gave no Content-Length).
+# The writer of a response whose body goes out in parts: what a
+# psgi.streaming app gets from its responder, and what sends a body handle's
+# lines.  Each write goes out at once (a chunk of its own for HTTP/1.1 when
+# the app gave no Content-Length), with one exception: the header of a
+# compressed body written on its own (see compression_header_size).
 
+# The header a compressed body starts with: the gzip member header (RFC 1952
+# 2.3, 10 bytes without its optional fields) and the zlib header of deflate
+# (RFC 1950 2.2, 2 bytes).  First writes that together are no longer than
+# this hold nothing a client could decode, so holding them until the next
+# write (or the end of the body) delays nothing, and saves the header a
+# chunk (and a packet) of its own.  Every other write goes out at once: a
+# server-sent event or a long-poll answer is never held.
+my %COMPRESSION_HEADER_SIZE = (gzip => 10, 'x-gzip' => 10, deflate => 2);
+
+# How many first bytes of a body with these response headers may be held:
+# the header size of its outermost Content-Encoding, 0 for any other body.
+sub compression_header_size {
+    my ($headers) = @_;
+    my $encoding = '';
+    for (my $i = 0; $i + 1 < @$headers; $i += 2) {
+        $encoding = $headers->[$i + 1] if lc $headers->[$i] eq 'content-encoding';
+    }
+    # "gzip, identity" style lists: the coding applied last comes last.
+    my ($outermost) = reverse grep { length } split /\s*,\s*/, lc($encoding) =~ s/\A\s+|\s+\z//gr;
+    return $COMPRESSION_HEADER_SIZE{ $outermost // '' } // 0;
+}
+
+# new($loop, hold => BYTES): BYTES from compression_header_size.
 sub new {
-    my ($class, $loop) = @_;
-    return bless { loop => $loop, closed => 0 }, $class;
+    my ($class, $loop, %opts) = @_;
+    return bless { loop => $loop, closed => 0, hold => $opts{hold} // 0, held => '' }, $class;
 }
 
 # Dies when the client has gone away: an app streaming without end (server-
@@ -15,16 +41,35 @@ sub new {
 sub write {
     my ($self, $data) = @_;
     return if $self->{closed} || !defined $data || !length $data;
-    if (!$self->{loop}->write_body($data)) {
-        $self->{gone} = $self->{closed} = 1;
-        die "Serow: the client has gone away\n";
+    return if $self->send($data);
+    die "Serow: the client has gone away\n";
+}
+
+# As write, but returns false instead of dying when the client has gone.
+sub send {
+    my ($self, $data) = @_;
+    return 1 if $self->{closed} || !length $data;
+    if ($self->{hold}) {
+        if (length($self->{held}) + length($data) <= $self->{hold}) {
+            $self->{held} .= $data;
+            return 1;
+        }
+        $data = $self->{held} . $data;
+        $self->{held} = '';
+        $self->{hold} = 0; # one body byte has gone: nothing more is held
     }
-    return;
+    return 1 if $self->{loop}->write_body($data);
+    $self->{gone} = $self->{closed} = 1;
+    return 0;
 }
 
 sub close {
     my ($self) = @_;
     return if $self->{closed};
+    if (length $self->{held}) {
+        $self->{hold} = 0;
+        $self->send($self->{held}) or return;
+    }
     $self->{closed} = 1;
     $self->{loop}->finish_body;
     return;
@@ -58,9 +103,17 @@ Serow::Writer - the streaming writer of a psgi.streaming response
 Sends C<$data> now, as one chunk when the body is chunked. Dies when the
 client has gone away, so that an endless stream ends with it.
 
+One exception: in a response with C<Content-Encoding: gzip> (or C<x-gzip>)
+or C<deflate>, first writes that together are no longer than that coding's
+header (10 bytes for gzip, 2 for deflate's zlib header) are held and sent
+with the next write, or at C<close>. Such bytes cannot be decoded on their
+own, so nothing a client could use waits; the head of the response waits
+with them. Any other write, small or not, leaves at once: a server-sent
+event followed by a pause reaches the client during the pause.
+
 =item close
 
-Ends the body.
+Ends the body (after sending held bytes).
 
 =back
 

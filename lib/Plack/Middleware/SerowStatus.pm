@@ -5,6 +5,8 @@ use parent 'Plack::Middleware';
 
 use Plack::Util::Accessor qw(path allow);
 use JSON::PP ();
+use Time::HiRes ();
+use Plack::Middleware::SerowStatus::HTML ();
 use Socket qw(inet_pton AF_INET AF_INET6);
 
 # Who may see the status page when the app says nothing: this machine only.
@@ -54,13 +56,40 @@ sub call {
     my $status_of = $env->{'serow.status'}
         or return [500, ['Content-Type' => 'text/plain'], ["SerowStatus: the server is not Serow\n"]];
     my $status = $status_of->();
-    $status->{uptime} = int(time - $status->{started});
-    if (($env->{HTTP_ACCEPT} // '') =~ m{application/json} || ($env->{QUERY_STRING} // '') =~ /(?:^|&)json(?:[=&]|$)/) {
-        return [200, ['Content-Type' => 'application/json', 'Cache-Control' => 'no-store'],
+    my $now = Time::HiRes::time(); # busy_since is now - busy_for_ms: to the millisecond
+    $status->{uptime} = int($now - $status->{started});
+    for my $w (@{ $status->{workers} }) {
+        $w->{busy_since} = $now - $w->{busy_for_ms} / 1000 if $w->{busy};
+    }
+    my @headers = ('Cache-Control' => 'no-store', 'Vary' => 'Accept', 'X-Content-Type-Options' => 'nosniff');
+    my $view = _view($env);
+    if ($view eq 'json') {
+        return [200, ['Content-Type' => 'application/json', @headers],
                 [JSON::PP->new->canonical->encode($status)]];
     }
-    return [200, ['Content-Type' => 'text/plain; charset=utf-8', 'Cache-Control' => 'no-store'],
-            [_as_text($status)]];
+    if ($view eq 'html') {
+        my $host = $env->{HTTP_HOST} // $env->{SERVER_NAME};
+        return [200, ['Content-Type' => 'text/html; charset=utf-8', @headers, 'Content-Security-Policy' =>
+                      Plack::Middleware::SerowStatus::HTML::content_security_policy()],
+                [Plack::Middleware::SerowStatus::HTML::render(status => $status,
+                    text => _as_text($status), title => "Serow status: $host")]];
+    }
+    return [200, ['Content-Type' => 'text/plain; charset=utf-8', @headers], [_as_text($status)]];
+}
+
+# Which view a request asks for: ?json or ?html first (a link or a script
+# can choose), then its Accept header (a browser sends text/html, a monitor
+# application/json), else plain text (curl sends */*).
+sub _view {
+    my ($env) = @_;
+    my $query = $env->{QUERY_STRING} // '';
+    for my $view (qw(json html)) {
+        return $view if $query =~ /(?:^|&)$view(?:[=&]|$)/;
+    }
+    my $accept = $env->{HTTP_ACCEPT} // '';
+    return 'json' if $accept =~ m{application/json};
+    return 'html' if $accept =~ m{text/html};
+    return 'text';
 }
 
 sub _as_text {
@@ -101,6 +130,7 @@ Plack::Middleware::SerowStatus - what a Serow server is doing, for people and mo
 
     curl http://127.0.0.1:5000/server-status
     curl -H 'Accept: application/json' http://127.0.0.1:5000/server-status
+    chromium http://127.0.0.1:5000/server-status     # the dashboard (or ?html)
 
 =head1 DESCRIPTION
 
@@ -131,7 +161,34 @@ how long.
 
 =back
 
-Plain text by default; JSON when the request accepts C<application/json> or
-has C<json> in its query string.
+Three views of the same snapshot:
+
+=over
+
+=item JSON
+
+when the query string has C<json> (C<?json>) or the request accepts
+C<application/json>; each busy worker also has C<busy_since> (epoch
+seconds);
+
+=item HTML
+
+when the query string has C<html> (C<?html>) or the request accepts
+C<text/html>, as every browser's does: a dashboard that refreshes itself
+every second (an inline script fetches C<?json> from the same path; no
+external assets, so it works offline and behind a firewall). Without
+JavaScript it shows the plain-text view and reloads every 2 seconds.
+F<docs/status.md> in Serow's source has a screenshot;
+
+=item plain text
+
+otherwise (C<curl> sends C<Accept: */*>).
+
+=back
+
+Request lines come from clients: the HTML view escapes them, and its script
+puts them in the page as text, never as markup. Its Content Security Policy
+allows only its own inline style and script (by their hashes) and requests
+to its own path, as a second line of defence.
 
 =cut

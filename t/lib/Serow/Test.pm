@@ -42,7 +42,10 @@ sub root { $ROOT }
 # log pipe, environment and process group.
 sub start_server {
     my (%args) = @_;
-    my $self = bless { log => '' }, __PACKAGE__;
+    # owner: only the test process that started the server stops it when the
+    # object goes away, not a process forked from it that holds a copy (the
+    # master of a second server, its workers, a canned server in a test).
+    my $self = bless { log => '', owner => $$ }, __PACKAGE__;
     my @fds;
     my $listen = $args{listen} // 'tcp';
     if ($listen eq 'none') {
@@ -226,7 +229,7 @@ sub stop {
 
 sub DESTROY {
     my ($self) = @_;
-    return unless $self->{pid} && !defined $self->{exit_status};
+    return unless $self->{pid} && !defined $self->{exit_status} && $self->{owner} == $$;
     local ($?, $@, $!);
     kill 'KILL', -$self->{pid};
     waitpid($self->{pid}, 0);
@@ -580,6 +583,35 @@ sub _debian_package_installed {
     my ($package) = @_;
     my $status = `dpkg-query -W -f='\${Status}' $package 2>/dev/null` // '';
     return $status =~ /install ok installed/;
+}
+
+# headless_chromium($url, '--dump-dom', '--virtual-time-budget=5000'): runs
+# Debian's chromium headless (--no-sandbox --disable-gpu, a profile of its own
+# so that runs side by side do not share one) on $url with the given
+# switches, bounded by CHROMIUM_TIMEOUT.  Returns what it printed (the DOM
+# for --dump-dom), or undef after a diagnostic with the end of its stderr.
+use constant CHROMIUM_TIMEOUT => 180; # a cold start takes 25 s on a loaded machine
+push @EXPORT_OK, 'headless_chromium';
+
+sub headless_chromium {
+    my ($url, @switches) = @_;
+    my $profile = File::Temp->newdir;
+    my $errors = File::Temp->new;
+    my @command = ('timeout', '-k', 10, CHROMIUM_TIMEOUT, 'chromium', '--headless', '--no-sandbox',
+        '--disable-gpu', '--no-first-run', "--user-data-dir=$profile", @switches, $url);
+    my $pid = open(my $out, '-|') // die "fork: $!";
+    if (!$pid) {
+        open(STDERR, '>&', $errors) or POSIX::_exit(111);
+        { exec { $command[0] } @command }
+        POSIX::_exit(112);
+    }
+    my $output = do { local $/; <$out> } // '';
+    return $output if close($out);
+    seek($errors, 0, 0);
+    my @lines = grep { !/dbus|Fontconfig/ } <$errors>;
+    splice(@lines, 0, -10) if @lines > 10;
+    Test::More::diag("chromium exited with status $?: " . join('', @lines));
+    return undef;
 }
 
 # ---- requests ------------------------------------------------------------------
