@@ -290,7 +290,7 @@ static int steal_connection(struct holder *h, uint32_t worker_index, uint32_t sl
             fprintf(stderr, "serow connection holder: cannot take connections from workers "
                             "(pidfd_getfd: %s); busy workers keep their idle connections\n",
                     strerror(errno));
-            h->can_steal = 1;
+            h->can_steal = 0;
         }
         atomic_store(&s->state, SLOT_IDLE);
         return 0;
