@@ -451,3 +451,20 @@ set_parent_death_signal(int signal)
     RETVAL = prctl(PR_SET_PDEATHSIG, (unsigned long)signal) == 0;
   OUTPUT:
     RETVAL
+
+int
+set_dumpable(int dumpable)
+  CODE:
+    /* Changing a process's uid clears its dumpable flag; the connection
+     * holder needs it set to take a worker's connections with
+     * pidfd_getfd (which asks for ptrace access to the worker). */
+    RETVAL = prctl(PR_SET_DUMPABLE, (unsigned long)dumpable) == 0;
+  OUTPUT:
+    RETVAL
+
+int
+is_dumpable()
+  CODE:
+    RETVAL = prctl(PR_GET_DUMPABLE);
+  OUTPUT:
+    RETVAL

@@ -48,6 +48,7 @@ sub new {
         app        => $args{app},
         options    => $args{options},
         listeners  => $args{listeners},
+        privileges => $args{privileges}, # Serow::Privileges: dropped in every child, or undef
         on_ready   => $args{on_ready}, # called once the signal handlers are in place
         target     => $args{options}{workers},
         workers    => {},   # pid => { generation, started, stopping_since, killed, slot }
@@ -147,10 +148,13 @@ sub spawn_missing_workers {
     }
 }
 
+# This worker's --max-requests: drawn between --min-requests (by default
+# MAX_REQUESTS_SPREAD below the maximum) and --max-requests.
 sub request_limit {
     my ($self) = @_;
     my $max = $self->{options}{max_requests} or return 0;
-    return $max - int(rand($max * MAX_REQUESTS_SPREAD));
+    my $min = $self->{options}{min_requests} // $max - int($max * MAX_REQUESTS_SPREAD);
+    return $max - int(rand($max - $min + 1));
 }
 
 # Forks a child that runs $child_main (which never returns); returns the pid,
@@ -171,8 +175,13 @@ sub fork_child {
     }
     if ($pid == 0) {
         $SIG{$_} = 'DEFAULT' for @SIGNALS;
+        if ($self->{privileges} && !eval { $self->{privileges}->drop }) {
+            Serow::Log->error("cannot drop privileges: $@");
+            POSIX::_exit(1);
+        }
         # A child whose master is gone finishes its work and leaves; the
         # master may have died before this line, leaving nobody to signal it.
+        # (After dropping privileges: a change of uid clears this setting.)
         Serow::set_parent_death_signal(SIGTERM);
         POSIX::_exit(0) if getppid() != $self->{pid};
         $child_main->($old);

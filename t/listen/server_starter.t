@@ -27,7 +27,7 @@ my $starter = start_server(listen => 'none', command => [$start_server,
 ok wait_port({ port => $port, max_wait => 30 }), 'start_server listens' or BAIL_OUT($starter->log);
 my $line = $starter->wait_for_log(qr/listening on .* \(master pid \d+\)/);
 ok $line, 'Serow started' or diag $starter->log;
-like $line, qr/listening on 127\.0\.0\.1:$port, \Q$path\E with 2 workers/, 'on both sockets it was handed';
+like $line, qr/listening on http:\/\/127\.0\.0\.1:$port, \Q$path\E with 2 workers/, 'on both sockets it was handed';
 my ($first_master) = $line =~ /master pid (\d+)/;
 
 subtest 'both sockets are served' => sub {
