@@ -1,0 +1,60 @@
+use strict;
+use warnings;
+use Test::More;
+use Pod::Checker ();
+use Pod::Man ();
+use lib 't/lib';
+use Serow::Options ();
+use Serow::Test ();
+
+# The man page (the POD of script/serow) is valid, becomes a man page, and
+# names every option of the table and every alias, so that they cannot
+# drift apart.
+
+my $ROOT = Serow::Test::root();
+my $script = "$ROOT/script/serow";
+
+subtest 'the POD has no errors or warnings' => sub {
+    for my $file ($script, map { "$ROOT/lib/Serow/$_.pm" } qw(Options PidFile Privileges)) {
+        my $log = '';
+        open(my $out, '>', \$log) or die;
+        my $checker = Pod::Checker->new(-warnings => 2);
+        $checker->parse_from_file($file, $out);
+        is $checker->num_errors, 0, "$file: no errors" or diag $log;
+        is $checker->num_warnings, 0, "$file: no warnings" or diag $log;
+    }
+};
+
+subtest 'pod2man makes a man page of it' => sub {
+    my $man = '';
+    my $parser = Pod::Man->new(section => 1, center => 'Serow', errors => 'die');
+    $parser->output_string(\$man);
+    ok eval { $parser->parse_file($script); 1 }, 'no error' or diag $@;
+    like $man, qr/^\.SH "?\Q$_\E"?/m, "section $_" for 'NAME', 'SYNOPSIS', 'OPTIONS', 'SIGNALS', 'EXIT STATUS',
+        'FILES', 'EXAMPLES';
+    my ($built) = glob "$ROOT/blib/man1/serow.1*";
+    ok $built, 'make builds it (blib/man1), so make install installs it';
+};
+
+my $pod = do { open(my $fh, '<', $script) or die; local $/; <$fh> };
+$pod =~ s/\A.*?^__END__\n//ms;
+
+subtest 'every option of the table is an item of OPTIONS' => sub {
+    for my $name (Serow::Options->names) {
+        (my $flag = $name) =~ tr/_/-/;
+        like $pod, qr/^=item --\Q$flag\E\b/m, "--$flag";
+    }
+};
+
+subtest 'every alias is in the POD' => sub {
+    for my $alias (Serow::Options->aliases) {
+        my $flag = Serow::Options->alias_flag($alias);
+        like $pod, qr/(?:^=item |C<|, )\Q$flag\E\b/m, $flag;
+    }
+};
+
+subtest 'the signals the master handles are documented' => sub {
+    like $pod, qr/^=item .*\b$_\b/m, $_ for qw(TERM INT QUIT HUP TTIN TTOU);
+};
+
+done_testing;
