@@ -65,6 +65,9 @@ my @ALIASES = (
     'daemonize'          => { switch => 1, from => 'Starman, plackup',
                               refuse => 'Serow stays in the foreground: run it under systemd (eg/systemd/serow.service), start_server or another supervisor, and use --pid-file and --error-log' },
     'D'                  => { switch => 1, from => 'Starman, plackup', refuse_as => 'daemonize' },
+    'env'                => { from => 'Starman, plackup',
+                              refuse => 'serow does not set PLACK_ENV: set it in the environment (PLACK_ENV=deployment serow ...), or keep -E with plackup -s Serow' },
+    'E'                  => { from => 'Starman, plackup', refuse_as => 'env' },
     'spawn-interval'     => { from => 'Starlet, Gazelle',
                               refuse => 'Serow starts the new workers before the old ones leave on HUP, so no request waits; drop the option' },
     'child-exit'         => { from => 'Starlet, Gazelle',
@@ -237,7 +240,7 @@ sub from_argv {
     $p->getoptions(\%raw, @getopt, 'help|h' => \$help, 'version|v' => \my $version);
     if (@errors) {
         my ($unknown) = $errors[0] =~ /Unknown option: (\S+)/;
-        die $unknown ? "unknown option --$unknown" . _hint($unknown) . "\n" : $errors[0];
+        die $unknown ? "unknown option " . alias_flag($unknown) . _hint($unknown) . "\n" : $errors[0];
     }
     # Every way of naming an address adds one to --listen.
     my @listen = map { @{ delete $raw{$_} // [] } } qw(listen l);
