@@ -67,7 +67,7 @@ subtest 'a port in use is an error' => sub {
     my $server = serow('--listen', "127.0.0.1:$port");
     my $status = $server->wait_exit;
     is $status >> 8, 2, 'serow exits with status 2';
-    like $server->log, qr/serow: --listen: cannot listen on 127\.0\.0\.1:$port: .*in use/i, 'and says why';
+    like $server->log, qr/\[error\] \[pid \d+\] --listen: cannot listen on 127\.0\.0\.1:$port: .*in use/i, 'and says why';
 };
 
 done_testing;
