@@ -20,6 +20,13 @@ sub read_pid {
     return $line;
 }
 
+sub write_file {
+    my ($path, $text) = @_;
+    open(my $fh, '>', $path) or die "$path: $!";
+    print {$fh} $text;
+    close $fh;
+}
+
 sub serow_with_pid_file {
     my ($path, @options) = @_;
     my $server = start_server(app_file => 't/apps/pid.psgi', options => ['--pid-file', $path, @options]);
@@ -67,9 +74,7 @@ subtest 'a stale pid file is replaced' => sub {
     my $pid = fork // die;
     POSIX::_exit(0) if !$pid;
     waitpid $pid, 0;
-    open(my $fh, '>', $path) or die;
-    print {$fh} "$pid\n";
-    close $fh;
+    write_file($path, "$pid\n");
     my $server = serow_with_pid_file($path, '--workers', 1);
     is read_pid($path), $server->pid . "\n", 'our pid replaced the dead one';
     is $server->stop, 0;
@@ -79,9 +84,7 @@ subtest 'a stale pid file is replaced' => sub {
 subtest 'a pid file rewritten by someone else is not removed' => sub {
     my $path = "$dir/e.pid";
     my $server = serow_with_pid_file($path, '--workers', 1);
-    open(my $fh, '>', $path) or die;
-    print {$fh} "$$\n";
-    close $fh;
+    write_file($path, "$$\n");
     is $server->stop, 0;
     is read_pid($path), "$$\n", 'left as the other writer wrote it';
 };
