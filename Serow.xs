@@ -463,8 +463,16 @@ set_dumpable(int dumpable)
     RETVAL
 
 int
-is_dumpable()
+set_ptracer(int pid)
   CODE:
-    RETVAL = prctl(PR_GET_DUMPABLE);
+    /* Yama (ptrace_scope 1) lets only a declared ptracer and its
+     * descendants take a process's descriptors: a worker names the master,
+     * so that the connection holder, the master's child, may.  Without
+     * Yama the call fails with EINVAL and nothing is needed. */
+#ifdef PR_SET_PTRACER
+    RETVAL = prctl(PR_SET_PTRACER, (unsigned long)pid) == 0;
+#else
+    RETVAL = 0;
+#endif
   OUTPUT:
     RETVAL

@@ -236,6 +236,9 @@ sub run_worker {
     $0 = "serow worker";
     # Else every worker would draw the same rand() sequence as its siblings.
     srand();
+    # Under Yama's ptrace_scope 1 the holder could not take this worker's
+    # connections otherwise (docs/keepalive.md).
+    Serow::set_ptracer($self->{pid});
     my $worker = Serow::Worker->new(
         app           => $self->{app},
         options       => $self->{options},
