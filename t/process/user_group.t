@@ -93,6 +93,22 @@ subtest '--user alone takes the user\'s group' => sub {
     is $server->stop, 0, 'clean stop';
 };
 
+subtest 'through plackup, with Starman\'s names' => sub {
+    my $plackup = Serow::Test::find_command('plackup') or plan skip_all => 'no plackup (libplack-perl)';
+    my $port = Net::EmptyPort::empty_port();
+    my $pid_file = "$dir/plackup.pid";
+    my $server = start_server(listen => 'none', command => [$^X, '-Mblib', $plackup, '-s', 'Serow',
+        '-E', 'deployment', '--port', $port, '--workers', 1, '--user', 'nobody', '--group', 'nogroup',
+        '--pid', $pid_file, "$ROOT/t/apps/pid.psgi"]);
+    ok wait_port({ port => $port, max_wait => 30 }), 'it listens' or return diag $server->log;
+    ok $server->wait_for_log(qr/workers run as nobody:nogroup; pid file \Q$pid_file\E/), 'user and pid file taken'
+        or diag $server->log;
+    my ($worker) = $server->wait_for_log(qr/worker (\d+) started/) =~ /(\d+)/;
+    is ids($worker)->{Uid}, "$uid $uid $uid $uid", 'the worker runs as nobody';
+    is $server->stop, 0;
+    ok !-e $pid_file, 'the pid file is removed';
+};
+
 subtest 'wrong names are errors naming the option, before anything is bound' => sub {
     my ($status, $text) = run_serow('--user', 'no-such-user-serow', '--listen', '127.0.0.1:0', "$ROOT/eg/hello.psgi");
     is $status, 2;
