@@ -81,6 +81,27 @@ subtest 'a stale pid file is replaced' => sub {
     ok !-e $path;
 };
 
+subtest 'a pid file naming a live process that is not Serow is replaced' => sub {
+    # The number of a dead Serow, reused by another program (after a reboot).
+    pipe(my $r, my $w) or die;
+    my $other = fork // die;
+    if (!$other) {
+        close $w;
+        open(STDIN, '<&', $r) or POSIX::_exit(1);
+        exec 'cat' or POSIX::_exit(1);
+    }
+    close $r;
+    ok wait_until(sub { open(my $fh, '<', "/proc/$other/cmdline") or return; (<$fh> // '') =~ /\Acat\0/ }),
+        "a process running 'cat'";
+    my $path = "$dir/f.pid";
+    write_file($path, "$other\n");
+    my $server = serow_with_pid_file($path, '--workers', 1);
+    is read_pid($path), $server->pid . "\n", "our pid replaced the one of 'cat'";
+    is $server->stop, 0;
+    close $w; # cat ends
+    waitpid $other, 0;
+};
+
 subtest 'a pid file rewritten by someone else is not removed' => sub {
     my $path = "$dir/e.pid";
     my $server = serow_with_pid_file($path, '--workers', 1);
