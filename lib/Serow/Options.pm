@@ -183,8 +183,7 @@ sub from_hash {
 # nothing to change.  Dies for an alias Serow does not support.
 sub _resolve_alias {
     my ($key, $alias, $value) = @_;
-    my $flag = '--' . (length $key == 1 ? $key : _dashed($key));
-    $flag =~ s/^--(\w)$/-$1/;
+    my $flag = alias_flag(_dashed($key));
     my $refusal = $alias->{refuse_as} ? $ALIAS{ $alias->{refuse_as} }{refuse} : $alias->{refuse};
     die "$flag ($alias->{from}) is not supported: $refusal\n" if $refusal;
     return () if $alias->{same};
