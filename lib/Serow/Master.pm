@@ -338,6 +338,10 @@ C<--max-requests>) and when it stops accepting (C<worker PID stopping>).
 A worker whose master dies (even by SIGKILL) gets SIGTERM from the kernel
 and finishes its requests, so no worker outlives its master for long.
 
+With C<--user> or C<--group>, every child (workers and holder) switches
+ids right after the fork (L<Serow::Privileges>), before it sets that
+parent-death signal: a change of uid clears it. The master keeps its ids.
+
 =head2 Signals
 
 =over

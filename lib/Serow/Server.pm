@@ -126,8 +126,13 @@ Serow::Server - a Serow server: options, listen sockets, master
 
 =head1 DESCRIPTION
 
-Checks the options (L<Serow::Options>), opens the listen sockets
-(L<Serow::Listener>) and hands them with the app to the master
-(L<Serow::Master>), which forks the workers (L<Serow::Worker>).
+Checks the options (L<Serow::Options>) and the C<--user> and C<--group>
+names (L<Serow::Privileges>), opens C<--error-log>, refuses a C<--pid-file>
+of a running Serow, opens the listen sockets (L<Serow::Listener>), writes
+the pid file (L<Serow::PidFile>) and hands the sockets with the app to the
+master (L<Serow::Master>), which forks the workers (L<Serow::Worker>) and
+logs the start-up line: version, listen URLs and UNIX paths, workers,
+master pid, keep-alive, user and pid file. The pid file is removed when the
+master stops cleanly.
 
 =cut
