@@ -84,6 +84,9 @@ sub drop {
         map { "$_ $ids{$_}" } qw(Uid Gid);
     die "after dropping privileges: real, effective, saved and file-system ids are not all the asked ones (@wrong)\n"
         if @wrong;
+    my $groups = join ' ', sort { $a <=> $b } @{ $self->{groups} };
+    $ids{Groups} eq $groups
+        or die "after dropping privileges: supplementary groups are '$ids{Groups}', not '$groups'\n";
     if ($uid != 0 && POSIX::setuid(0)) {
         die "after dropping privileges: could become root again\n";
     }
@@ -93,12 +96,14 @@ sub drop {
     return 1;
 }
 
-# Uid and Gid lines of /proc/self/status: "real effective saved filesystem".
+# Uid and Gid lines of /proc/self/status ("real effective saved
+# filesystem") and Groups (sorted).
 sub _ids_from_proc {
     open(my $fh, '<', '/proc/self/status') or die "cannot read /proc/self/status: $!\n";
     my %ids;
     while (my $line = <$fh>) {
         $ids{$1} = join ' ', split ' ', $2 if $line =~ /\A(Uid|Gid):\s*(.*)/;
+        $ids{Groups} = join ' ', sort { $a <=> $b } split ' ', $1 if $line =~ /\AGroups:\s*(.*)/;
     }
     return %ids;
 }
