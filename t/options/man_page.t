@@ -3,6 +3,7 @@ use warnings;
 use Test::More;
 use Pod::Checker ();
 use Pod::Man ();
+use File::Temp ();
 use lib 't/lib';
 use Serow::Options ();
 use Serow::Test ();
@@ -34,6 +35,29 @@ subtest 'pod2man makes a man page of it' => sub {
         'FILES', 'EXAMPLES';
     my ($built) = glob "$ROOT/blib/man1/serow.1*";
     ok $built, 'make builds it (blib/man1), so make install installs it';
+};
+
+my %make = do {
+    open(my $fh, '<', "$ROOT/Makefile") or die "no Makefile (run perl Makefile.PL): $!";
+    map { /^(\w+) = (.*)$/ ? ($1 => $2) : () } <$fh>;
+};
+
+subtest 'make install installs it' => sub {
+    is $make{MAN1PODS}, 'script/serow', 'the Makefile manifies script/serow';
+    isnt $make{INSTALLSITEMAN1DIR} // 'none', 'none', "into $make{INSTALLSITEMAN1DIR}";
+};
+
+# The real thing: a make install into a temp DESTDIR, then man.  Long (and
+# make must not rebuild blib under the other tests' feet).
+subtest 'man serow after make install' => sub {
+    plan skip_all => 'SEROW_LONG_TESTS=1 installs into a temp dir and runs man' unless $ENV{SEROW_LONG_TESTS};
+    my $dest = File::Temp->newdir;
+    system("cd \Q$ROOT\E && make pure_install DESTDIR=\Q$dest\E >/dev/null") == 0 or return fail 'make pure_install';
+    my ($page) = glob "$dest$make{INSTALLSITEMAN1DIR}/serow.*";
+    ok $page, "installed: $page";
+    my $man = Serow::Test::find_command('man') or return;
+    local $ENV{MANPATH} = "$dest" . ($make{INSTALLSITEMAN1DIR} =~ s{/man1$}{}r);
+    like scalar(`man serow 2>&1`), qr/serow - serve a PSGI app with Serow/, 'man serow shows it';
 };
 
 my $pod = do { open(my $fh, '<', $script) or die; local $/; <$fh> };
