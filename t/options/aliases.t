@@ -73,24 +73,25 @@ subtest 'what Serow does not do is refused with what to do instead' => sub {
         [['--disable-proctitle'], qr/--disable-proctitle .* is not supported/],
     ) {
         my ($argv, $message) = @$case;
-        my ($status, $text) = run_serow(@$argv, "$ROOT/eg/hello.psgi");
-        is $status, 2, "@$argv: exit status 2";
-        like $text, $message, "@$argv: says so";
+        ok !eval { Serow::Options->from_argv(@$argv, "$ROOT/eg/hello.psgi"); 1 }, "@$argv: refused";
+        like $@, $message, "@$argv: says so";
     }
+    my ($status, $text) = run_serow('--daemonize', "$ROOT/eg/hello.psgi");
+    is $status, 2, 'serow exits with status 2';
+    like $text, qr/\[error\] .*--daemonize .* is not supported/, 'and logs why';
 };
 
 subtest 'aliases are checked like their options' => sub {
-    my ($status, $text) = run_serow(qw(--max-workers 0), "$ROOT/eg/hello.psgi");
-    is $status, 2;
-    like $text, qr/--workers: '0' is not a whole number of at least 1/;
-    ($status, $text) = run_serow(qw(--min-reqs-per-child 10), "$ROOT/eg/hello.psgi");
-    is $status, 2;
-    like $text, qr/--min-requests: needs --max-requests/;
-    ($status, $text) = run_serow(qw(--max-reqs-per-child 10 --min-reqs-per-child 20), "$ROOT/eg/hello.psgi");
-    is $status, 2;
-    like $text, qr/--min-requests: 20 is above --max-requests 10/;
-    ($status, $text) = run_serow(qw(--max-worker 2), "$ROOT/eg/hello.psgi");
-    like $text, qr/unknown option --max-worker \(did you mean --max-workers\?/, 'a typo of an alias gets a hint';
+    for my $case (
+        [[qw(--max-workers 0)], qr/--workers: '0' is not a whole number of at least 1/],
+        [[qw(--min-reqs-per-child 10)], qr/--min-requests: needs --max-requests/],
+        [[qw(--max-reqs-per-child 10 --min-reqs-per-child 20)], qr/--min-requests: 20 is above --max-requests 10/],
+        [[qw(--max-worker 2)], qr/unknown option --max-worker \(did you mean --max-workers\?/],
+    ) {
+        my ($argv, $message) = @$case;
+        ok !eval { Serow::Options->from_argv(@$argv); 1 }, "@$argv: refused";
+        like $@, $message, "@$argv: says what is wrong";
+    }
 };
 
 subtest 'a Starlet command line with one word changed' => sub {
