@@ -69,8 +69,11 @@ sub run {
     $self->spawn_missing_workers;
     until ($self->{stopping} && !%{ $self->{workers} } && !$self->{holder_pid}) {
         $self->wait_for_event;
-        $self->reap_workers;
+        # Signals first: a TERM or INT sent to the whole process group (^C in
+        # a terminal) also stops the holder and the workers, and their exits
+        # must be read as part of the stop, not as crashes to recover from.
         $self->handle_signals;
+        $self->reap_workers;
         $self->kill_overdue_workers;
         if ($self->{stopping}) {
             # The workers have handed their idle connections over: now the
