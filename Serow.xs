@@ -452,3 +452,28 @@ set_parent_death_signal(int signal)
     RETVAL = prctl(PR_SET_PDEATHSIG, (unsigned long)signal) == 0;
   OUTPUT:
     RETVAL
+
+int
+set_dumpable(int dumpable)
+  CODE:
+    /* Changing a process's uid clears its dumpable flag; the connection
+     * holder needs it set to take a worker's connections with
+     * pidfd_getfd (which asks for ptrace access to the worker). */
+    RETVAL = prctl(PR_SET_DUMPABLE, (unsigned long)dumpable) == 0;
+  OUTPUT:
+    RETVAL
+
+int
+set_ptracer(int pid)
+  CODE:
+    /* Yama (ptrace_scope 1) lets only a declared ptracer and its
+     * descendants take a process's descriptors: a worker names the master,
+     * so that the connection holder, the master's child, may.  Without
+     * Yama the call fails with EINVAL and nothing is needed. */
+#ifdef PR_SET_PTRACER
+    RETVAL = prctl(PR_SET_PTRACER, (unsigned long)pid) == 0;
+#else
+    RETVAL = 0;
+#endif
+  OUTPUT:
+    RETVAL

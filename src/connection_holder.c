@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "fd_passing.h"
+#include "log.h"
 
 #define EPOLL_BATCH 256
 /* epoll tags besides connection descriptors */
@@ -287,9 +288,9 @@ static int steal_connection(struct holder *h, uint32_t worker_index, uint32_t sl
     int fd = pidfd >= 0 ? (int)syscall(SYS_pidfd_getfd, pidfd, s->fd, 0) : -1;
     if (fd < 0) {
         if (errno == EPERM || errno == ENOSYS) {
-            fprintf(stderr, "serow connection holder: cannot take connections from workers "
-                            "(pidfd_getfd: %s); busy workers keep their idle connections\n",
-                    strerror(errno));
+            serow_log_error("connection holder: cannot take connections from workers "
+                            "(pidfd_getfd: %s); busy workers keep their idle connections",
+                            strerror(errno));
             h->can_steal = 0;
         }
         atomic_store(&s->state, SLOT_IDLE);

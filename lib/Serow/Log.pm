@@ -4,7 +4,7 @@ use warnings;
 
 use POSIX ();
 
-# Error log lines: "[2026-11-22 02:20:11] [pid 1234] message" on STDERR.
+# Error log lines: "[2026-11-22 02:20:11] [info] [pid 1234] message" on STDERR.
 
 sub _line {
     my ($level, $message) = @_;
@@ -22,5 +22,12 @@ __END__
 =head1 NAME
 
 Serow::Log - timestamped error log lines
+
+=head1 DESCRIPTION
+
+C<< Serow::Log->info($message) >> and C<< ->error($message) >> write one line
+to standard error (C<--error-log> reopens it on a file):
+C<[2026-11-22 02:20:11] [info] [pid 1234] message>. The C code logs in the
+same format (F<src/log.c>).
 
 =cut

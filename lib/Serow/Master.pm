@@ -48,6 +48,7 @@ sub new {
         app        => $args{app},
         options    => $args{options},
         listeners  => $args{listeners},
+        privileges => $args{privileges}, # Serow::Privileges: dropped in every child, or undef
         on_ready   => $args{on_ready}, # called once the signal handlers are in place
         target     => $args{options}{workers},
         workers    => {},   # pid => { generation, started, stopping_since, killed, slot }
@@ -68,8 +69,11 @@ sub run {
     $self->spawn_missing_workers;
     until ($self->{stopping} && !%{ $self->{workers} } && !$self->{holder_pid}) {
         $self->wait_for_event;
-        $self->reap_workers;
+        # Signals first: a TERM or INT sent to the whole process group (^C in
+        # a terminal) also stops the holder and the workers, and their exits
+        # must be read as part of the stop, not as crashes to recover from.
         $self->handle_signals;
+        $self->reap_workers;
         $self->kill_overdue_workers;
         if ($self->{stopping}) {
             # The workers have handed their idle connections over: now the
@@ -147,10 +151,13 @@ sub spawn_missing_workers {
     }
 }
 
+# This worker's --max-requests: drawn between --min-requests (by default
+# MAX_REQUESTS_SPREAD below the maximum) and --max-requests.
 sub request_limit {
     my ($self) = @_;
     my $max = $self->{options}{max_requests} or return 0;
-    return $max - int(rand($max * MAX_REQUESTS_SPREAD));
+    my $min = $self->{options}{min_requests} // $max - int($max * MAX_REQUESTS_SPREAD);
+    return $max - int(rand($max - $min + 1));
 }
 
 # Forks a child that runs $child_main (which never returns); returns the pid,
@@ -171,8 +178,13 @@ sub fork_child {
     }
     if ($pid == 0) {
         $SIG{$_} = 'DEFAULT' for @SIGNALS;
+        if ($self->{privileges} && !eval { $self->{privileges}->drop }) {
+            Serow::Log->error("cannot drop privileges: $@");
+            POSIX::_exit(1);
+        }
         # A child whose master is gone finishes its work and leaves; the
         # master may have died before this line, leaving nobody to signal it.
+        # (After dropping privileges: a change of uid clears this setting.)
         Serow::set_parent_death_signal(SIGTERM);
         POSIX::_exit(0) if getppid() != $self->{pid};
         $child_main->($old);
@@ -227,6 +239,9 @@ sub run_worker {
     $0 = "serow worker";
     # Else every worker would draw the same rand() sequence as its siblings.
     srand();
+    # Under Yama's ptrace_scope 1 the holder could not take this worker's
+    # connections otherwise (docs/keepalive.md).
+    Serow::set_ptracer($self->{pid});
     my $worker = Serow::Worker->new(
         app           => $self->{app},
         options       => $self->{options},
@@ -325,6 +340,10 @@ C<--max-requests>) and when it stops accepting (C<worker PID stopping>).
 
 A worker whose master dies (even by SIGKILL) gets SIGTERM from the kernel
 and finishes its requests, so no worker outlives its master for long.
+
+With C<--user> or C<--group>, every child (workers and holder) switches
+ids right after the fork (L<Serow::Privileges>), before it sets that
+parent-death signal: a change of uid clears it. The master keeps its ids.
 
 =head2 Signals
 

@@ -16,7 +16,8 @@ my @OPTIONS = (
     socket_mode => ['mode', undef, 'permissions of UNIX sockets Serow creates, in octal (e.g. 0660)'],
     backlog => ['int', 1024, 'listen queue length'],
     workers => ['count', 4, 'worker processes'],
-    max_requests => ['int', 0, 'requests a worker serves before it is replaced (0: never); each worker draws its own limit between 75% and 100% of it, so they do not all restart at once'],
+    max_requests => ['int', 0, 'requests a worker serves before it is replaced (0: never); each worker draws its own limit between --min-requests and this, so they do not all restart at once'],
+    min_requests => ['int', undef, 'the lowest limit a worker draws under --max-requests (default: 75% of --max-requests)'],
     max_request_line => ['size', 8192, 'longest request line; longer gets 414'],
     max_header_size => ['size', 65536, 'largest header section; larger gets 431'],
     max_headers => ['int', 100, 'most header fields in a request; more gets 431'],
@@ -29,13 +30,68 @@ my @OPTIONS = (
     max_keepalive_requests => ['int', 0, 'requests on one connection before it is closed (0: no limit)'],
     max_keepalive_connections => ['int', 0, 'connections kept open at once, idle or busy; above it new connections are answered and closed, and the oldest idle ones closed (0: the open-file limit less a tenth, at least 64, kept for the app)'],
     graceful_timeout => ['seconds', 30, 'on stop or HUP, time workers get to finish before they are killed'],
+    pid_file => ['string', undef, 'write the master\'s pid to this file once the sockets are open; removed on a clean stop'],
+    user => ['string', undef, 'user (name or number) the workers and the connection holder run as; the sockets are opened first, so ports below 1024 work'],
+    group => ['string', undef, 'group (name or number) they run as (default: the --user\'s group)'],
+    error_log => ['string', undef, 'append the log to this file instead of standard error'],
+);
+
+# Other servers' option names, so that moving from Starman, Starlet or
+# Gazelle is a one-word change.  Each alias is one of:
+#   to => OPTION            the Serow option it is (same value)
+#   to => OPTION, set => V  a switch: it sets OPTION to V
+#   listen => 'host'/'port' a part of one --listen address (command line only)
+#   same => WHY             a switch asking for what Serow always does
+#   refuse => WHAT TO DO    Serow does not do it: an error that says so
+# plackup passes options as hash keys and turns --disable-foo into foo => 0
+# (and --enable-foo into foo => 1): those forms are hash_only.
+my @ALIASES = (
+    'max-workers'        => { to => 'workers', from => 'Starlet, Gazelle' },
+    'max-reqs-per-child' => { to => 'max_requests', from => 'Starlet, Gazelle' },
+    'min-reqs-per-child' => { to => 'min_requests', from => 'Starlet, Gazelle' },
+    'max-keepalive-reqs' => { to => 'max_keepalive_requests', from => 'Starlet' },
+    'timeout'            => { to => 'read_timeout', from => 'Starlet, Gazelle' },
+    'pid'                => { to => 'pid_file', from => 'Starman' },
+    'l'                  => { to => 'listen', from => 'Starman, plackup' },
+    'socket'             => { to => 'listen', from => 'Starman, plackup' },
+    'S'                  => { to => 'listen', from => 'Starman, plackup' },
+    'host'               => { listen => 'host', from => 'Starman, plackup' },
+    'port'               => { listen => 'port', from => 'Starman, plackup' },
+    'disable-keepalive'  => { to => 'max_keepalive_requests', set => 1, from => 'Starman' },
+    'keepalive'          => { to => 'max_keepalive_requests', set => 1, hash_only => 1,
+                              from => 'plackup --disable-keepalive' },
+    'preload-app'        => { same => 'it loads the app in the master before it forks workers',
+                              from => 'Starman' },
+    'daemonize'          => { switch => 1, from => 'Starman, plackup',
+                              refuse => 'Serow stays in the foreground: run it under systemd (eg/systemd/serow.service), start_server or another supervisor, and use --pid-file and --error-log' },
+    'D'                  => { switch => 1, from => 'Starman, plackup', refuse_as => 'daemonize' },
+    'env'                => { from => 'Starman, plackup',
+                              refuse => 'serow does not set PLACK_ENV: set it in the environment (PLACK_ENV=deployment serow ...), or keep -E with plackup -s Serow' },
+    'E'                  => { from => 'Starman, plackup', refuse_as => 'env' },
+    'spawn-interval'     => { from => 'Starlet, Gazelle',
+                              refuse => 'Serow starts the new workers before the old ones leave on HUP, so no request waits; drop the option' },
+    'child-exit'         => { from => 'Starlet, Gazelle',
+                              refuse => 'put the code in an END block in the app: a worker runs it when it exits' },
+    'enable-ssl'         => { switch => 1, from => 'Starman',
+                              refuse => 'Serow serves plain HTTP: terminate TLS in nginx or HAProxy in front of it' },
+    'ssl'                => { hash_only => 1, from => 'plackup --enable-ssl', refuse_as => 'enable-ssl' },
+    'ssl-cert'           => { from => 'Starman', refuse_as => 'enable-ssl' },
+    'ssl-key'            => { from => 'Starman', refuse_as => 'enable-ssl' },
+    'disable-proctitle'  => { switch => 1, from => 'Starman',
+                              refuse => 'Serow always names its processes (serow master, serow worker, serow connection holder); drop the option' },
+    'proctitle'          => { hash_only => 1, from => 'plackup --disable-proctitle', refuse_as => 'disable-proctitle' },
 );
 
 my %SPEC = @OPTIONS;
 my @ORDER = @OPTIONS[grep { $_ % 2 == 0 } 0 .. $#OPTIONS];
+my %ALIAS = @ALIASES;
+my @ALIAS_ORDER = @ALIASES[grep { $_ % 2 == 0 } 0 .. $#ALIASES];
 
 sub names { @ORDER }
 sub spec { $SPEC{ $_[1] } }
+# The aliases a user may type (the hash-only forms left out).
+sub aliases { grep { !$ALIAS{$_}{hash_only} } @ALIAS_ORDER }
+sub alias { $ALIAS{ $_[1] } }
 
 sub defaults {
     my %d;
@@ -104,24 +160,75 @@ sub normalize {
 sub from_hash {
     my ($class, %given) = @_;
     my $opts = $class->defaults;
+    my %set_by; # option => the key that set it
     for my $key (sort keys %given) {
-        (my $name = $key) =~ tr/-/_/;
         next unless defined $given{$key};
-        die "unknown option '$key'" . _hint($name) . "\n" unless $SPEC{$name};
-        $opts->{$name} = $class->normalize($name, $given{$key});
+        (my $name = $key) =~ tr/-/_/;
+        my $value = $given{$key};
+        if (!$SPEC{$name}) {
+            my $alias = $ALIAS{ _dashed($name) } || $ALIAS{$key}
+                or die "unknown option '$key'" . _hint($name) . "\n";
+            ($name, $value) = _resolve_alias($key, $alias, $value) or next;
+        }
+        die "--" . _dashed($set_by{$name}) . " and --" . _dashed($key) . " are the same option: give one of them\n"
+            if defined $set_by{$name};
+        $set_by{$name} = $key;
+        $opts->{$name} = $class->normalize($name, $value);
     }
+    _check_together($opts);
     return $opts;
+}
+
+# What an alias given with $value asks for: (option, value), or () for
+# nothing to change.  Dies for an alias Serow does not support.
+sub _resolve_alias {
+    my ($key, $alias, $value) = @_;
+    my $flag = alias_flag(_dashed($key));
+    my $refusal = $alias->{refuse_as} ? $ALIAS{ $alias->{refuse_as} }{refuse} : $alias->{refuse};
+    die "$flag ($alias->{from}) is not supported: $refusal\n" if $refusal;
+    return () if $alias->{same};
+    die "$flag: give the whole address as listen => ['HOST:PORT']\n" if $alias->{listen};
+    if (exists $alias->{set}) {
+        # plackup's --disable-keepalive arrives as keepalive => 0, and
+        # --enable-keepalive (what Serow does anyway) as keepalive => 1.
+        return () if $alias->{hash_only} ? $value : !$value;
+        return ($alias->{to}, $alias->{set});
+    }
+    return ($alias->{to}, $value);
+}
+
+# Checks between options.
+sub _check_together {
+    my ($opts) = @_;
+    if (defined $opts->{min_requests}) {
+        $opts->{max_requests} or die "--min-requests: needs --max-requests (the highest limit a worker draws)\n";
+        $opts->{min_requests} <= $opts->{max_requests}
+            or die "--min-requests: $opts->{min_requests} is above --max-requests $opts->{max_requests}\n";
+    }
+}
+
+# One --listen address from --host and --port (Starman's and plackup's way).
+sub _host_port_address {
+    my ($host, $port) = @_;
+    $port //= 5000;
+    $host = '0.0.0.0' if !defined $host || $host eq '' || $host eq '*';
+    return $host =~ /:/ ? "[$host]:$port" : "$host:$port";
 }
 
 # Parses a command line; returns (options, remaining arguments).
 sub from_argv {
     my ($class, @argv) = @_;
-    my %given;
     my @getopt;
     for my $name (@ORDER) {
         my $type = $SPEC{$name}[0];
         my $flag = _dashed($name);
         push @getopt, $type eq 'list' ? "$flag=s\@" : "$flag=s";
+    }
+    for my $alias (@ALIAS_ORDER) {
+        my $a = $ALIAS{$alias};
+        next if $a->{hash_only};
+        my $switch = $a->{switch} || exists $a->{set} || $a->{same};
+        push @getopt, $switch ? $alias : ($a->{to} // '') eq 'listen' ? "$alias=s\@" : "$alias=s";
     }
     my @errors;
     local $SIG{__WARN__} = sub { push @errors, $_[0] };
@@ -132,11 +239,17 @@ sub from_argv {
     $p->getoptions(\%raw, @getopt, 'help|h' => \$help, 'version|v' => \my $version);
     if (@errors) {
         my ($unknown) = $errors[0] =~ /Unknown option: (\S+)/;
-        die $unknown ? "unknown option --$unknown" . _hint($unknown) . "\n" : $errors[0];
+        die $unknown ? "unknown option " . alias_flag($unknown) . _hint($unknown) . "\n" : $errors[0];
     }
+    # Every way of naming an address adds one to --listen.
+    my @listen = map { @{ delete $raw{$_} // [] } } qw(listen l);
+    push @listen, map { m{/} ? $_ : "./$_" } map { @{ delete $raw{$_} // [] } } qw(socket S);
+    my ($host, $port) = delete @raw{qw(host port)};
+    push @listen, _host_port_address($host, $port) if defined $host || defined $port;
+    my %given = (@listen ? (listen => \@listen) : ());
     for my $flag (keys %raw) {
         (my $name = $flag) =~ tr/-/_/;
-        $given{$name} = $raw{$flag};
+        $given{ $SPEC{$name} ? $name : $flag } = $raw{$flag};
     }
     my $opts = $class->from_hash(%given);
     $opts->{help} = $help;
@@ -149,7 +262,8 @@ sub _hint {
     my ($typed) = @_;
     $typed =~ tr/-/_/;
     my ($best, $best_distance);
-    for my $name (@ORDER) {
+    # Serow's own names first: at equal distance they win over an alias.
+    for my $name (@ORDER, map { tr/-/_/r } grep { length > 1 } aliases()) {
         my $d = _distance(lc $typed, $name);
         ($best, $best_distance) = ($name, $d) if !defined $best_distance || $d < $best_distance;
     }
@@ -179,11 +293,30 @@ sub help_text {
     my $text = '';
     for my $name (@ORDER) {
         my ($type, $default, $help) = @{ $SPEC{$name} };
-        my $d = ref $default eq 'ARRAY' ? '' : defined $default ? " (default: $default)" : '';
-        $text .= sprintf "  --%-24s %s%s\n", _dashed($name) . ($type eq 'list' ? '=...' : '=N'),
-            $help, $d;
+        my $d = ref $default eq 'ARRAY' || !defined $default ? '' : " (default: $default)";
+        my $value = $type eq 'list' ? '=...' : $type eq 'string' ? '=S' : '=N';
+        $text .= sprintf "  --%-26s %s%s\n", _dashed($name) . $value, $help, $d;
+    }
+    $text .= "\nOptions of Starman, Starlet, Gazelle and plackup, so that switching is one word:\n";
+    for my $alias (aliases()) {
+        $text .= sprintf "  %-28s %s (%s)\n", alias_flag($alias), alias_meaning($alias), $ALIAS{$alias}{from};
     }
     return $text;
+}
+
+# "--max-workers", "-S".
+sub alias_flag { length $_[-1] == 1 ? "-$_[-1]" : "--$_[-1]" }
+
+# What an alias does, in words (for --help and the man page).
+sub alias_meaning {
+    my $a = $ALIAS{ $_[-1] };
+    return 'same as --listen HOST:PORT (with --port)' if ($a->{listen} // '') eq 'host';
+    return 'same as --listen :PORT (with --host: HOST:PORT)' if ($a->{listen} // '') eq 'port';
+    return "what Serow always does: $a->{same}" if $a->{same};
+    my $refusal = $a->{refuse_as} ? $ALIAS{ $a->{refuse_as} }{refuse} : $a->{refuse};
+    return "not supported: $refusal" if $refusal;
+    return "same as --" . _dashed($a->{to}) . " $a->{set}" if exists $a->{set};
+    return "same as --" . _dashed($a->{to});
 }
 
 1;

@@ -7,6 +7,8 @@ use Serow::Options ();
 use Serow::Listener ();
 use Serow::Master ();
 use Serow::Log ();
+use Serow::PidFile ();
+use Serow::Privileges ();
 use POSIX ();
 
 use constant DEFAULT_LISTEN => '0.0.0.0:5000';
@@ -17,8 +19,10 @@ sub new {
     my $sockets = delete $args{listen_sockets}; # already listening: used as they are
     my $options = Serow::Options->from_hash(%args);
     $options->{max_keepalive_connections} ||= default_max_keepalive_connections();
-    return bless { options => $options, server_ready => $server_ready, listen_sockets => $sockets },
-        $class;
+    # Names checked now: a wrong --user is an error before anything is bound.
+    my $privileges = Serow::Privileges->resolve(user => $options->{user}, group => $options->{group});
+    return bless { options => $options, server_ready => $server_ready, listen_sockets => $sockets,
+                   privileges => $privileges }, $class;
 }
 
 # Idle connections all end up in one process, the connection holder, so the
@@ -57,30 +61,66 @@ sub open_listeners {
     }
     my @addresses = @{ $options->{listen} };
     @addresses = (DEFAULT_LISTEN) unless @addresses;
+    my $privileges = $self->{privileges};
     return map {
         my $l = Serow::Listener->open_address($_, backlog => $options->{backlog},
             socket_mode => $options->{socket_mode});
         $l->{owned} = 1;
+        # A UNIX socket we made belongs to the --user, like the files the
+        # workers make, so that --socket-mode 0660 lets its group in.
+        if ($privileges && defined $l->{path}) {
+            chown $privileges->uid, $privileges->gid, $l->{path}
+                or die "--user: cannot give $l->{path} to " . $privileges->name . ": $!\n";
+        }
         $l;
     } @addresses;
 }
 
 sub run {
     my ($self, $app) = @_;
+    my $options = $self->{options};
+    $self->open_error_log($options->{error_log}) if defined $options->{error_log};
+    # Refused before binding: the address of a running Serow would be busy,
+    # and "address in use" says less than this.
+    Serow::PidFile->check($options->{pid_file}) if defined $options->{pid_file};
     my @listeners = $self->open_listeners;
-    my $master = Serow::Master->new(app => $app, options => $self->{options},
-        listeners => \@listeners, on_ready => sub { $self->announce(@listeners) });
+    my $pid_file = defined $options->{pid_file} ? Serow::PidFile->write($options->{pid_file}) : undef;
+    my $master = Serow::Master->new(app => $app, options => $options, listeners => \@listeners,
+        privileges => $self->{privileges}, on_ready => sub { $self->announce(@listeners) });
     my $status = $master->run;
     $_->close_and_unlink for @listeners;
+    $pid_file->remove if $pid_file;
     return $status;
+}
+
+# --error-log: the log (and whatever the app prints on STDERR) goes to FILE.
+sub open_error_log {
+    my ($self, $path) = @_;
+    open(STDERR, '>>', $path) or die "--error-log: cannot open $path: $!\n";
+    STDERR->autoflush(1);
+}
+
+# Where a listener is, as a URL (or the path of a UNIX socket).
+sub listener_url {
+    my ($listener) = @_;
+    return $listener->{name} if $listener->{is_unix};
+    my $host = $listener->{server_name};
+    return 'http://' . ($host =~ /:/ ? "[$host]" : $host) . ":$listener->{server_port}";
 }
 
 # Says the server is up: only once the master's signal handlers are in
 # place, so that whoever waits for this line may signal it at once.
 sub announce {
     my ($self, @listeners) = @_;
-    Serow::Log->info(sprintf "Serow %s listening on %s with %d workers (master pid %d)",
-        $Serow::VERSION, join(', ', map { $_->{name} } @listeners), $self->{options}{workers}, $$);
+    my $options = $self->{options};
+    my @about = $options->{max_keepalive_requests} == 1
+        ? 'keep-alive off (--max-keepalive-requests 1)'
+        : "keep-alive on (idle connections held by the connection holder, closed after $options->{keepalive_timeout}s)";
+    push @about, 'workers run as ' . $self->{privileges}->name if $self->{privileges};
+    push @about, "pid file $options->{pid_file}" if defined $options->{pid_file};
+    Serow::Log->info(sprintf "Serow %s listening on %s with %d workers (master pid %d); %s",
+        $Serow::VERSION, join(', ', map { listener_url($_) } @listeners), $options->{workers}, $$,
+        join('; ', @about));
     if ($self->{server_ready}) {
         my $first = $listeners[0];
         $self->{server_ready}->({ host => $first->{server_name}, port => $first->{server_port},
@@ -102,8 +142,13 @@ Serow::Server - a Serow server: options, listen sockets, master
 
 =head1 DESCRIPTION
 
-Checks the options (L<Serow::Options>), opens the listen sockets
-(L<Serow::Listener>) and hands them with the app to the master
-(L<Serow::Master>), which forks the workers (L<Serow::Worker>).
+Checks the options (L<Serow::Options>) and the C<--user> and C<--group>
+names (L<Serow::Privileges>), opens C<--error-log>, refuses a C<--pid-file>
+of a running Serow, opens the listen sockets (L<Serow::Listener>), writes
+the pid file (L<Serow::PidFile>) and hands the sockets with the app to the
+master (L<Serow::Master>), which forks the workers (L<Serow::Worker>) and
+logs the start-up line: version, listen URLs and UNIX paths, workers,
+master pid, keep-alive, user and pid file. The pid file is removed when the
+master stops cleanly.
 
 =cut

@@ -8,6 +8,10 @@ use Serow ();
 use Serow::Writer ();
 use Serow::Log ();
 use POSIX ();
+# Loaded here, in the master: a worker that switched to --user may no longer
+# read every directory of @INC, and perl's require fails on an unreadable
+# one (the in-memory handles of psgi.input need this layer).
+use PerlIO::scalar ();
 
 # Bytes asked of the C reader per call when buffering a request body.
 use constant BODY_READ_SIZE => 65536;

@@ -16,7 +16,7 @@ subtest 'serow --listen [::1]:PORT' => sub {
         options => ['--listen', "[::1]:$port", '--workers', 2]);
     ok wait_port({ host => '::1', port => $port, max_wait => 30 }), "it listens on [::1]:$port"
         or return diag $server->log;
-    ok $server->wait_for_log(qr/listening on \[::1\]:$port with 2 workers/), 'and says so';
+    ok $server->wait_for_log(qr/listening on http:\/\/\[::1\]:$port with 2 workers/), 'and says so';
     my $res = http_get({ host => '::1', port => $port }, '/');
     is $res->{status}, 200, 'a request over IPv6 is answered';
     like $res->{body}, qr/ server ::1:$port$/, 'SERVER_NAME is ::1';

@@ -18,7 +18,8 @@ my @listen = ('--listen', "127.0.0.1:$v4", ($v6 ? ('--listen', "[::1]:$v6") : ()
 my $server = start_server(listen => 'none', app_file => 't/apps/pid.psgi', options => [@listen, '--workers', 3]);
 ok wait_port({ port => $v4, max_wait => 30 }), 'IPv4 listens' or diag $server->log;
 ok wait_port({ host => '::1', port => $v6, max_wait => 30 }), 'IPv6 listens' if $v6;
-ok $server->wait_for_log(qr/listening on 127\.0\.0\.1:$v4, @{[ $v6 ? "\\[::1\\]:$v6, " : '' ]}\Q$path\E with 3 workers/),
+my $v6_url = $v6 ? "http://[::1]:$v6, " : '';
+ok $server->wait_for_log(qr{listening on http://127\.0\.0\.1:$v4, \Q$v6_url$path\E with 3 workers}),
     'the log names every listener';
 is sprintf('%04o', (stat $path)[2] & 07777), '0660', 'the UNIX socket has its mode';
 

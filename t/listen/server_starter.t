@@ -17,18 +17,37 @@ my $dir = File::Temp->newdir;
 my $path = "$dir/starter.sock";
 my $port = empty_port();
 
+# The sample command of docs/operations.md, run as it is written there, on a
+# free port, a socket in a temp dir and a test app.
+my ($sample) = do {
+    open(my $fh, '<', "$ROOT/docs/operations.md") or die "docs/operations.md: $!";
+    local $/;
+    <$fh> =~ /<!-- the command t\/listen\/server_starter\.t runs -->\n```sh\n(.*?)```/s;
+};
+ok $sample, 'docs/operations.md has the sample' or BAIL_OUT('no sample command in docs/operations.md');
+(my $line = $sample) =~ s/\\\n//g;
+my %replace = (
+    start_server            => [$start_server],
+    '127.0.0.1:5000'        => ["127.0.0.1:$port"],
+    '/run/serow/serow.sock' => [$path],
+    serow                   => [$^X, "-I$ROOT/blib/lib", "-I$ROOT/blib/arch", "$ROOT/script/serow"],
+    '/srv/app/app.psgi'     => ["$ROOT/t/apps/pid.psgi"],
+);
+my @words = split ' ', $line;
+my %in_sample = map { $_ => 1 } @words;
+ok $in_sample{$_}, "the sample has $_" for sort keys %replace;
+my ($workers) = $line =~ /--workers (\d+)/;
+ok $workers, "it sets --workers ($workers)";
+
 # start_server runs in the helper's process group: stopping it (or the
 # helper killing the group) takes every Serow it started along.
-my $starter = start_server(listen => 'none', command => [$start_server,
-    '--port', "127.0.0.1:$port", '--path', $path, '--',
-    $^X, "-I$ROOT/blib/lib", "-I$ROOT/blib/arch", "$ROOT/script/serow", '--workers', 2,
-    "$ROOT/t/apps/pid.psgi"]);
+my $starter = start_server(listen => 'none', command => [map { @{ $replace{$_} || [$_] } } @words]);
 
 ok wait_port({ port => $port, max_wait => 30 }), 'start_server listens' or BAIL_OUT($starter->log);
-my $line = $starter->wait_for_log(qr/listening on .* \(master pid \d+\)/);
-ok $line, 'Serow started' or diag $starter->log;
-like $line, qr/listening on 127\.0\.0\.1:$port, \Q$path\E with 2 workers/, 'on both sockets it was handed';
-my ($first_master) = $line =~ /master pid (\d+)/;
+my $banner = $starter->wait_for_log(qr/listening on .* \(master pid \d+\)/);
+ok $banner, 'Serow started' or diag $starter->log;
+like $banner, qr/listening on http:\/\/127\.0\.0\.1:$port, \Q$path\E with $workers workers/, 'on both sockets it was handed';
+my ($first_master) = $banner =~ /master pid (\d+)/;
 
 subtest 'both sockets are served' => sub {
     my $tcp = http_get({ port => $port }, '/');

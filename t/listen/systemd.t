@@ -48,7 +48,7 @@ subtest 'LISTEN_FDS=2 with LISTEN_PID of serow: both sockets are served' => sub 
     my $port = empty_port();
     my $path = "$dir/a.sock";
     my $server = launch(1, $port, $path, '--workers', 2);
-    ok $server->wait_for_log(qr/listening on 127\.0\.0\.1:$port, \Q$path\E with 2 workers/),
+    ok $server->wait_for_log(qr/listening on http:\/\/127\.0\.0\.1:$port, \Q$path\E with 2 workers/),
         'serow takes fds 3 and 4' or return diag $server->log;
     like http_get({ port => $port }, '/')->{body}, qr/ server 127\.0\.0\.1:$port$/, 'TCP is served';
     is http_get({ path => $path }, '/')->{status}, 200, 'UNIX is served';
@@ -61,7 +61,7 @@ subtest 'LISTEN_PID of another process: the sockets are not taken, --listen is u
     $own = empty_port() while $own == $port;
     my $path = "$dir/b.sock";
     my $server = launch(0, $port, $path, '--listen', "127.0.0.1:$own", '--workers', 1);
-    ok $server->wait_for_log(qr/listening on 127\.0\.0\.1:$own with 1 workers/), 'serow opens its own socket'
+    ok $server->wait_for_log(qr/listening on http:\/\/127\.0\.0\.1:$own with 1 workers/), 'serow opens its own socket'
         or return diag $server->log;
     ok wait_port({ port => $own, max_wait => 30 });
     is http_get({ port => $own }, '/')->{status}, 200, 'and serves it';

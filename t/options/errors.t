@@ -11,20 +11,7 @@ use Serow::Test ();
 
 my $ROOT = Serow::Test::root();
 
-# Runs script/serow; returns (exit status, stdout + stderr).
-sub serow {
-    my (@argv) = @_;
-    my $pid = open(my $out, '-|') // die "fork: $!";
-    if ($pid == 0) {
-        open(STDERR, '>&', \*STDOUT) or die;
-        exec $^X, "-I$ROOT/blib/lib", "-I$ROOT/blib/arch", "$ROOT/script/serow", @argv;
-        die "exec: $!";
-    }
-    local $/;
-    my $text = <$out> // '';
-    close $out;
-    return ($? >> 8, $text);
-}
+*serow = \&Serow::Test::run_serow;
 
 subtest 'an unknown option is an error with a hint' => sub {
     my ($status, $text) = serow('--max-request', 5, "$ROOT/eg/hello.psgi");

@@ -40,7 +40,12 @@ Plack::Handler::Serow - run PSGI apps with Serow from plackup
 =head1 DESCRIPTION
 
 Every option of L<serow> can be given to plackup, with dashes or
-underscores. An unknown option is an error.
+underscores, and so can the option names of Starman, Starlet and Gazelle
+(C<--max-workers>, C<--max-reqs-per-child>, C<--disable-keepalive>, ...):
+C<plackup -s Starlet ...> becomes C<plackup -s Serow ...> with nothing else
+changed (see F<docs/migrating.md>). An unknown option is an error, and so is
+one Serow does not support (C<-D>, C<--enable-ssl>, ...), with what to do
+instead.
 
 C<host> and C<port> (as L<Plack::Loader> passes them) work as well as
 C<listen>, and so does C<listen_sock>, a listening socket already open (as

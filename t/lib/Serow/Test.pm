@@ -20,7 +20,7 @@ use Test::More ();
 
 our @EXPORT_OK = qw(start_server raw_request raw_connect read_response parse_response
                     wait_until read_until_close echo_app rejects send_all
-                    need_debian_packages);
+                    need_debian_packages run_serow);
 
 # Generous: the machine is shared and slow; these bound a wait, never pace it.
 use constant READ_TIMEOUT => 30;
@@ -478,7 +478,7 @@ sub wait_until {
 
 # Helpers for t/process and t/listen.
 push @EXPORT_OK, qw(child_pids process_alive gate gated_app hammer http_get find_command
-                    is_connection_holder answer_to_unfinished_head);
+                    is_connection_holder all_child_pids answer_to_unfinished_head);
 
 # Every child of $pid, the connection holder included.
 sub all_child_pids {
@@ -546,6 +546,22 @@ sub process_alive {
 }
 
 sub worker_pids { child_pids($_[0]{pid}) }
+
+# Runs script/serow with @argv to its end (for command lines that fail at
+# once, or --help); returns (exit status, standard output and error).
+sub run_serow {
+    my (@argv) = @_;
+    my $pid = open(my $out, '-|') // die "fork: $!";
+    if ($pid == 0) {
+        open(STDERR, '>&', \*STDOUT) or die;
+        exec $^X, "-I$ROOT/blib/lib", "-I$ROOT/blib/arch", "$ROOT/script/serow", @argv;
+        die "exec: $!";
+    }
+    local $/;
+    my $text = <$out> // '';
+    close $out;
+    return ($? >> 8, $text);
+}
 
 # The path of a command in PATH (plackup, start_server), or undef.
 sub find_command {

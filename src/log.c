@@ -1,0 +1,32 @@
+#include "log.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
+
+void serow_log_error(const char *format, ...)
+{
+    char stamp[32] = "";
+    time_t now = time(NULL);
+    struct tm local;
+    if (localtime_r(&now, &local))
+        strftime(stamp, sizeof(stamp), "%Y-%m-%d %H:%M:%S", &local);
+
+    /* One write for the whole line, so that lines of processes sharing the
+     * log do not interleave. */
+    char line[1024];
+    int used = snprintf(line, sizeof(line), "[%s] [error] [pid %d] ", stamp, (int)getpid());
+    va_list args;
+    va_start(args, format);
+    if (used >= 0 && (size_t)used < sizeof(line))
+        used += vsnprintf(line + used, sizeof(line) - used, format, args);
+    va_end(args);
+    if (used < 0)
+        return;
+    if ((size_t)used >= sizeof(line) - 1)
+        used = sizeof(line) - 2; /* cut: the newline still ends it */
+    line[used++] = '\n';
+    ssize_t ignored = write(STDERR_FILENO, line, (size_t)used);
+    (void)ignored;
+}
