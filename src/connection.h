@@ -44,6 +44,8 @@ struct connection {
     size_t line_start;         /* where the head's line still arriving begins */
     int request_line_ended;    /* a line other than an empty one has ended */
     int empty_lines_dropped;   /* stray empty lines were dropped since the last request */
+    size_t body_wanted;        /* head + body bytes to buffer before the request is
+                                  served (a small body read in the event loop), or 0 */
 
     double deadline;           /* header timeout or keep-alive expiry */
     struct connection_list_link timer_link; /* in one of the loop's timer lists */

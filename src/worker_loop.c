@@ -34,6 +34,11 @@
  * most this much, so that the client reads our response instead of a reset. */
 #define LINGER_SECONDS 2.0
 #define LINGER_MAX_BYTES (1024 * 1024)
+/* A Content-Length body up to this size is read in the event loop before the
+ * app sees the request: a client that sends its body slowly then holds a
+ * connection, not a worker (slow-body attacks send small bodies byte by byte).
+ * Larger bodies are streamed to the app, which must not buffer them all. */
+#define PREREAD_BODY_MAX (64 * 1024)
 
 static double now_seconds(void)
 {
@@ -625,14 +630,37 @@ static void examine_buffered_head(struct worker_loop *loop, struct connection *c
     }
 }
 
+/* A connection whose small body is being read before it is served: more of
+ * it arrived.  Complete, it is ready; else its read timeout starts again. */
+static void examine_buffered_body(struct worker_loop *loop, struct connection *conn)
+{
+    if (conn->buffer_len >= conn->body_wanted) {
+        timer_remove(loop, conn);
+        ready_push(loop, conn);
+    } else
+        timer_append(loop, conn, TIMER_READING_BODY, now_seconds() + loop->settings.read_timeout);
+}
+
 /* Reads what the socket has.  Returns -1 when the connection was closed. */
 static int read_connection(struct worker_loop *loop, struct connection *conn)
 {
     for (;;) {
-        size_t room = connection_reserve(conn, max_head_bytes(loop));
-        if (room == 0)
-            return 0; /* full: examine_buffered_head has answered it */
+        size_t max = conn->body_wanted > max_head_bytes(loop) ? conn->body_wanted
+                                                              : max_head_bytes(loop);
+        size_t room = connection_reserve(conn, max);
+        if (room == 0) {
+            if (conn->body_wanted)
+                examine_buffered_body(loop, conn); /* the whole body is here */
+            return 0; /* else full: examine_buffered_head has answered it */
+        }
         ssize_t n = read(conn->fd, conn->buffer + conn->buffer_len, room);
+        if (n > 0 && conn->body_wanted) {
+            conn->buffer_len += (size_t)n;
+            examine_buffered_body(loop, conn);
+            if (conn->in_ready_queue || (size_t)n < room)
+                return 0;
+            continue;
+        }
         if (n > 0) {
             size_t before = conn->buffer_len;
             conn->buffer_len += (size_t)n;
@@ -770,6 +798,15 @@ static void expire_timers(struct worker_loop *loop, double now)
             reject_connection(loop, conn, 408, &probe);
         }
     }
+    while ((conn = loop->timers[TIMER_READING_BODY].first) && conn->deadline <= now) {
+        if (read_connection(loop, conn) < 0 || conn->in_ready_queue || conn->deadline > now)
+            continue; /* gone, or its body (or more of it) came in time */
+        struct http_request_head probe; /* a complete head: for its method */
+        probe.headers = loop->headers;
+        probe.headers_capacity = loop->headers_capacity;
+        parse_request_head(conn->buffer, conn->buffer_len, &probe, &loop->settings.limits);
+        reject_connection(loop, conn, 408, &probe);
+    }
     while ((conn = loop->timers[TIMER_IDLE].first) && conn->deadline <= now) {
         if (!slot_claim(loop, conn))
             continue; /* the holder has it, and keeps its own time */
@@ -796,6 +833,33 @@ static int next_timeout_ms(struct worker_loop *loop, double now)
     return ms < 0 ? 0 : ms > 60000 ? 60000 : (int)ms;
 }
 
+/*
+ * A request whose Content-Length body is small and not all here yet is not
+ * served yet: its connection goes back to the event loop until the body has
+ * arrived (PREREAD_BODY_MAX).  A client that asked for 100 Continue gets it
+ * now, as nginx does: for a body this small, nothing is saved by letting the
+ * app refuse it first.  Returns 1 when the connection waits.
+ */
+static int wait_for_small_body(struct worker_loop *loop, struct connection *conn,
+                               size_t head_len)
+{
+    const struct http_request_head *head = &loop->head;
+    if (head->framing != HTTP_BODY_LENGTH || head->content_length > PREREAD_BODY_MAX)
+        return 0;
+    size_t wanted = head_len + (size_t)head->content_length;
+    if (conn->buffer_len >= wanted)
+        return 0;
+    if (head->expect_continue && conn->buffer_len == head_len && !conn->body_wanted) {
+        static const char continue_line[] = "HTTP/1.1 100 Continue\r\n\r\n";
+        ssize_t ignored = send(conn->fd, continue_line, sizeof(continue_line) - 1,
+                               MSG_NOSIGNAL | MSG_DONTWAIT);
+        (void)ignored; /* an empty socket buffer takes 25 bytes; else the client gave up */
+    }
+    conn->body_wanted = wanted;
+    timer_append(loop, conn, TIMER_READING_BODY, now_seconds() + loop->settings.read_timeout);
+    return 1;
+}
+
 /* Takes a connection off the ready queue and parses its head for serving. */
 static int start_request(struct worker_loop *loop, struct connection *conn)
 {
@@ -815,6 +879,9 @@ static int start_request(struct worker_loop *loop, struct connection *conn)
         reject_connection(loop, conn, 413, &loop->head);
         return 0;
     }
+    if (wait_for_small_body(loop, conn, (size_t)r))
+        return 0;
+    conn->body_wanted = 0;
     timer_remove(loop, conn);
     conn->state = CONNECTION_SERVING;
     conn->empty_lines_dropped = 0;
@@ -1263,5 +1330,6 @@ int worker_loop_is_drained(const struct worker_loop *loop)
 {
     return loop->num_connections == 0 || (loop->current == NULL && loop->ready_first == NULL &&
                                           loop->timers[TIMER_READING_HEAD].first == NULL &&
+                                          loop->timers[TIMER_READING_BODY].first == NULL &&
                                           loop->timers[TIMER_LINGERING].first == NULL);
 }

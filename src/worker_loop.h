@@ -48,6 +48,7 @@ struct worker_settings {
 
 enum timer_list_kind {
     TIMER_READING_HEAD, /* deadline: header timeout */
+    TIMER_READING_BODY, /* deadline: read timeout, renewed on progress */
     TIMER_IDLE,         /* deadline: keep-alive timeout */
     TIMER_LINGERING,    /* deadline: end of a lingering close */
     TIMER_LIST_COUNT
