@@ -1,0 +1,65 @@
+# slowhttptest (Debian) in slowloris (-H) and slow-body (-B) modes against
+# four workers while normal clients run: every normal request is answered, the
+# server's timeouts close every slow connection (slowhttptest ends early with
+# "No open connections left"; it would hold them for --length seconds), and
+# the server's open descriptors come back down afterwards.  The short form of
+# bench/slow-clients (1,000 connections, wrk's latency).
+use strict;
+use warnings;
+use Test::More;
+use File::Temp ();
+use lib 't/lib';
+use Serow::Test qw(start_server hammer wait_until need_debian_packages);
+
+need_debian_packages('slowhttptest');
+
+my $CONNECTIONS = 250;
+my $TEST_LENGTH = 120; # slowhttptest's own bound; the timeouts end it long before
+
+my $server = start_server(app => sub { [200, ['Content-Type' => 'text/plain'], ['ok']] },
+    options => ['--workers', 4, '--header-timeout', 2, '--read-timeout', 2]);
+
+# Descriptors of the master and its children (workers, connection holder).
+sub open_fds {
+    my $n = 0;
+    for my $pid ($server->pid, Serow::Test::all_child_pids($server->pid)) {
+        opendir(my $dh, "/proc/$pid/fd") or next;
+        $n += grep { /^\d+$/ } readdir $dh;
+    }
+    return $n;
+}
+
+my $normal = hammer($server, clients => 2, expect => qr/\Aok\z/);
+ok $normal->wait_running, 'normal clients are served' or diag $server->log;
+my $fds_before = open_fds();
+
+for my $mode (['-H', 'slowloris'], ['-B', 'slow body']) {
+    my ($flag, $name) = @$mode;
+    subtest "$name, $CONNECTIONS connections" => sub {
+        my $dir = File::Temp->newdir;
+        my $out = `slowhttptest $flag -c $CONNECTIONS -r $CONNECTIONS -i 5 -l $TEST_LENGTH -p 10 -g -o $dir/stats -u @{[ $server->url ]}/ 2>&1`;
+        $out =~ s/\e\[[0-9;]*m//g;
+        like $out, qr/Exit status: No open connections left/,
+            'the server closed every slow connection before slowhttptest gave up'
+            or diag $out;
+        open my $csv, '<', "$dir/stats.csv" or return fail "no statistics: $!";
+        # Seconds,Closed,Pending,Connected,...: connected, or closed after connecting
+        my $max_reached = 0;
+        while (<$csv>) {
+            my (undef, $closed, undef, $connected) = split /,/;
+            next unless "$closed$connected" =~ /^\d+$/;
+            $max_reached = $closed + $connected if $closed + $connected > $max_reached;
+        }
+        is $max_reached, $CONNECTIONS, 'all of them had connected (none failed to)';
+    };
+}
+
+my $result = $normal->stop;
+is $result->{failed}, 0, "every normal request was answered ($result->{ok} of them)"
+    or diag explain $result->{errors};
+ok $result->{ok} > 0, 'there were some';
+ok wait_until(sub { open_fds() <= $fds_before }),
+    "the server's open descriptors came back down (to $fds_before)"
+    or diag 'now ' . open_fds();
+is $server->stop, 0, 'the server stops cleanly';
+done_testing;
