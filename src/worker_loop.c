@@ -34,10 +34,11 @@
  * most this much, so that the client reads our response instead of a reset. */
 #define LINGER_SECONDS 2.0
 #define LINGER_MAX_BYTES (1024 * 1024)
-/* A Content-Length body up to this size is read in the event loop before the
- * app sees the request: a client that sends its body slowly then holds a
- * connection, not a worker (slow-body attacks send small bodies byte by byte).
- * Larger bodies are streamed to the app, which must not buffer them all. */
+/* A body up to this size (Content-Length, or chunked with its framing) is read
+ * in the event loop before the app sees the request: a client that sends its
+ * body slowly then holds a connection, not a worker (slow-body attacks send
+ * small bodies byte by byte).  Larger bodies are streamed to the app, which
+ * must not buffer them all. */
 #define PREREAD_BODY_MAX (64 * 1024)
 
 static double now_seconds(void)
@@ -630,11 +631,33 @@ static void examine_buffered_head(struct worker_loop *loop, struct connection *c
     }
 }
 
+/* Whether a body read before serving is all here, or as much of it as is
+ * read ahead (then the app reads the rest).  A chunked body is decoded into
+ * scratch space only to find its end; a malformed one counts as complete:
+ * the app's read of it answers 400, as without the read-ahead. */
+static int preread_body_complete(struct connection *conn)
+{
+    if (conn->body_preread == CONNECTION_PREREAD_CHUNKED) {
+        char scratch[4096];
+        while (conn->body_scanned < conn->buffer_len) {
+            size_t len = conn->buffer_len - conn->body_scanned, consumed = 0;
+            if (len > sizeof(scratch))
+                len = sizeof(scratch);
+            memcpy(scratch, conn->buffer + conn->body_scanned, len);
+            int r = decode_chunked(&conn->body_scan, scratch, &len, &consumed);
+            conn->body_scanned += consumed;
+            if (r != CHUNKED_NEED_MORE)
+                return 1;
+        }
+    }
+    return conn->buffer_len >= conn->body_wanted;
+}
+
 /* A connection whose small body is being read before it is served: more of
  * it arrived.  Complete, it is ready; else its read timeout starts again. */
 static void examine_buffered_body(struct worker_loop *loop, struct connection *conn)
 {
-    if (conn->buffer_len >= conn->body_wanted) {
+    if (preread_body_complete(conn)) {
         timer_remove(loop, conn);
         ready_push(loop, conn);
     } else
@@ -649,12 +672,12 @@ static int read_connection(struct worker_loop *loop, struct connection *conn)
                                                               : max_head_bytes(loop);
         size_t room = connection_reserve(conn, max);
         if (room == 0) {
-            if (conn->body_wanted)
-                examine_buffered_body(loop, conn); /* the whole body is here */
+            if (conn->body_preread)
+                examine_buffered_body(loop, conn); /* as much as is read ahead */
             return 0; /* else full: examine_buffered_head has answered it */
         }
         ssize_t n = read(conn->fd, conn->buffer + conn->buffer_len, room);
-        if (n > 0 && conn->body_wanted) {
+        if (n > 0 && conn->body_preread) {
             conn->buffer_len += (size_t)n;
             examine_buffered_body(loop, conn);
             if (conn->in_ready_queue || (size_t)n < room)
@@ -834,28 +857,49 @@ static int next_timeout_ms(struct worker_loop *loop, double now)
 }
 
 /*
- * A request whose Content-Length body is small and not all here yet is not
- * served yet: its connection goes back to the event loop until the body has
- * arrived (PREREAD_BODY_MAX).  A client that asked for 100 Continue gets it
- * now, as nginx does: for a body this small, nothing is saved by letting the
- * app refuse it first.  Returns 1 when the connection waits.
+ * A request whose body is small (Content-Length up to PREREAD_BODY_MAX) or
+ * chunked, and not all here yet, is not served yet: its connection goes back
+ * to the event loop until the body has arrived, or PREREAD_BODY_MAX bytes of
+ * a chunked one.  A client that asked for 100 Continue gets it now, as nginx
+ * does: for a body this small, nothing is saved by letting the app refuse it
+ * first.  Returns 1 when the connection waits.
  */
 static int wait_for_small_body(struct worker_loop *loop, struct connection *conn,
                                size_t head_len)
 {
     const struct http_request_head *head = &loop->head;
-    if (head->framing != HTTP_BODY_LENGTH || head->content_length > PREREAD_BODY_MAX)
+    if (conn->body_preread) {
+        /* back from the event loop with its body */
+        conn->body_preread = CONNECTION_PREREAD_NONE;
         return 0;
-    size_t wanted = head_len + (size_t)head->content_length;
-    if (conn->buffer_len >= wanted)
+    }
+    if (head->framing == HTTP_BODY_LENGTH && head->content_length <= PREREAD_BODY_MAX) {
+        conn->body_preread = CONNECTION_PREREAD_LENGTH;
+        conn->body_wanted = head_len + (size_t)head->content_length;
+    } else if (head->framing == HTTP_BODY_CHUNKED) {
+        conn->body_preread = CONNECTION_PREREAD_CHUNKED;
+        /* encoded bytes, no more than --max-body-size of them: the app reads
+         * the rest, and answers 413 once the decoded body passes the limit */
+        uint64_t ahead = loop->settings.max_body_size &&
+                         loop->settings.max_body_size < PREREAD_BODY_MAX
+                             ? loop->settings.max_body_size
+                             : PREREAD_BODY_MAX;
+        conn->body_wanted = head_len + (size_t)ahead;
+        conn->body_scanned = head_len;
+        chunked_decoder_init(&conn->body_scan);
+    } else {
         return 0;
-    if (head->expect_continue && conn->buffer_len == head_len && !conn->body_wanted) {
+    }
+    if (preread_body_complete(conn)) {
+        conn->body_preread = CONNECTION_PREREAD_NONE;
+        return 0;
+    }
+    if (head->expect_continue && conn->buffer_len == head_len) {
         static const char continue_line[] = "HTTP/1.1 100 Continue\r\n\r\n";
         ssize_t ignored = send(conn->fd, continue_line, sizeof(continue_line) - 1,
                                MSG_NOSIGNAL | MSG_DONTWAIT);
         (void)ignored; /* an empty socket buffer takes 25 bytes; else the client gave up */
     }
-    conn->body_wanted = wanted;
     timer_append(loop, conn, TIMER_READING_BODY, now_seconds() + loop->settings.read_timeout);
     return 1;
 }
@@ -881,7 +925,6 @@ static int start_request(struct worker_loop *loop, struct connection *conn)
     }
     if (wait_for_small_body(loop, conn, (size_t)r))
         return 0;
-    conn->body_wanted = 0;
     timer_remove(loop, conn);
     conn->state = CONNECTION_SERVING;
     conn->empty_lines_dropped = 0;

@@ -1,5 +1,6 @@
-# A small Content-Length body is read in the worker's event loop before the
-# app sees the request (PREREAD_BODY_MAX in src/worker_loop.c): clients that
+# A small body (Content-Length up to 64 KiB, or the first 64 KiB of a chunked
+# one) is read in the worker's event loop before the app sees the request
+# (PREREAD_BODY_MAX in src/worker_loop.c): clients that
 # send their bodies slowly hold connections, not the worker, and a normal
 # client is answered meanwhile.  --read-timeout still bounds the wait for
 # each piece of such a body (408).
@@ -29,6 +30,25 @@ subtest 'slow bodies do not hold the only worker' => sub {
         syswrite $slow[$i - 1], "-body$i";
         my $r = read_response($slow[$i - 1]);
         is $r && $r->{status}, 200, "slow client $i is answered once its body is complete";
+        like $r && $r->{body}, qr/"body":"half-body$i"/, '  and the app read the whole body';
+    }
+    is $server->stop, 0;
+};
+
+subtest 'slow chunked bodies do not hold the only worker either' => sub {
+    my $server = start_server(app => echo_app(), options => ['--workers', 1]);
+    my @slow;
+    for my $i (1 .. $SLOW_CLIENTS) {
+        my $sock = raw_connect($server);
+        syswrite $sock, "POST /slow$i HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nhalf\r\n";
+        push @slow, $sock;
+    }
+    my $res = http_get($server, '/normal');
+    is $res && $res->{status}, 200, 'a normal request is answered while the chunks trickle in';
+    for my $i (1 .. $SLOW_CLIENTS) {
+        syswrite $slow[$i - 1], "6\r\n-body$i\r\n0\r\n\r\n";
+        my $r = read_response($slow[$i - 1]);
+        is $r && $r->{status}, 200, "slow client $i is answered once its last chunk is in";
         like $r && $r->{body}, qr/"body":"half-body$i"/, '  and the app read the whole body';
     }
     is $server->stop, 0;
