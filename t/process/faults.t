@@ -91,52 +91,51 @@ subtest 'an app that dies: 500, and the same worker serves the next request' => 
     is $server->stop, 0;
 };
 
-# Serow answers 500 from an END block of the worker (lib/Serow/Worker.pm);
-# exit itself is not overridden: the worker leaves, as the app asked.
-subtest 'an app that calls exit: a 500, and only its worker is replaced' => sub {
+# Two workers, one holding a request at the gate; a request for $path
+# fails on the other.  $client->($raw, $closed) checks what its client got;
+# the worker must be gone as $how says (and replaced), and the held request
+# answered by the worker that held it.
+sub fault_beside_held_request {
+    my ($path, $how, $client) = @_;
     my $gate = gate();
     my $server = start_server(app => fault_app($gate), options => ['--workers', 2]);
     started_worker($server) for 1 .. 2;
     my ($held, $held_pid) = hold($server, 'a');
     ok $held_pid, "a request is held by worker $held_pid" or return diag $server->log;
     my $sock = raw_connect($server);
-    syswrite $sock, "GET /exit HTTP/1.1\r\nHost: x\r\n\r\n";
-    my ($raw, $closed) = read_until_close($sock);
-    my @res = parse_response($raw);
-    is scalar @res, 1, 'the client gets one response';
-    is $res[0] && $res[0]{status}, 500, '  a 500';
-    is lc(($res[0] && $res[0]{headers}{connection}) // ''), 'close', '  with Connection: close';
-    ok $closed, 'and the connection is closed';
-    my $exited = $server->wait_for_log(qr/worker (\d+) exited with status 7; starting a new one/);
-    ok $exited, 'the worker exited with the status the app gave; the master replaces it';
-    my ($exited_pid) = ($exited // '') =~ /worker (\d+)/;
-    isnt $exited_pid, $held_pid, 'it was the other worker';
+    syswrite $sock, "GET $path HTTP/1.1\r\nHost: x\r\n\r\n";
+    $client->(read_until_close($sock));
+    my $gone = $server->wait_for_log(qr/worker (\d+) $how; starting a new one/);
+    ok $gone, "the worker $how; the master replaces it";
+    my ($gone_pid) = ($gone // '') =~ /worker (\d+)/;
+    isnt $gone_pid, $held_pid, 'it was the other worker';
     ok started_worker($server), 'a new worker started';
     $gate->open(1);
     my $res = read_response($held);
     is $res && $res->{body}, "/hold-a from $held_pid", 'the request held on the other worker is answered';
     ok process_alive($held_pid), 'and that worker lives on';
     is $server->stop, 0;
+}
+
+# Serow answers 500 from an END block of the worker (lib/Serow/Worker.pm);
+# exit itself is not overridden: the worker leaves, as the app asked.
+subtest 'an app that calls exit: a 500, and only its worker is replaced' => sub {
+    fault_beside_held_request('/exit', 'exited with status 7', sub {
+        my ($raw, $closed) = @_;
+        my @res = parse_response($raw);
+        is scalar @res, 1, 'the client gets one response';
+        is $res[0] && $res[0]{status}, 500, '  a 500';
+        is lc(($res[0] && $res[0]{headers}{connection}) // ''), 'close', '  with Connection: close';
+        ok $closed, 'and the connection is closed';
+    });
 };
 
 subtest 'an app that crashes (SIGSEGV): its client sees a close, its worker is replaced' => sub {
-    my $gate = gate();
-    my $server = start_server(app => fault_app($gate), options => ['--workers', 2]);
-    started_worker($server) for 1 .. 2;
-    my ($held, $held_pid) = hold($server, 'a');
-    ok $held_pid, "a request is held by worker $held_pid" or return diag $server->log;
-    my $sock = raw_connect($server);
-    syswrite $sock, "GET /segv HTTP/1.1\r\nHost: x\r\n\r\n";
-    my ($raw, $closed) = read_until_close($sock);
-    ok $closed, 'the client sees its connection closed';
-    is $raw, '', '  without a response (a signal leaves no chance to send one)';
-    ok $server->wait_for_log(qr/worker \d+ was killed by signal 11; starting a new one/),
-        'the master notices and replaces the worker';
-    ok started_worker($server), 'a new worker started';
-    $gate->open(1);
-    my $res = read_response($held);
-    is $res && $res->{body}, "/hold-a from $held_pid", 'the request held on the other worker is answered';
-    is $server->stop, 0;
+    fault_beside_held_request('/segv', 'was killed by signal 11', sub {
+        my ($raw, $closed) = @_;
+        ok $closed, 'the client sees its connection closed';
+        is $raw, '', '  without a response (a signal leaves no chance to send one)';
+    });
 };
 
 # The holder keeps idle keep-alive connections (docs/keepalive.md).  Killed,

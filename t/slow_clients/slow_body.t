@@ -13,46 +13,34 @@ use Serow::Test qw(start_server raw_connect read_response read_until_close parse
 
 my $SLOW_CLIENTS = 5; # more than the one worker
 
-subtest 'slow bodies do not hold the only worker' => sub {
-    my $server = start_server(app => echo_app(), options => ['--workers', 1]);
-    my @slow;
-    for my $i (1 .. $SLOW_CLIENTS) {
-        my $sock = raw_connect($server);
-        syswrite $sock, "POST /slow$i HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nhalf";
-        push @slow, $sock;
-    }
-    # Before the fix the worker waited in the first slow body's read for
-    # --read-timeout (60 s): this request then got no answer in read_response's 30 s.
-    my $res = http_get($server, '/normal');
-    is $res && $res->{status}, 200, 'a normal request is answered while the bodies trickle in';
-    like $res && $res->{body}, qr{"path":"/normal"}, '  by the app';
-    for my $i (1 .. $SLOW_CLIENTS) {
-        syswrite $slow[$i - 1], "-body$i";
-        my $r = read_response($slow[$i - 1]);
-        is $r && $r->{status}, 200, "slow client $i is answered once its body is complete";
-        like $r && $r->{body}, qr/"body":"half-body$i"/, '  and the app read the whole body';
-    }
-    is $server->stop, 0;
-};
-
-subtest 'slow chunked bodies do not hold the only worker either' => sub {
-    my $server = start_server(app => echo_app(), options => ['--workers', 1]);
-    my @slow;
-    for my $i (1 .. $SLOW_CLIENTS) {
-        my $sock = raw_connect($server);
-        syswrite $sock, "POST /slow$i HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nhalf\r\n";
-        push @slow, $sock;
-    }
-    my $res = http_get($server, '/normal');
-    is $res && $res->{status}, 200, 'a normal request is answered while the chunks trickle in';
-    for my $i (1 .. $SLOW_CLIENTS) {
-        syswrite $slow[$i - 1], "6\r\n-body$i\r\n0\r\n\r\n";
-        my $r = read_response($slow[$i - 1]);
-        is $r && $r->{status}, 200, "slow client $i is answered once its last chunk is in";
-        like $r && $r->{body}, qr/"body":"half-body$i"/, '  and the app read the whole body';
-    }
-    is $server->stop, 0;
-};
+# [framing, the head's framing field, the first half of the body, the rest for client $i]
+for my $case (
+    ['Content-Length', 'Content-Length: 10', 'half', sub { "-body$_[0]" }],
+    ['chunked', 'Transfer-Encoding: chunked', "4\r\nhalf\r\n", sub { "6\r\n-body$_[0]\r\n0\r\n\r\n" }],
+) {
+    my ($framing, $field, $first, $rest) = @$case;
+    subtest "slow $framing bodies do not hold the only worker" => sub {
+        my $server = start_server(app => echo_app(), options => ['--workers', 1]);
+        my @slow;
+        for my $i (1 .. $SLOW_CLIENTS) {
+            my $sock = raw_connect($server);
+            syswrite $sock, "POST /slow$i HTTP/1.1\r\nHost: x\r\n$field\r\n\r\n$first";
+            push @slow, $sock;
+        }
+        # Before the fix the worker waited in the first slow body's read for
+        # --read-timeout (60 s): this request then got no answer in read_response's 30 s.
+        my $res = http_get($server, '/normal');
+        is $res && $res->{status}, 200, 'a normal request is answered while the bodies trickle in';
+        like $res && $res->{body}, qr{"path":"/normal"}, '  by the app';
+        for my $i (1 .. $SLOW_CLIENTS) {
+            syswrite $slow[$i - 1], $rest->($i);
+            my $r = read_response($slow[$i - 1]);
+            is $r && $r->{status}, 200, "slow client $i is answered once its body is complete";
+            like $r && $r->{body}, qr/"body":"half-body$i"/, '  and the app read the whole body';
+        }
+        is $server->stop, 0;
+    };
+}
 
 subtest 'Expect: 100-continue: the loop sends 100 Continue, then waits for the body' => sub {
     my $server = start_server(app => echo_app(), options => ['--workers', 1]);
