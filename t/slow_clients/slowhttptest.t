@@ -29,9 +29,25 @@ sub open_fds {
     return $n;
 }
 
+# What each process has open, for a failure's diagnostics.
+sub fd_list {
+    my $out = '';
+    for my $pid ($server->pid, Serow::Test::all_child_pids($server->pid)) {
+        opendir(my $dh, "/proc/$pid/fd") or next;
+        $out .= "$pid: " . join(' ', map { readlink("/proc/$pid/fd/$_") // '?' } grep { /^\d+$/ } readdir $dh) . "\n";
+    }
+    return $out;
+}
+
+# The baseline: every worker started (each opens its epoll and eventfd), no
+# client connected.
+is scalar($server->wait_for_log_all(qr/worker \d+ started/, 4)), 4, 'four workers started'
+    or diag $server->log;
+is Serow::Test::http_get($server, '/')->{status}, 200, 'the server answers';
+my $fds_before = wait_until(sub { my $n = open_fds(); $n == open_fds() ? $n : 0 });
+
 my $normal = hammer($server, clients => 2, expect => qr/\Aok\z/);
 ok $normal->wait_running, 'normal clients are served' or diag $server->log;
-my $fds_before = open_fds();
 
 for my $mode (['-H', 'slowloris'], ['-B', 'slow body']) {
     my ($flag, $name) = @$mode;
@@ -60,6 +76,6 @@ is $result->{failed}, 0, "every normal request was answered ($result->{ok} of th
 ok $result->{ok} > 0, 'there were some';
 ok wait_until(sub { open_fds() <= $fds_before }),
     "the server's open descriptors came back down (to $fds_before)"
-    or diag 'now ' . open_fds();
+    or diag 'now ' . open_fds() . "\n" . fd_list();
 is $server->stop, 0, 'the server stops cleanly';
 done_testing;
