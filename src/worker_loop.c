@@ -860,9 +860,9 @@ static int next_timeout_ms(struct worker_loop *loop, double now)
  * A request whose body is small (Content-Length up to PREREAD_BODY_MAX) or
  * chunked, and not all here yet, is not served yet: its connection goes back
  * to the event loop until the body has arrived, or PREREAD_BODY_MAX bytes of
- * a chunked one.  A client that asked for 100 Continue gets it now, as nginx
- * does: for a body this small, nothing is saved by letting the app refuse it
- * first.  Returns 1 when the connection waits.
+ * a chunked one.  A client that asked for 100 Continue gets it now, as it
+ * would once the worker began to read the body (which it reads whole before
+ * the app runs).  Returns 1 when the connection waits.
  */
 static int wait_for_small_body(struct worker_loop *loop, struct connection *conn,
                                size_t head_len)
