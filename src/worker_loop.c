@@ -932,6 +932,7 @@ static int start_request(struct worker_loop *loop, struct connection *conn)
     loop->head_len = (size_t)r;
     loop->body_remaining = loop->head.framing == HTTP_BODY_LENGTH ? loop->head.content_length : 0;
     loop->body_received = 0;
+    loop->body_started = now_seconds();
     loop->body_done = loop->head.framing == HTTP_BODY_NONE ||
                       (loop->head.framing == HTTP_BODY_LENGTH && loop->body_remaining == 0);
     loop->continue_sent = 0;
@@ -1133,6 +1134,25 @@ static void send_continue_if_expected(struct worker_loop *loop)
     loop->continue_sent = 1;
 }
 
+/*
+ * How long read_more_body may wait for the next bytes.  --read-timeout bounds
+ * each wait, but a client sending a byte just before it runs out would hold
+ * the worker for ever; so the body must also average --min-body-rate, after
+ * read_timeout of grace (as Apache's mod_reqtimeout MinRate).  0: out of time.
+ */
+static double body_wait_left(const struct worker_loop *loop)
+{
+    double wait = loop->settings.read_timeout;
+    if (loop->settings.min_body_rate > 0) {
+        double deadline = loop->body_started + loop->settings.read_timeout +
+                          (double)loop->body_received / loop->settings.min_body_rate;
+        double left = deadline - now_seconds();
+        if (left < wait)
+            wait = left > 0 ? left : 0;
+    }
+    return wait;
+}
+
 /* Reads more of the current connection's input into its buffer (after the
  * head).  0 ok, 408 on timeout, -1 when the client is gone. */
 static int read_more_body(struct worker_loop *loop)
@@ -1153,7 +1173,8 @@ static int read_more_body(struct worker_loop *loop)
             continue;
         if (errno != EAGAIN)
             return -1;
-        if (!wait_for(conn->fd, POLLIN, loop->settings.read_timeout))
+        double wait = body_wait_left(loop);
+        if (wait <= 0 || !wait_for(conn->fd, POLLIN, wait))
             return 408;
     }
 }

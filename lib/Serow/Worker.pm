@@ -98,7 +98,7 @@ sub run {
     my $options = $self->{options};
     my $loop = $self->{loop} = Serow::Loop->new({ map { $_ => $options->{$_} } qw(
         max_request_line max_header_size max_headers max_body_size header_timeout
-        read_timeout write_timeout keepalive_timeout max_keepalive_requests
+        read_timeout min_body_rate write_timeout keepalive_timeout max_keepalive_requests
         max_keepalive_connections) });
     for my $l (@{ $self->{listeners} }) {
         $loop->add_listener($l->{fd}, $l->{is_unix} ? 1 : 0, $l->{server_name}, $l->{server_port});
