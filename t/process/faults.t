@@ -8,39 +8,36 @@ use warnings;
 use Test::More;
 use lib 't/lib';
 use Serow::Test qw(start_server raw_connect read_response read_until_close parse_response
-                   http_get gate wait_until process_alive is_connection_holder);
+                   http_get gate gated_app wait_until process_alive is_connection_holder);
 
 my $CLOSE = "Connection: close\r\n";
 
-# An app whose /hold requests wait at the gate (and say where they wait);
-# /die, /exit and /segv fail in their own ways; / answers its pid.
+# gated_app (its /slow requests wait at the gate) with three ways to fail:
+# /die, /exit and /segv.
 sub fault_app {
     my ($gate) = @_;
+    my $gated = gated_app($gate);
     return sub {
         my ($env) = @_;
         my $path = $env->{PATH_INFO};
-        if ($path =~ m{^/hold}) {
-            print STDERR "holding $path in $$\n";
-            $gate->wait;
-        }
         die "on purpose\n" if $path eq '/die';
         exit 7 if $path eq '/exit';
         if ($path eq '/segv') {
             $SIG{SEGV} = 'DEFAULT';
             kill SEGV => $$;
         }
-        return [200, ['Content-Type' => 'text/plain'], ["$path from $$"]];
+        return $gated->($env);
     };
 }
 
-# Sends a /hold request on a new connection and waits until a worker holds
+# Sends a /slow request on a new connection and waits until a worker holds
 # it; returns the socket and that worker's pid.
 sub hold {
-    my ($server, $name) = @_;
+    my ($server) = @_;
     my $sock = raw_connect($server);
-    syswrite $sock, "GET /hold-$name HTTP/1.1\r\nHost: x\r\n$CLOSE\r\n";
-    my $line = $server->wait_for_log(qr{holding /hold-$name in \d+}) or return;
-    return ($sock, $line =~ /in (\d+)/);
+    syswrite $sock, "GET /slow HTTP/1.1\r\nHost: x\r\n$CLOSE\r\n";
+    my $line = $server->wait_for_log(qr/slow request in worker \d+/) or return;
+    return ($sock, $line =~ /(\d+)/);
 }
 
 sub started_worker {
@@ -55,7 +52,7 @@ subtest 'SIGKILL of a worker in the middle of a request' => sub {
     started_worker($server) for 1 .. 3;
     my %held;
     for my $name (qw(a b c)) {
-        @{ $held{$name} }{qw(sock pid)} = hold($server, $name);
+        @{ $held{$name} }{qw(sock pid)} = hold($server);
         ok $held{$name}{pid}, "request $name is held by worker $held{$name}{pid}"
             or return diag $server->log;
     }
@@ -73,7 +70,7 @@ subtest 'SIGKILL of a worker in the middle of a request' => sub {
     for my $name (qw(a c)) {
         my $res = read_response($held{$name}{sock});
         is $res && $res->{status}, 200, "request $name, in flight on another worker, is answered";
-        is $res && $res->{body}, "/hold-$name from $held{$name}{pid}", '  by the worker that held it';
+        is $res && $res->{body}, "slow request done by $held{$name}{pid}", '  by the worker that held it';
     }
     is http_get($server, '/')->{status}, 200, 'new requests are served';
     is $server->stop, 0;
@@ -100,7 +97,7 @@ sub fault_beside_held_request {
     my $gate = gate();
     my $server = start_server(app => fault_app($gate), options => ['--workers', 2]);
     started_worker($server) for 1 .. 2;
-    my ($held, $held_pid) = hold($server, 'a');
+    my ($held, $held_pid) = hold($server);
     ok $held_pid, "a request is held by worker $held_pid" or return diag $server->log;
     my $sock = raw_connect($server);
     syswrite $sock, "GET $path HTTP/1.1\r\nHost: x\r\n\r\n";
@@ -112,7 +109,7 @@ sub fault_beside_held_request {
     ok started_worker($server), 'a new worker started';
     $gate->open(1);
     my $res = read_response($held);
-    is $res && $res->{body}, "/hold-a from $held_pid", 'the request held on the other worker is answered';
+    is $res && $res->{body}, "slow request done by $held_pid", 'the request held on the other worker is answered';
     ok process_alive($held_pid), 'and that worker lives on';
     is $server->stop, 0;
 }
@@ -181,7 +178,7 @@ subtest 'SIGKILL of the connection holder' => sub {
     ok $idle2, 'an idle connection moves to the new holder';
     syswrite $idle2, "GET /again HTTP/1.1\r\nHost: x\r\n\r\n" if $idle2;
     my $res = $idle2 && read_response($idle2);
-    is $res && $res->{body}, "/again from " . (Serow::Test::child_pids($server->pid))[0],
+    is $res && $res->{body}, "pid " . (Serow::Test::child_pids($server->pid))[0],
         'and its next request is passed on to the worker and answered';
     is $server->stop, 0;
 };
