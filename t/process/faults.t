@@ -7,7 +7,7 @@ use strict;
 use warnings;
 use Test::More;
 use lib 't/lib';
-use Serow::Test qw(start_server raw_connect read_response read_until_close parse_response
+use Serow::Test qw(start_server raw_connect read_response read_until_close answered_and_closed
                    http_get gate gated_app wait_until process_alive is_connection_holder);
 
 my $CLOSE = "Connection: close\r\n";
@@ -89,7 +89,7 @@ subtest 'an app that dies: 500, and the same worker serves the next request' => 
 };
 
 # Two workers, one holding a request at the gate; a request for $path
-# fails on the other.  $client->($raw, $closed) checks what its client got;
+# fails on the other.  $client->($sock) checks what its client got;
 # the worker must be gone as $how says (and replaced), and the held request
 # answered by the worker that held it.
 sub fault_beside_held_request {
@@ -101,7 +101,7 @@ sub fault_beside_held_request {
     ok $held_pid, "a request is held by worker $held_pid" or return diag $server->log;
     my $sock = raw_connect($server);
     syswrite $sock, "GET $path HTTP/1.1\r\nHost: x\r\n\r\n";
-    $client->(read_until_close($sock));
+    $client->($sock);
     my $gone = $server->wait_for_log(qr/worker (\d+) $how; starting a new one/);
     ok $gone, "the worker $how; the master replaces it";
     my ($gone_pid) = ($gone // '') =~ /worker (\d+)/;
@@ -117,19 +117,13 @@ sub fault_beside_held_request {
 # Serow answers 500 from an END block of the worker (lib/Serow/Worker.pm);
 # exit itself is not overridden: the worker leaves, as the app asked.
 subtest 'an app that calls exit: a 500, and only its worker is replaced' => sub {
-    fault_beside_held_request('/exit', 'exited with status 7', sub {
-        my ($raw, $closed) = @_;
-        my @res = parse_response($raw);
-        is scalar @res, 1, 'the client gets one response';
-        is $res[0] && $res[0]{status}, 500, '  a 500';
-        is lc(($res[0] && $res[0]{headers}{connection}) // ''), 'close', '  with Connection: close';
-        ok $closed, 'and the connection is closed';
-    });
+    fault_beside_held_request('/exit', 'exited with status 7',
+        sub { answered_and_closed($_[0], 500) });
 };
 
 subtest 'an app that crashes (SIGSEGV): its client sees a close, its worker is replaced' => sub {
     fault_beside_held_request('/segv', 'was killed by signal 11', sub {
-        my ($raw, $closed) = @_;
+        my ($raw, $closed) = read_until_close($_[0]);
         ok $closed, 'the client sees its connection closed';
         is $raw, '', '  without a response (a signal leaves no chance to send one)';
     });

@@ -7,7 +7,7 @@ use warnings;
 use Test::More;
 use IO::Select ();
 use lib 't/lib';
-use Serow::Test qw(start_server raw_connect read_until_close parse_response http_get);
+use Serow::Test qw(start_server raw_connect answered_and_closed http_get);
 
 use constant DECLARED => 200_000; # over the 64 KiB read ahead in the loop
 use constant FIRST => 70_000;     # sent at once: 0.7 s of allowance at 100 KB/s
@@ -32,11 +32,7 @@ while (time < $deadline && $sent < DECLARED) {
 }
 # (Had the client stopped, --read-timeout alone would have answered 408.)
 ok $answered, 'the server answered while the client was still sending';
-my ($raw, $closed) = read_until_close($sock);
-my @res = parse_response($raw);
-is scalar @res, 1, 'one response';
-is $res[0] && $res[0]{status}, 408, 'a body slower than --min-body-rate gets 408';
-ok $closed, 'and the connection is closed';
+answered_and_closed($sock, 408); # a body slower than --min-body-rate
 is http_get($server, '/')->{body}, $before, 'the same worker serves the next request';
 
 is $server->stop, 0;

@@ -8,8 +8,7 @@ use strict;
 use warnings;
 use Test::More;
 use lib 't/lib';
-use Serow::Test qw(start_server raw_connect read_response read_until_close parse_response
-                   http_get echo_app);
+use Serow::Test qw(start_server raw_connect read_response answered_and_closed http_get echo_app);
 
 my $SLOW_CLIENTS = 5; # more than the one worker
 
@@ -62,11 +61,7 @@ subtest 'a small body that stops arriving gets 408 from the loop; the worker liv
     my $before = http_get($server, '/')->{body};
     my $sock = raw_connect($server);
     syswrite $sock, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nhalf";
-    my ($raw, $closed) = read_until_close($sock);
-    my @res = parse_response($raw);
-    is scalar @res, 1, 'one response';
-    is $res[0] && $res[0]{status}, 408, 'status 408';
-    ok $closed, 'and the connection closed';
+    answered_and_closed($sock, 408);
     is http_get($server, '/')->{body}, $before, 'the same worker serves the next request';
     is $server->stop, 0;
 };
