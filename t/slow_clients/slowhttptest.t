@@ -2,7 +2,7 @@
 # four workers while normal clients run: every normal request is answered, the
 # server's timeouts close every slow connection (slowhttptest ends early with
 # "No open connections left"; it would hold them for --length seconds), and
-# the server's open descriptors come back down afterwards.  The short form of
+# the server's open sockets come back down afterwards.  The short form of
 # bench/slow-clients (1,000 connections, wrk's latency).
 use strict;
 use warnings;
@@ -19,12 +19,15 @@ my $TEST_LENGTH = 120; # slowhttptest's own bound; the timeouts end it long befo
 my $server = start_server(app => sub { [200, ['Content-Type' => 'text/plain'], ['ok']] },
     options => ['--workers', 4, '--header-timeout', 2, '--read-timeout', 2]);
 
-# Descriptors of the master and its children (workers, connection holder).
-sub open_fds {
+# Sockets the master and its children (workers, connection holder) have
+# open: client connections, and the server's own listen socket and channels.
+# Sockets only: the holder opens a pidfd for a worker when it first takes
+# connections from it, and keeps it.
+sub open_sockets {
     my $n = 0;
     for my $pid ($server->pid, Serow::Test::all_child_pids($server->pid)) {
         opendir(my $dh, "/proc/$pid/fd") or next;
-        $n += grep { /^\d+$/ } readdir $dh;
+        $n += grep { (readlink("/proc/$pid/fd/$_") // '') =~ /^socket:/ } grep { /^\d+$/ } readdir $dh;
     }
     return $n;
 }
@@ -44,7 +47,7 @@ sub fd_list {
 is scalar($server->wait_for_log_all(qr/worker \d+ started/, 4)), 4, 'four workers started'
     or diag $server->log;
 is Serow::Test::http_get($server, '/')->{status}, 200, 'the server answers';
-my $fds_before = wait_until(sub { my $n = open_fds(); $n == open_fds() ? $n : 0 });
+my $sockets_before = wait_until(sub { my $n = open_sockets(); $n == open_sockets() ? $n : 0 });
 
 my $normal = hammer($server, clients => 2, expect => qr/\Aok\z/);
 ok $normal->wait_running, 'normal clients are served' or diag $server->log;
@@ -74,8 +77,8 @@ my $result = $normal->stop;
 is $result->{failed}, 0, "every normal request was answered ($result->{ok} of them)"
     or diag explain $result->{errors};
 ok $result->{ok} > 0, 'there were some';
-ok wait_until(sub { open_fds() <= $fds_before }),
-    "the server's open descriptors came back down (to $fds_before)"
-    or diag 'now ' . open_fds() . "\n" . fd_list();
+ok wait_until(sub { open_sockets() <= $sockets_before }),
+    "the server's open sockets came back down (to $sockets_before)"
+    or diag 'now ' . open_sockets() . "\n" . fd_list();
 is $server->stop, 0, 'the server stops cleanly';
 done_testing;
