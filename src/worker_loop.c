@@ -37,8 +37,9 @@
 /* A body up to this size (Content-Length, or chunked with its framing) is read
  * in the event loop before the app sees the request: a client that sends its
  * body slowly then holds a connection, not a worker (slow-body attacks send
- * small bodies byte by byte).  Larger bodies are streamed to the app, which
- * must not buffer them all. */
+ * small bodies byte by byte).  It is also what such a connection may hold in
+ * memory.  Larger bodies are read while the request is served (spooled to a
+ * temp file past --body-memory-limit), under --min-body-rate. */
 #define PREREAD_BODY_MAX (64 * 1024)
 
 static double now_seconds(void)
