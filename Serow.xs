@@ -81,6 +81,7 @@ loop_new(const char *class, HV *settings)
     s.max_body_size = (uint64_t)setting(aTHX_ settings, "max_body_size", 0);
     s.header_timeout = setting(aTHX_ settings, "header_timeout", 10);
     s.read_timeout = setting(aTHX_ settings, "read_timeout", 60);
+    s.min_body_rate = setting(aTHX_ settings, "min_body_rate", 1024);
     s.write_timeout = setting(aTHX_ settings, "write_timeout", 60);
     s.keepalive_timeout = setting(aTHX_ settings, "keepalive_timeout", 5);
     s.max_keepalive_requests = (unsigned long)setting(aTHX_ settings, "max_keepalive_requests", 0);

@@ -25,6 +25,12 @@ enum connection_state {
     CONNECTION_GONE,         /* taken by the holder: our copy waits to be closed */
 };
 
+enum connection_preread {
+    CONNECTION_PREREAD_NONE,
+    CONNECTION_PREREAD_LENGTH,  /* complete at body_wanted bytes */
+    CONNECTION_PREREAD_CHUNKED, /* complete when body_scan is done */
+};
+
 struct connection_list_link {
     struct connection *prev, *next;
 };
@@ -44,6 +50,12 @@ struct connection {
     size_t line_start;         /* where the head's line still arriving begins */
     int request_line_ended;    /* a line other than an empty one has ended */
     int empty_lines_dropped;   /* stray empty lines were dropped since the last request */
+    /* A small body read in the event loop before its request is served
+     * (src/worker_loop.c, PREREAD_BODY_MAX): */
+    int body_preread;          /* CONNECTION_PREREAD_NONE, _LENGTH or _CHUNKED */
+    size_t body_wanted;        /* head + body bytes to buffer at most */
+    size_t body_scanned;       /* chunked: where body_scan has looked up to */
+    struct chunked_decoder body_scan; /* chunked: finds the end, decodes nothing kept */
 
     double deadline;           /* header timeout or keep-alive expiry */
     struct connection_list_link timer_link; /* in one of the loop's timer lists */

@@ -34,6 +34,13 @@
  * most this much, so that the client reads our response instead of a reset. */
 #define LINGER_SECONDS 2.0
 #define LINGER_MAX_BYTES (1024 * 1024)
+/* A body up to this size (Content-Length, or chunked with its framing) is read
+ * in the event loop before the app sees the request: a client that sends its
+ * body slowly then holds a connection, not a worker (slow-body attacks send
+ * small bodies byte by byte).  It is also what such a connection may hold in
+ * memory.  Larger bodies are read while the request is served (spooled to a
+ * temp file past --body-memory-limit), under --min-body-rate. */
+#define PREREAD_BODY_MAX (64 * 1024)
 
 static double now_seconds(void)
 {
@@ -625,14 +632,59 @@ static void examine_buffered_head(struct worker_loop *loop, struct connection *c
     }
 }
 
+/* Whether a body read before serving is all here, or as much of it as is
+ * read ahead (then the app reads the rest).  A chunked body is decoded into
+ * scratch space only to find its end; a malformed one counts as complete:
+ * the app's read of it answers 400, as without the read-ahead. */
+static int preread_body_complete(struct connection *conn)
+{
+    if (conn->body_preread == CONNECTION_PREREAD_CHUNKED) {
+        char scratch[4096];
+        while (conn->body_scanned < conn->buffer_len) {
+            size_t len = conn->buffer_len - conn->body_scanned, consumed = 0;
+            if (len > sizeof(scratch))
+                len = sizeof(scratch);
+            memcpy(scratch, conn->buffer + conn->body_scanned, len);
+            int r = decode_chunked(&conn->body_scan, scratch, &len, &consumed);
+            conn->body_scanned += consumed;
+            if (r != CHUNKED_NEED_MORE)
+                return 1;
+        }
+    }
+    return conn->buffer_len >= conn->body_wanted;
+}
+
+/* A connection whose small body is being read before it is served: more of
+ * it arrived.  Complete, it is ready; else its read timeout starts again. */
+static void examine_buffered_body(struct worker_loop *loop, struct connection *conn)
+{
+    if (preread_body_complete(conn)) {
+        timer_remove(loop, conn);
+        ready_push(loop, conn);
+    } else
+        timer_append(loop, conn, TIMER_READING_BODY, now_seconds() + loop->settings.read_timeout);
+}
+
 /* Reads what the socket has.  Returns -1 when the connection was closed. */
 static int read_connection(struct worker_loop *loop, struct connection *conn)
 {
     for (;;) {
-        size_t room = connection_reserve(conn, max_head_bytes(loop));
-        if (room == 0)
-            return 0; /* full: examine_buffered_head has answered it */
+        size_t max = conn->body_wanted > max_head_bytes(loop) ? conn->body_wanted
+                                                              : max_head_bytes(loop);
+        size_t room = connection_reserve(conn, max);
+        if (room == 0) {
+            if (conn->body_preread)
+                examine_buffered_body(loop, conn); /* as much as is read ahead */
+            return 0; /* else full: examine_buffered_head has answered it */
+        }
         ssize_t n = read(conn->fd, conn->buffer + conn->buffer_len, room);
+        if (n > 0 && conn->body_preread) {
+            conn->buffer_len += (size_t)n;
+            examine_buffered_body(loop, conn);
+            if (conn->in_ready_queue || (size_t)n < room)
+                return 0;
+            continue;
+        }
         if (n > 0) {
             size_t before = conn->buffer_len;
             conn->buffer_len += (size_t)n;
@@ -770,6 +822,15 @@ static void expire_timers(struct worker_loop *loop, double now)
             reject_connection(loop, conn, 408, &probe);
         }
     }
+    while ((conn = loop->timers[TIMER_READING_BODY].first) && conn->deadline <= now) {
+        if (read_connection(loop, conn) < 0 || conn->in_ready_queue || conn->deadline > now)
+            continue; /* gone, or its body (or more of it) came in time */
+        struct http_request_head probe; /* a complete head: for its method */
+        probe.headers = loop->headers;
+        probe.headers_capacity = loop->headers_capacity;
+        parse_request_head(conn->buffer, conn->buffer_len, &probe, &loop->settings.limits);
+        reject_connection(loop, conn, 408, &probe);
+    }
     while ((conn = loop->timers[TIMER_IDLE].first) && conn->deadline <= now) {
         if (!slot_claim(loop, conn))
             continue; /* the holder has it, and keeps its own time */
@@ -796,6 +857,54 @@ static int next_timeout_ms(struct worker_loop *loop, double now)
     return ms < 0 ? 0 : ms > 60000 ? 60000 : (int)ms;
 }
 
+/*
+ * A request whose body is small (Content-Length up to PREREAD_BODY_MAX) or
+ * chunked, and not all here yet, is not served yet: its connection goes back
+ * to the event loop until the body has arrived, or PREREAD_BODY_MAX bytes of
+ * a chunked one.  A client that asked for 100 Continue gets it now, as it
+ * would once the worker began to read the body (which it reads whole before
+ * the app runs).  Returns 1 when the connection waits.
+ */
+static int wait_for_small_body(struct worker_loop *loop, struct connection *conn,
+                               size_t head_len)
+{
+    const struct http_request_head *head = &loop->head;
+    if (conn->body_preread) {
+        /* back from the event loop with its body */
+        conn->body_preread = CONNECTION_PREREAD_NONE;
+        return 0;
+    }
+    if (head->framing == HTTP_BODY_LENGTH && head->content_length <= PREREAD_BODY_MAX) {
+        conn->body_preread = CONNECTION_PREREAD_LENGTH;
+        conn->body_wanted = head_len + (size_t)head->content_length;
+    } else if (head->framing == HTTP_BODY_CHUNKED) {
+        conn->body_preread = CONNECTION_PREREAD_CHUNKED;
+        /* encoded bytes, no more than --max-body-size of them: the app reads
+         * the rest, and answers 413 once the decoded body passes the limit */
+        uint64_t ahead = loop->settings.max_body_size &&
+                         loop->settings.max_body_size < PREREAD_BODY_MAX
+                             ? loop->settings.max_body_size
+                             : PREREAD_BODY_MAX;
+        conn->body_wanted = head_len + (size_t)ahead;
+        conn->body_scanned = head_len;
+        chunked_decoder_init(&conn->body_scan);
+    } else {
+        return 0;
+    }
+    if (preread_body_complete(conn)) {
+        conn->body_preread = CONNECTION_PREREAD_NONE;
+        return 0;
+    }
+    if (head->expect_continue && conn->buffer_len == head_len) {
+        static const char continue_line[] = "HTTP/1.1 100 Continue\r\n\r\n";
+        ssize_t ignored = send(conn->fd, continue_line, sizeof(continue_line) - 1,
+                               MSG_NOSIGNAL | MSG_DONTWAIT);
+        (void)ignored; /* an empty socket buffer takes 25 bytes; else the client gave up */
+    }
+    timer_append(loop, conn, TIMER_READING_BODY, now_seconds() + loop->settings.read_timeout);
+    return 1;
+}
+
 /* Takes a connection off the ready queue and parses its head for serving. */
 static int start_request(struct worker_loop *loop, struct connection *conn)
 {
@@ -815,6 +924,8 @@ static int start_request(struct worker_loop *loop, struct connection *conn)
         reject_connection(loop, conn, 413, &loop->head);
         return 0;
     }
+    if (wait_for_small_body(loop, conn, (size_t)r))
+        return 0;
     timer_remove(loop, conn);
     conn->state = CONNECTION_SERVING;
     conn->empty_lines_dropped = 0;
@@ -822,6 +933,7 @@ static int start_request(struct worker_loop *loop, struct connection *conn)
     loop->head_len = (size_t)r;
     loop->body_remaining = loop->head.framing == HTTP_BODY_LENGTH ? loop->head.content_length : 0;
     loop->body_received = 0;
+    loop->body_started = now_seconds();
     loop->body_done = loop->head.framing == HTTP_BODY_NONE ||
                       (loop->head.framing == HTTP_BODY_LENGTH && loop->body_remaining == 0);
     loop->continue_sent = 0;
@@ -1023,6 +1135,25 @@ static void send_continue_if_expected(struct worker_loop *loop)
     loop->continue_sent = 1;
 }
 
+/*
+ * How long read_more_body may wait for the next bytes.  --read-timeout bounds
+ * each wait, but a client sending a byte just before it runs out would hold
+ * the worker for ever; so the body must also average --min-body-rate, after
+ * read_timeout of grace (as Apache's mod_reqtimeout MinRate).  0: out of time.
+ */
+static double body_wait_left(const struct worker_loop *loop)
+{
+    double wait = loop->settings.read_timeout;
+    if (loop->settings.min_body_rate > 0) {
+        double deadline = loop->body_started + loop->settings.read_timeout +
+                          (double)loop->body_received / loop->settings.min_body_rate;
+        double left = deadline - now_seconds();
+        if (left < wait)
+            wait = left > 0 ? left : 0;
+    }
+    return wait;
+}
+
 /* Reads more of the current connection's input into its buffer (after the
  * head).  0 ok, 408 on timeout, -1 when the client is gone. */
 static int read_more_body(struct worker_loop *loop)
@@ -1043,7 +1174,8 @@ static int read_more_body(struct worker_loop *loop)
             continue;
         if (errno != EAGAIN)
             return -1;
-        if (!wait_for(conn->fd, POLLIN, loop->settings.read_timeout))
+        double wait = body_wait_left(loop);
+        if (wait <= 0 || !wait_for(conn->fd, POLLIN, wait))
             return 408;
     }
 }
@@ -1263,5 +1395,6 @@ int worker_loop_is_drained(const struct worker_loop *loop)
 {
     return loop->num_connections == 0 || (loop->current == NULL && loop->ready_first == NULL &&
                                           loop->timers[TIMER_READING_HEAD].first == NULL &&
+                                          loop->timers[TIMER_READING_BODY].first == NULL &&
                                           loop->timers[TIMER_LINGERING].first == NULL);
 }

@@ -40,6 +40,8 @@ struct worker_settings {
     uint64_t max_body_size;        /* 0: unlimited */
     double header_timeout;         /* seconds for a whole request head */
     double read_timeout;           /* seconds without progress reading a body */
+    double min_body_rate;          /* bytes/s a body read while serving must average,
+                                      after read_timeout of grace; 0: no minimum */
     double write_timeout;          /* seconds without progress writing a response */
     double keepalive_timeout;      /* seconds an idle keep-alive connection is kept */
     unsigned long max_keepalive_requests; /* per connection; 0: unlimited */
@@ -48,6 +50,7 @@ struct worker_settings {
 
 enum timer_list_kind {
     TIMER_READING_HEAD, /* deadline: header timeout */
+    TIMER_READING_BODY, /* deadline: read timeout, renewed on progress */
     TIMER_IDLE,         /* deadline: keep-alive timeout */
     TIMER_LINGERING,    /* deadline: end of a lingering close */
     TIMER_LIST_COUNT
@@ -96,6 +99,7 @@ struct worker_loop {
     size_t head_len;
     uint64_t body_remaining;     /* Content-Length bytes not yet read */
     uint64_t body_received;      /* decoded body bytes handed out */
+    double body_started;         /* when the worker began to serve the request */
     struct chunked_decoder chunked;
     int body_done;
     int continue_sent;

@@ -333,7 +333,7 @@ Serow::Master - the master process: forks workers, replaces them, handles signal
 The master holds the listen sockets and the loaded app, forks the
 connection holder (L<Serow::ConnectionHolder>, see F<docs/keepalive.md>) and
 C<--workers> workers, and replaces any that exits (C<--max-requests>, C<psgix.harakiri>,
-a crash). It logs a line when a worker exits (C<worker PID exited with
+an app that calls C<exit>, a crash; see F<docs/hardening.md>), and the holder if it dies. It logs a line when a worker exits (C<worker PID exited with
 status N> or C<was killed by signal N>); the worker itself logs when it is
 ready (C<worker PID started>, with its own request limit under
 C<--max-requests>) and when it stops accepting (C<worker PID stopping>).

@@ -25,6 +25,7 @@ my @OPTIONS = (
     body_memory_limit => ['size', 1024 * 1024, 'request bodies larger than this are buffered in an unlinked temp file instead of memory'],
     header_timeout => ['seconds', 10, 'time a client has to send a whole request head; then 408'],
     read_timeout => ['seconds', 60, 'time without progress while reading a request body; then 408'],
+    min_body_rate => ['size', 1024, 'bytes per second a request body over 64 KiB must average while a worker reads it, after --read-timeout of grace; slower gets 408 (0: no minimum)'],
     write_timeout => ['seconds', 60, 'time without progress while writing a response; then the connection is closed'],
     keepalive_timeout => ['seconds', 5, 'time an idle keep-alive connection is kept open'],
     max_keepalive_requests => ['int', 0, 'requests on one connection before it is closed (0: no limit)'],

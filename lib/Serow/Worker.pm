@@ -77,12 +77,32 @@ sub new {
     }, $class;
 }
 
+# The worker of this process, for the END block below (a process the app
+# forks is no worker: its pid differs).
+my ($RUNNING, $RUNNING_PID);
+
+# An app that calls exit ends its worker, as it asked (the master starts a
+# new one), but its client gets an answer instead of a closed connection: a
+# 500 when no response was started, like an app that dies.  exit is not
+# turned into die (CORE::GLOBAL::exit): code that calls it means to leave,
+# and an eval in the app must not be able to catch that.
+END {
+    if ($RUNNING && $RUNNING_PID == $$ && (my $loop = $RUNNING->{loop})) {
+        if ($loop->current_fd >= 0) {
+            Serow::Log->error("worker $$: the app called exit during a request: "
+                . ($loop->response_started ? 'the response is cut' : 'answered 500'));
+            $loop->fail_request(500);
+        }
+    }
+}
+
 sub run {
     my ($self) = @_;
+    ($RUNNING, $RUNNING_PID) = ($self, $$);
     my $options = $self->{options};
     my $loop = $self->{loop} = Serow::Loop->new({ map { $_ => $options->{$_} } qw(
         max_request_line max_header_size max_headers max_body_size header_timeout
-        read_timeout write_timeout keepalive_timeout max_keepalive_requests
+        read_timeout min_body_rate write_timeout keepalive_timeout max_keepalive_requests
         max_keepalive_connections) });
     for my $l (@{ $self->{listeners} }) {
         $loop->add_listener($l->{fd}, $l->{is_unix} ? 1 : 0, $l->{server_name}, $l->{server_port});

@@ -19,7 +19,7 @@ use Fcntl ();
 use Test::More ();
 
 our @EXPORT_OK = qw(start_server raw_request raw_connect read_response parse_response
-                    wait_until read_until_close echo_app rejects send_all
+                    wait_until read_until_close echo_app rejects answered_and_closed send_all
                     need_debian_packages run_serow);
 
 # Generous: the machine is shared and slow; these bound a wait, never pace it.
@@ -444,20 +444,31 @@ sub rejects {
     my $res;
     Test::More::subtest($name => sub {
         my $smuggle = $opts{smuggle} // 1;
-        my $raw = raw_request($server, $bytes . ($smuggle ? SMUGGLED : ''), eof => \my $closed,
-            half_close => $opts{half_close});
-        my @responses = parse_response($raw);
-        Test::More::is(scalar @responses, 1, 'exactly one response')
-            or Test::More::diag("got: $raw");
-        $res = $responses[0];
-        Test::More::is($res && $res->{status}, $status, "status $status");
-        Test::More::is(lc(($res && $res->{headers}{connection}) // ''), 'close',
-            'it says Connection: close');
-        Test::More::ok($closed, 'the server closed the connection');
+        my $sock = raw_connect($server);
+        syswrite($sock, $bytes . ($smuggle ? SMUGGLED : ''));
+        shutdown($sock, 1) if $opts{half_close};
+        ($res, my $raw) = answered_and_closed($sock, $status);
         Test::More::unlike($raw, qr/smuggled/, 'the bytes after it were not answered')
             if $smuggle;
     });
     return $res;
+}
+
+# Reads $sock until the server closes it (or READ_TIMEOUT passes) and checks
+# that it sent exactly one response, with $status and "Connection: close".
+# Returns that response and the bytes read.
+sub answered_and_closed {
+    my ($sock, $status) = @_;
+    my ($raw, $closed) = read_until_close($sock);
+    my @responses = parse_response($raw);
+    Test::More::is(scalar @responses, 1, 'exactly one response')
+        or Test::More::diag("got: $raw");
+    my $res = $responses[0];
+    Test::More::is($res && $res->{status}, $status, "status $status");
+    Test::More::is(lc(($res && $res->{headers}{connection}) // ''), 'close',
+        'it says Connection: close');
+    Test::More::ok($closed, 'the server closed the connection');
+    return ($res, $raw);
 }
 
 # Polls $cond until it is true or $timeout seconds pass.  For conditions no
