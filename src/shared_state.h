@@ -17,7 +17,10 @@
  *   worker, which closes its copies the next time it looks.
  *
  * The same memory carries what the status page shows: per worker its pid,
- * requests served and current request; totals for the server.
+ * requests served and current request; totals for the server; and the
+ * counters of the metrics (request_metrics.h): each worker counts in its own
+ * slot, and the master folds a slot's counts into retired_counters when it
+ * resets the slot, so that totals survive worker restarts.
  */
 #ifndef SEROW_SHARED_STATE_H
 #define SEROW_SHARED_STATE_H
@@ -25,6 +28,8 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "request_metrics.h"
 
 /* Worker slots: more than anyone runs on one machine; TTIN stops here. */
 #define SHARED_MAX_WORKERS 256
@@ -66,6 +71,7 @@ struct worker_slot {
     _Atomic uint32_t stolen_head;     /* ring written by the holder */
     _Atomic uint32_t stolen_tail;     /* ring read by the worker */
     uint32_t stolen[SHARED_STOLEN_RING];
+    struct request_counters counters; /* written by this worker only */
     struct connection_slot connections_table[SHARED_SLOTS_PER_WORKER];
 };
 
@@ -80,6 +86,11 @@ struct shared_state {
     _Atomic uint32_t queued_connections; /* ready, passed on, not yet taken */
     _Atomic uint64_t connections_stolen;
     _Atomic uint64_t requests_total;
+    /* Counts of workers gone, folded in by the master; odd counters_fold
+     * while it folds (a seqlock: see request_metrics_sum). */
+    _Atomic uint32_t counters_fold;
+    struct request_counters retired_counters;
+    _Atomic uint64_t worker_restarts; /* written by the master only */
     uint32_t max_workers;
     struct worker_slot workers[];
 };

@@ -24,7 +24,7 @@ use constant MAX_REQUESTS_SPREAD => 0.25;
 # finish while their replacements run.
 use constant MIN_WORKER_SLOTS => 64;
 
-my @SIGNALS = qw(TERM INT QUIT HUP TTIN TTOU CHLD);
+my @SIGNALS = qw(TERM INT QUIT HUP TTIN TTOU USR1 CHLD);
 
 # What each signal asks of the master (CHLD only wakes it up to reap).
 my %ON_SIGNAL = (
@@ -34,6 +34,7 @@ my %ON_SIGNAL = (
     HUP  => 'restart_workers',
     TTIN => 'add_worker',
     TTOU => 'remove_worker',
+    USR1 => 'reopen_logs',
 );
 
 sub new {
@@ -132,6 +133,15 @@ sub remove_worker {
     Serow::Log->info("received SIG$sig: $self->{target} workers");
 }
 
+# logrotate has moved the access log away: every worker opens it again (a
+# worker started from now on opens the new file anyway).
+sub reopen_logs {
+    my ($self, $sig) = @_;
+    return unless defined $self->{options}{access_log};
+    Serow::Log->info("received SIG$sig: workers reopen the access log");
+    kill 'USR1', keys %{ $self->{workers} };
+}
+
 sub current_workers {
     my ($self) = @_;
     my $w = $self->{workers};
@@ -187,6 +197,7 @@ sub spawn_holder {
     $self->{holder_pid} = $self->fork_child(sub {
         my ($signal_mask) = @_;
         close $_->{socket} for @{ $self->{listeners} }; # it accepts nothing
+        $SIG{USR1} = 'IGNORE'; # it writes no access log (a USR1 sent to the process group)
         POSIX::sigprocmask(SIG_SETMASK, $signal_mask);
         POSIX::_exit($self->{holder}->run == 0 ? 0 : 1);
     });
@@ -282,7 +293,8 @@ sub reap_workers {
             next;
         }
         my $w = delete $self->{workers}{$pid} or next;
-        $self->{shared}->reset_worker($w->{slot});
+        $self->{shared}->reset_worker($w->{slot}); # its counts go on in the retired totals
+        $self->{shared}->count_worker_restart unless $self->{stopping};
         $self->log_worker_exit($pid, $w, $status);
         # One that fails right after it started would fail again at once.
         if (!$w->{stopping_since} && $status != 0
@@ -344,6 +356,11 @@ within C<--graceful-timeout>).
 =item TTIN, TTOU
 
 One worker more, one worker less (never fewer than one).
+
+=item USR1
+
+With C<--access-log FILE>: every worker opens FILE again (after logrotate
+renamed it). The connection holder ignores USR1.
 
 =back
 

@@ -7,6 +7,7 @@ use Serow::Options ();
 use Serow::Listener ();
 use Serow::Master ();
 use Serow::Log ();
+use Serow::Metrics ();
 use POSIX ();
 
 use constant DEFAULT_LISTEN => '0.0.0.0:5000';
@@ -16,6 +17,7 @@ sub new {
     my $server_ready = delete $args{server_ready};
     my $sockets = delete $args{listen_sockets}; # already listening: used as they are
     my $options = Serow::Options->from_hash(%args);
+    Serow::Metrics->check_options($options);
     # Like Monoceros: by default at most half the descriptors a process may
     # open are kept-alive connections, leaving room for new ones and files.
     $options->{max_keepalive_connections} ||= int((POSIX::sysconf(POSIX::_SC_OPEN_MAX()) || 1024) / 2);
@@ -51,12 +53,23 @@ sub open_listeners {
 
 sub run {
     my ($self, $app) = @_;
+    $self->check_access_log;
     my @listeners = $self->open_listeners;
     my $master = Serow::Master->new(app => $app, options => $self->{options},
         listeners => \@listeners, on_ready => sub { $self->announce(@listeners) });
     my $status = $master->run;
     $_->close_and_unlink for @listeners;
     return $status;
+}
+
+# A file the workers could not open is an error at start, not a log line
+# per worker.
+sub check_access_log {
+    my ($self) = @_;
+    my $file = $self->{options}{access_log};
+    return if !defined $file || $file eq '-' || $file eq 'stderr';
+    open(my $fh, '>>', $file) or die "--access-log: cannot open '$file' for appending: $!\n";
+    close $fh;
 }
 
 # Says the server is up: only once the master's signal handlers are in

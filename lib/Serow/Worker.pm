@@ -7,6 +7,7 @@ use Scalar::Util ();
 use Serow ();
 use Serow::Writer ();
 use Serow::Log ();
+use Serow::Metrics ();
 use POSIX ();
 
 # Bytes asked of the C reader per call when buffering a request body.
@@ -84,6 +85,8 @@ sub run {
         $loop->add_listener($l->{fd}, $l->{is_unix} ? 1 : 0, $l->{server_name}, $l->{server_port});
     }
     $loop->join_holder($self->{shared}, $self->{slot}, @{ $self->{channels} }) if $self->{shared};
+    $self->open_access_log;
+    $self->wrap_metrics;
     $self->install_signal_handlers;
     my $limit = $self->{request_limit};
     # From the worker itself, so that it comes before anything it logs about
@@ -113,14 +116,45 @@ sub run {
     return 0;
 }
 
+# --access-log: each worker appends to the file on its own descriptor
+# (O_APPEND, one write per line), and opens it again on USR1.
+sub open_access_log {
+    my ($self) = @_;
+    my $file = $self->{options}{access_log} // return;
+    $self->{access_log} = 1;
+    $self->{loop}->open_access_log($file eq '-' || $file eq 'stderr' ? undef : $file);
+}
+
+sub reopen_access_log {
+    my ($self) = @_;
+    return unless $self->{access_log};
+    if ($self->{loop}->reopen_access_log) {
+        Serow::Log->info("worker $$ reopened the access log");
+    } else {
+        Serow::Log->error("worker $$ cannot reopen the access log $self->{options}{access_log}: $!; "
+            . "still writing to the old file");
+    }
+}
+
+# --metrics-path: answered before the app (Serow::Metrics).
+sub wrap_metrics {
+    my ($self) = @_;
+    my $options = $self->{options};
+    return unless defined $options->{metrics_path} && $self->{shared};
+    $self->{app} = Serow::Metrics->wrap($self->{app}, shared => $self->{shared},
+        path => $options->{metrics_path}, allow => Serow::Metrics->allow_list($options));
+}
+
 sub install_signal_handlers {
     my ($self) = @_;
     $SIG{PIPE} = 'IGNORE';
+    # logrotate's signal, passed on by the master.
+    $SIG{USR1} = sub { $self->reopen_access_log };
     $SIG{$_} = sub { $self->stop("SIG$_[0]") } for qw(TERM INT QUIT);
     # The master's signals: sent to a whole process group, they must neither
     # stop (TTIN, TTOU) nor end (HUP) a worker.
     $SIG{$_} = 'IGNORE' for qw(HUP TTIN TTOU);
-    $SIG{$_} = 'DEFAULT' for qw(CHLD USR1);
+    $SIG{CHLD} = 'DEFAULT';
     POSIX::sigprocmask(POSIX::SIG_SETMASK(), $self->{signal_mask}) if $self->{signal_mask};
 }
 
@@ -166,6 +200,9 @@ sub handle_request {
 sub end_request {
     my ($self, $env) = @_;
     my $loop = $self->{loop};
+    # Set by the app (an authentication middleware) for the access log.
+    $loop->note_remote_user($env->{REMOTE_USER})
+        if $self->{access_log} && defined $env->{REMOTE_USER};
     if (my ($announced, $given) = $loop->length_mismatch) {
         Serow::Log->error("$env->{REQUEST_METHOD} $env->{REQUEST_URI}: the app's Content-Length is "
             . "$announced but its body has $given bytes: the connection is closed after it");
