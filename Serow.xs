@@ -394,11 +394,10 @@ shared_set_server_stopping(Serow::Shared shared)
 void
 shared_reset_worker(Serow::Shared shared, unsigned int index)
   CODE:
-    /* The worker in this slot is gone: whatever it published is void, but
-     * what it counted goes on in the retired totals. */
+    /* The worker in this slot is gone: whatever it published is void.
+     * Its counters stay: the next worker in the slot counts on. */
     if (index < shared->max_workers) {
         struct worker_slot *w = &shared->workers[index];
-        request_metrics_retire(shared, index);
         uint32_t high = atomic_load(&w->slots_high_water);
         uint32_t open = atomic_load(&w->connections);
         atomic_store(&w->pid, 0);
@@ -424,7 +423,7 @@ SV *
 shared_metrics(Serow::Shared shared)
   CODE:
     /* The numbers behind the Prometheus metrics (Serow::Metrics), summed
-     * over every worker slot and the workers gone. */
+     * over every worker slot. */
     struct request_totals t;
     request_metrics_sum(shared, &t);
     HV *m = newHV();

@@ -3,7 +3,6 @@
  */
 #include "request_metrics.h"
 
-#include <sched.h>
 #include <string.h>
 #include <time.h>
 
@@ -50,33 +49,6 @@ void request_metrics_count_accept(struct request_counters *c)
     bump(&c->connections_accepted, 1);
 }
 
-static void move_counter(_Atomic uint64_t *from, _Atomic uint64_t *to)
-{
-    uint64_t n = atomic_load_explicit(from, memory_order_relaxed);
-    if (n == 0)
-        return;
-    bump(to, n);
-    atomic_store_explicit(from, 0, memory_order_relaxed);
-}
-
-void request_metrics_retire(struct shared_state *shared, uint32_t worker_index)
-{
-    if (worker_index >= shared->max_workers)
-        return;
-    struct request_counters *from = &shared->workers[worker_index].counters;
-    struct request_counters *to = &shared->retired_counters;
-    /* Odd while the counts move: a sum taken meanwhile would see them twice
-     * or not at all, so it is taken again (request_metrics_sum). */
-    atomic_fetch_add(&shared->counters_fold, 1);
-    for (int i = 0; i < METRICS_STATUS_SLOTS; i++)
-        move_counter(&from->by_status[i], &to->by_status[i]);
-    for (int i = 0; i <= METRICS_DURATION_BUCKETS; i++)
-        move_counter(&from->duration_buckets[i], &to->duration_buckets[i]);
-    move_counter(&from->duration_sum_ns, &to->duration_sum_ns);
-    move_counter(&from->connections_accepted, &to->connections_accepted);
-    atomic_fetch_add(&shared->counters_fold, 1);
-}
-
 static void add_counters(struct request_totals *out, struct request_counters *c)
 {
     for (int i = 0; i < METRICS_STATUS_SLOTS; i++)
@@ -91,18 +63,7 @@ static void add_counters(struct request_totals *out, struct request_counters *c)
 
 void request_metrics_sum(struct shared_state *shared, struct request_totals *out)
 {
-    for (;;) {
-        uint32_t before = atomic_load(&shared->counters_fold);
-        if (before & 1) {
-            sched_yield(); /* a fold is running: let the master finish it */
-            continue;
-        }
-        memset(out, 0, sizeof(*out));
-        add_counters(out, &shared->retired_counters);
-        for (uint32_t i = 0; i < shared->max_workers; i++)
-            add_counters(out, &shared->workers[i].counters);
-        atomic_thread_fence(memory_order_acquire);
-        if (atomic_load(&shared->counters_fold) == before)
-            return;
-    }
+    memset(out, 0, sizeof(*out));
+    for (uint32_t i = 0; i < shared->max_workers; i++)
+        add_counters(out, &shared->workers[i].counters);
 }

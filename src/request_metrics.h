@@ -5,10 +5,13 @@
  * Each worker counts in its own slot of the shared memory (shared_state.h)
  * and is the only process that writes there, so a count is a plain load and
  * store (relaxed atomics: no locked instruction on the hot path); whoever
- * scrapes sums every slot.  When a worker is gone, the master folds its
- * slot into the retired counters before the slot is reused, so that totals
- * survive worker restarts and never go backwards: the fold runs under a
- * sequence counter, and a sum that overlapped a fold is taken again.
+ * scrapes sums every slot.
+ *
+ * A slot's counters are never reset: when a worker exits, the master resets
+ * what the slot says about connections (shared_reset_worker) but leaves the
+ * counters, and the next worker in the slot counts on from there.  So totals
+ * survive worker restarts and never go backwards, with nothing to move
+ * between slots and nothing a scrape could catch half done.
  */
 #ifndef SEROW_REQUEST_METRICS_H
 #define SEROW_REQUEST_METRICS_H
@@ -50,11 +53,7 @@ struct shared_state;
 void request_metrics_count(struct request_counters *c, int status, uint64_t duration_ns);
 void request_metrics_count_accept(struct request_counters *c);
 
-/* In the master, for a slot whose worker has exited: adds its counts to the
- * retired ones and zeroes it. */
-void request_metrics_retire(struct shared_state *shared, uint32_t worker_index);
-
-/* Anywhere: the totals over every slot and the retired counts. */
+/* Anywhere: the totals over every slot. */
 void request_metrics_sum(struct shared_state *shared, struct request_totals *out);
 
 /* Monotonic nanoseconds, for durations. */

@@ -19,8 +19,8 @@
  * The same memory carries what the status page shows: per worker its pid,
  * requests served and current request; totals for the server; and the
  * counters of the metrics (request_metrics.h): each worker counts in its own
- * slot, and the master folds a slot's counts into retired_counters when it
- * resets the slot, so that totals survive worker restarts.
+ * slot, and the counts stay in the slot when its worker is replaced, so that
+ * totals survive worker restarts.
  */
 #ifndef SEROW_SHARED_STATE_H
 #define SEROW_SHARED_STATE_H
@@ -71,7 +71,9 @@ struct worker_slot {
     _Atomic uint32_t stolen_head;     /* ring written by the holder */
     _Atomic uint32_t stolen_tail;     /* ring read by the worker */
     uint32_t stolen[SHARED_STOLEN_RING];
-    struct request_counters counters; /* written by this worker only */
+    /* written by this worker only; never reset: the next worker in the
+     * slot counts on (request_metrics.h) */
+    struct request_counters counters;
     struct connection_slot connections_table[SHARED_SLOTS_PER_WORKER];
 };
 
@@ -86,10 +88,6 @@ struct shared_state {
     _Atomic uint32_t queued_connections; /* ready, passed on, not yet taken */
     _Atomic uint64_t connections_stolen;
     _Atomic uint64_t requests_total;
-    /* Counts of workers gone, folded in by the master; odd counters_fold
-     * while it folds (a seqlock: see request_metrics_sum). */
-    _Atomic uint32_t counters_fold;
-    struct request_counters retired_counters;
     _Atomic uint64_t worker_restarts; /* written by the master only */
     uint32_t max_workers;
     struct worker_slot workers[];

@@ -293,7 +293,7 @@ sub reap_workers {
             next;
         }
         my $w = delete $self->{workers}{$pid} or next;
-        $self->{shared}->reset_worker($w->{slot}); # its counts go on in the retired totals
+        $self->{shared}->reset_worker($w->{slot}); # (its counts stay: src/request_metrics.h)
         $self->{shared}->count_worker_restart unless $self->{stopping};
         $self->log_worker_exit($pid, $w, $status);
         # One that fails right after it started would fail again at once.

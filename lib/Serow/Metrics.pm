@@ -155,9 +155,9 @@ connections with a request waiting for a free worker, and all open ones.
 
 =back
 
-Counters are kept per worker in shared memory and summed when scraped;
-when a worker exits, the master adds its counts to a total of retired
-workers, so counters never go backwards while the server runs (they start
-from 0 when the server does).
+Counters are kept per worker slot in shared memory and summed when
+scraped. A slot's counters are never reset: the worker that replaces one
+that exited counts on from there, so counters never go backwards while the
+server runs (they start from 0 when the server does).
 
 =cut
