@@ -148,8 +148,11 @@ sub wrap_metrics {
 sub install_signal_handlers {
     my ($self) = @_;
     $SIG{PIPE} = 'IGNORE';
-    # logrotate's signal, passed on by the master.
-    $SIG{USR1} = sub { $self->reopen_access_log };
+    # logrotate's signal, passed on by the master.  SA_RESTART: a read or
+    # write the app is blocked in goes on instead of failing with EINTR (the
+    # loop's epoll_wait is woken all the same: it is never restarted).
+    POSIX::sigaction(POSIX::SIGUSR1(), POSIX::SigAction->new(sub { $self->reopen_access_log },
+        POSIX::SigSet->new, POSIX::SA_RESTART()));
     $SIG{$_} = sub { $self->stop("SIG$_[0]") } for qw(TERM INT QUIT);
     # The master's signals: sent to a whole process group, they must neither
     # stop (TTIN, TTOU) nor end (HUP) a worker.
