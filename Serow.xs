@@ -18,6 +18,7 @@
 #include "src/worker_loop.h"
 #include "src/psgi_env.h"
 #include "src/psgi_response.h"
+#include "src/request_accounting.h"
 #include "src/response_writer.h"
 
 typedef struct worker_loop *Serow__Loop;
@@ -68,7 +69,7 @@ static void note_response_outcome(struct worker_loop *loop)
 {
     uint64_t body_bytes;
     int status = psgi_response_outcome(&body_bytes);
-    worker_loop_note_response(loop, status, body_bytes);
+    request_accounting_note_response(loop, status, body_bytes);
 }
 
 MODULE = Serow    PACKAGE = Serow::Loop    PREFIX = loop_
@@ -304,7 +305,7 @@ loop_note_remote_user(Serow::Loop loop, SV *user)
   CODE:
     STRLEN len;
     const char *p = SvPV(user, len);
-    worker_loop_note_remote_user(loop, p, len);
+    request_accounting_note_remote_user(loop, p, len);
 
 int
 loop_current_fd(Serow::Loop loop)

@@ -134,8 +134,18 @@ static void put_str(struct out *o, const char *s)
 static void put_uint(struct out *o, uint64_t v)
 {
     char digits[24];
-    int n = snprintf(digits, sizeof(digits), "%llu", (unsigned long long)v);
-    put(o, digits, (size_t)n);
+    char *p = digits + sizeof(digits);
+    do {
+        *--p = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    put(o, p, (size_t)(digits + sizeof(digits) - p));
+}
+
+/* Bytes written as they are in a field: printable ASCII but '"' and '\'. */
+static inline int is_plain(unsigned char c)
+{
+    return c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
 }
 
 /*
@@ -158,26 +168,37 @@ static void put_escaped(struct out *o, const char *s, size_t n, size_t budget, i
     if (budget < 3)
         return;
     budget -= 3; /* kept for "..." */
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        int plain = c > 0x20 && c < 0x7f && c != '"' && c != '\\';
-        if (c == ' ' && !escape_space)
-            plain = 1;
-        size_t need = plain ? 1 : 4;
-        if (need > budget) {
+    size_t i = 0;
+    while (i < n) {
+        /* a run of plain bytes is copied at once */
+        size_t run = i;
+        while (run < n && is_plain((unsigned char)s[run]) && !(escape_space && s[run] == ' '))
+            run++;
+        if (run > i) {
+            size_t take = run - i;
+            if (take > budget) {
+                memcpy(o->p, s + i, budget);
+                o->p += budget;
+                put(o, "...", 3);
+                return;
+            }
+            memcpy(o->p, s + i, take);
+            o->p += take;
+            budget -= take;
+            i = run;
+            continue;
+        }
+        if (budget < 4) {
             put(o, "...", 3);
             return;
         }
-        budget -= need;
-        if (plain) {
-            *o->p++ = (char)c;
-        } else {
-            o->p[0] = '\\';
-            o->p[1] = 'x';
-            o->p[2] = hex[c >> 4];
-            o->p[3] = hex[c & 15];
-            o->p += 4;
-        }
+        unsigned char c = (unsigned char)s[i++];
+        o->p[0] = '\\';
+        o->p[1] = 'x';
+        o->p[2] = hex[c >> 4];
+        o->p[3] = hex[c & 15];
+        o->p += 4;
+        budget -= 4;
     }
 }
 

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "fd_passing.h"
+#include "request_accounting.h"
 
 /* Events taken from one epoll_wait: enough to amortise the call. */
 #define EPOLL_BATCH 64
@@ -485,75 +486,11 @@ static size_t send_error_response(struct connection *conn, int status,
     return omit_body ? 0 : strlen(reason) + 1;
 }
 
-/* ---- accounting: the access log line and the metrics of a request ------- */
-
-/*
- * Records a request that has been answered.  served: it reached a worker's
- * request handling (start_request), so its request line and fields were
- * noted and its duration runs from then; else it was rejected while its head
- * arrived, and the log shows its first line as sent, with a duration of 0.
- */
-static void account_request(struct worker_loop *loop, struct connection *conn, int status,
-                            uint64_t body_bytes, int served)
-{
-    if (loop->slot)
-        request_metrics_count(&loop->slot->counters, status,
-                              served ? metrics_clock_ns() - loop->request_started_ns : 0);
-    if (loop->access_log == NULL)
-        return;
-    struct access_log_entry e = {.remote_addr = conn->remote_addr, .status = status,
-                                 .body_bytes = body_bytes};
-    if (served) {
-        const struct access_log_request *r = &loop->log_request;
-        e.request_line = conn->buffer + r->line_offset;
-        e.request_line_len = r->line_len;
-        if (r->referer_len != SIZE_MAX) {
-            e.referer = conn->buffer + r->referer_offset;
-            e.referer_len = r->referer_len;
-        }
-        if (r->agent_len != SIZE_MAX) {
-            e.user_agent = conn->buffer + r->agent_offset;
-            e.user_agent_len = r->agent_len;
-        }
-        e.remote_user = loop->remote_user;
-        e.remote_user_len = loop->remote_user_len;
-    } else {
-        e.request_line = access_log_raw_request_line(conn->buffer, conn->buffer_len,
-                                                     &e.request_line_len);
-    }
-    access_log_write(loop->access_log, &e);
-}
-
-/* Once the head is complete and the request goes to the app. */
-static void account_request_start(struct worker_loop *loop, struct connection *conn)
-{
-    loop->request_started_ns = metrics_clock_ns();
-    loop->response_status = 0;
-    loop->response_body_bytes = 0;
-    loop->remote_user_len = 0;
-    if (loop->access_log)
-        access_log_note_request(&loop->log_request, conn->buffer, &loop->head);
-}
-
-void worker_loop_note_response(struct worker_loop *loop, int status, uint64_t body_bytes)
-{
-    loop->response_status = status;
-    loop->response_body_bytes = body_bytes;
-}
-
-void worker_loop_note_remote_user(struct worker_loop *loop, const char *user, size_t len)
-{
-    if (len > sizeof(loop->remote_user))
-        len = sizeof(loop->remote_user);
-    memcpy(loop->remote_user, user, len);
-    loop->remote_user_len = len;
-}
-
 static void reject_connection(struct worker_loop *loop, struct connection *conn, int status,
                               const struct http_request_head *head)
 {
     size_t body = send_error_response(conn, status, head);
-    account_request(loop, conn, status, body, 0);
+    request_accounting_end(loop, conn, status, body, 0);
     close_lingering(loop, conn);
 }
 
@@ -844,7 +781,7 @@ static int start_request(struct worker_loop *loop, struct connection *conn)
     loop->response_started = 0;
     if (loop->head.framing == HTTP_BODY_CHUNKED)
         chunked_decoder_init(&loop->chunked);
-    account_request_start(loop, conn);
+    request_accounting_start(loop, conn);
     announce_busy(loop);
     publish_current_request(loop);
     return 1;
@@ -1142,7 +1079,7 @@ void worker_loop_finish_request(struct worker_loop *loop, int keep_alive)
     struct connection *conn = loop->current;
     if (conn == NULL)
         return;
-    account_request(loop, conn, loop->response_status, loop->response_body_bytes, 1);
+    request_accounting_end(loop, conn, loop->response_status, loop->response_body_bytes, 1);
     loop->current = NULL;
     conn->requests_served++;
     loop->requests_total++;
@@ -1179,10 +1116,12 @@ void worker_loop_fail_request(struct worker_loop *loop, int status)
     struct connection *conn = loop->current;
     if (conn == NULL)
         return;
-    if (!loop->response_started)
-        worker_loop_note_response(loop, status, send_error_response(conn, status, &loop->head));
+    if (!loop->response_started) {
+        size_t body = send_error_response(conn, status, &loop->head);
+        request_accounting_note_response(loop, status, body);
+    }
     /* else the response was cut: the log shows the status it began with */
-    account_request(loop, conn, loop->response_status, loop->response_body_bytes, 1);
+    request_accounting_end(loop, conn, loop->response_status, loop->response_body_bytes, 1);
     loop->current = NULL;
     conn->requests_served++;
     loop->requests_total++;
@@ -1195,7 +1134,7 @@ void worker_loop_release_current(struct worker_loop *loop)
     struct connection *conn = loop->current;
     if (conn == NULL)
         return;
-    account_request(loop, conn, loop->response_status, loop->response_body_bytes, 1);
+    request_accounting_end(loop, conn, loop->response_status, loop->response_body_bytes, 1);
     loop->requests_total++;
     announce_done(loop);
     close_connection(loop, conn); /* our descriptor only: the app holds a duplicate */

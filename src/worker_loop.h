@@ -106,7 +106,7 @@ struct worker_loop {
 
     /* What the access log and the metrics record of the current request:
      * when its head was complete, and the status and body bytes of its
-     * response (set through worker_loop_note_response). */
+     * response (set through request_accounting_note_response). */
     uint64_t request_started_ns;
     int response_status;
     uint64_t response_body_bytes;
@@ -158,13 +158,6 @@ int worker_loop_may_keep_alive(struct worker_loop *loop);
 /* Ends the current request.  keep_alive = 0 closes the connection (after
  * discarding what the client still sends, so that it reads the response). */
 void worker_loop_finish_request(struct worker_loop *loop, int keep_alive);
-
-/* The status and body bytes of the response sent for the current request
- * (0: none sent through the server), for the access log and the metrics. */
-void worker_loop_note_response(struct worker_loop *loop, int status, uint64_t body_bytes);
-
-/* REMOTE_USER as the app set it, for the access log line of the current request. */
-void worker_loop_note_remote_user(struct worker_loop *loop, const char *user, size_t len);
 
 /* Sends a complete error response on the current connection and closes it. */
 void worker_loop_fail_request(struct worker_loop *loop, int status);
