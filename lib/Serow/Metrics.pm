@@ -64,11 +64,29 @@ sub _number {
     return sprintf '%.9g', $v;
 }
 
+# The metrics with one sample each: [name, type, help, key in the snapshot].
+my @SINGLE = (
+    [serow_workers_busy => gauge => 'Workers answering a request now.', 'busy_workers'],
+    [serow_workers_idle => gauge => 'Workers waiting for a request.', 'idle_workers'],
+    [serow_connections_idle => gauge =>
+        'Idle keep-alive connections, in the connection holder or in workers.', 'idle_connections'],
+    [serow_connections_queued => gauge =>
+        'Connections with a request that the holder passed on and no worker has taken yet.',
+        'queued_connections'],
+    [serow_connections_open => gauge => 'Client connections open now.', 'open_connections'],
+    [serow_connections_accepted_total => counter => 'Connections accepted.', 'connections_accepted'],
+    [serow_worker_restarts_total => counter =>
+        'Workers replaced while the server ran (--max-requests, psgix.harakiri, HUP, crashes).',
+        'worker_restarts'],
+    [serow_uptime_seconds => gauge => 'Seconds since the server started.', 'uptime'],
+);
+
 # The exposition text for a snapshot of Serow::Shared->metrics.
 sub render {
     my ($class, $m) = @_;
     my $by_status = $m->{requests_by_status};
     my @codes = sort { $a <=> $b } keys %$by_status;
+    my %values = (%$m, uptime => int(time - $m->{started}));
     return join '',
         _metric('serow_requests_total', 'counter',
             'Requests answered, by status code (0: the app answered on psgix.io).',
@@ -80,25 +98,8 @@ sub render {
                 @{ $m->{duration_buckets} }),
             ['_sum', [], $m->{duration_sum}],
             ['_count', [], $m->{duration_count}]),
-        _metric('serow_workers_busy', 'gauge', 'Workers answering a request now.',
-            ['', [], $m->{busy_workers}]),
-        _metric('serow_workers_idle', 'gauge', 'Workers waiting for a request.',
-            ['', [], $m->{idle_workers}]),
-        _metric('serow_connections_idle', 'gauge',
-            'Idle keep-alive connections, in the connection holder or in workers.',
-            ['', [], $m->{idle_connections}]),
-        _metric('serow_connections_queued', 'gauge',
-            'Connections with a request that the holder passed on and no worker has taken yet.',
-            ['', [], $m->{queued_connections}]),
-        _metric('serow_connections_open', 'gauge', 'Client connections open now.',
-            ['', [], $m->{open_connections}]),
-        _metric('serow_connections_accepted_total', 'counter', 'Connections accepted.',
-            ['', [], $m->{connections_accepted}]),
-        _metric('serow_worker_restarts_total', 'counter',
-            'Workers replaced while the server ran (--max-requests, psgix.harakiri, HUP, crashes).',
-            ['', [], $m->{worker_restarts}]),
-        _metric('serow_uptime_seconds', 'gauge', 'Seconds since the server started.',
-            ['', [], int(time - $m->{started})]);
+        map { my ($name, $type, $help, $key) = @$_; _metric($name, $type, $help, ['', [], $values{$key}]) }
+            @SINGLE;
 }
 
 1;

@@ -17,7 +17,6 @@ sub new {
     my $server_ready = delete $args{server_ready};
     my $sockets = delete $args{listen_sockets}; # already listening: used as they are
     my $options = Serow::Options->from_hash(%args);
-    Serow::Metrics->check_options($options);
     # Like Monoceros: by default at most half the descriptors a process may
     # open are kept-alive connections, leaving room for new ones and files.
     $options->{max_keepalive_connections} ||= int((POSIX::sysconf(POSIX::_SC_OPEN_MAX()) || 1024) / 2);
@@ -53,6 +52,7 @@ sub open_listeners {
 
 sub run {
     my ($self, $app) = @_;
+    Serow::Metrics->check_options($self->{options});
     $self->check_access_log;
     my @listeners = $self->open_listeners;
     my $master = Serow::Master->new(app => $app, options => $self->{options},
