@@ -17,6 +17,11 @@ my $app = sub {
     $env->{REMOTE_USER} = 'bob' if $path eq '/user';
     $env->{REMOTE_USER} = "b b\n" if $path eq '/odd-user';
     die "on purpose\n" if $path eq '/die';
+    if ($path eq '/own') {
+        # the app answers on the socket itself: the server saw no status
+        syswrite $env->{'psgix.io'}, "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nown";
+        return sub { };
+    }
     if ($path eq '/stream') {
         return sub {
             my $writer = shift->([200, ['Content-Type' => 'text/plain']]);
@@ -82,6 +87,8 @@ logged("GET /stream HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
     qq{127.0.0.1 - - [T] "GET /stream HTTP/1.1" 200 5 "-" "-"\n}, 'a streamed body: its bytes, not the chunk framing');
 logged("GET /die HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
     qq{127.0.0.1 - - [T] "GET /die HTTP/1.1" 500 22 "-" "-"\n}, 'an app that died: 500');
+logged("GET /own HTTP/1.1\r\nHost: x\r\n\r\n",
+    qq{127.0.0.1 - - [T] "GET /own HTTP/1.1" - - "-" "-"\n}, 'an app that answered on psgix.io: no status seen');
 
 # Rejected by the server before the app: logged with the status they got.
 logged("GET / HTTP/1.1 junk\r\nHost: x\r\n\r\n",
@@ -114,7 +121,7 @@ close $sock;
 
 is $server->stop, 0, 'the server stopped';
 @lines = lines();
-is scalar @lines, 17, 'a line per request, and nothing else';
+is scalar @lines, 18, 'a line per request, and nothing else';
 
 # "-" or "stderr": the lines go to standard error with the server's log.
 my $stderr = start_server(app => $app, options => ['--workers', 1, '--access-log', '-']);
