@@ -282,13 +282,13 @@ loop_release_current(Serow::Loop loop)
     psgi_env_request_done(aTHX);
 
 void
-loop_open_access_log(Serow::Loop loop, SV *path)
+loop_open_access_log(Serow::Loop loop, SV *path, int fd)
   CODE:
-    /* path undef: standard error */
+    /* fd: the master's descriptor on path; -1: standard error */
     const char *p = SvOK(path) ? SvPV_nolen(path) : NULL;
-    struct access_log *log = access_log_open(p);
+    struct access_log *log = access_log_open(p, fd);
     if (log == NULL)
-        croak("cannot open the access log %s: %s", p ? p : "(standard error)", strerror(errno));
+        croak("cannot use the access log %s: %s", p ? p : "(standard error)", strerror(errno));
     access_log_close(loop->access_log);
     loop->access_log = log;
 

@@ -22,16 +22,16 @@ static int open_for_append(const char *path)
     return open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
 }
 
-struct access_log *access_log_open(const char *path)
+struct access_log *access_log_open(const char *path, int fd)
 {
     struct access_log *log = calloc(1, sizeof(*log));
     if (log == NULL)
         return NULL;
-    if (path != NULL) {
-        log->path = strdup(path);
-        log->fd = log->path ? open_for_append(path) : -1;
-    } else {
-        log->fd = fcntl(2, F_DUPFD_CLOEXEC, 3);
+    /* (a copy above the standard descriptors, closed on exec) */
+    log->fd = fcntl(fd >= 0 ? fd : 2, F_DUPFD_CLOEXEC, 3);
+    if (log->fd >= 0 && fd >= 0 && path != NULL && (log->path = strdup(path)) == NULL) {
+        close(log->fd);
+        log->fd = -1;
     }
     if (log->fd < 0) {
         int saved = errno;

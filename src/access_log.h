@@ -62,9 +62,11 @@ struct access_log_entry {
     uint64_t body_bytes;         /* 0: "-" */
 };
 
-/* Opens path for appending (created 0644 if missing); NULL path: standard
- * error.  Returns NULL with errno set when it cannot be opened. */
-struct access_log *access_log_open(const char *path);
+/* The log on a copy of descriptor fd, which the master opened on path for
+ * appending (so that a worker that may not open the file itself, after
+ * dropping privileges, still logs); path is what access_log_reopen opens.
+ * fd < 0: standard error, never reopened.  NULL with errno set on failure. */
+struct access_log *access_log_open(const char *path, int fd);
 void access_log_close(struct access_log *log);
 
 /* Opens the path again (after logrotate renamed it) and, once that worked,

@@ -42,7 +42,7 @@ sub new {
     my $workers = $args{options}{workers};
     my $slots = $workers * 4 > MIN_WORKER_SLOTS ? $workers * 4 : MIN_WORKER_SLOTS;
     my $shared = Serow::Shared->new($slots);
-    return bless {
+    my $self = bless {
         shared     => $shared, # what workers and the holder publish (src/shared_state.h)
         holder     => Serow::ConnectionHolder->new(shared => $shared, options => $args{options}),
         holder_pid => undef,
@@ -55,6 +55,31 @@ sub new {
         generation => 1,
         pending    => [],   # signals received, handled in order by the loop
     }, $class;
+    $self->open_access_log or die "--access-log: cannot open '$args{options}{access_log}' for appending: $!\n";
+    return $self;
+}
+
+# --access-log FILE is opened here, in the master, and each worker writes on
+# a copy of the descriptor: a worker never fails to start for want of the
+# right to open the file (as it may after dropping privileges).  The master
+# opens it again on USR1, so that workers started after a rotation write to
+# the new file; the workers reopen it themselves.  Returns false (with $!)
+# when it cannot be opened.
+sub open_access_log {
+    my ($self) = @_;
+    my $file = $self->{options}{access_log};
+    return 1 if !defined $file || $file eq '-' || $file eq 'stderr';
+    open(my $fh, '>>', $file) or return 0;
+    $self->{access_log_fh} = $fh;
+    return 1;
+}
+
+# (path, handle) for a worker, or (undef, undef) for standard error.
+sub access_log_for_worker {
+    my ($self) = @_;
+    my $file = $self->{options}{access_log} // return;
+    return (undef, undef) unless $self->{access_log_fh};
+    return ($file, $self->{access_log_fh});
 }
 
 sub run {
@@ -138,7 +163,9 @@ sub remove_worker {
 sub reopen_logs {
     my ($self, $sig) = @_;
     return unless defined $self->{options}{access_log};
-    Serow::Log->info("received SIG$sig: workers reopen the access log");
+    Serow::Log->info("received SIG$sig: the master and the workers reopen the access log");
+    $self->open_access_log or Serow::Log->error("cannot reopen the access log "
+        . "$self->{options}{access_log}: $!; new workers write to the old file");
     kill 'USR1', keys %{ $self->{workers} };
 }
 
@@ -197,6 +224,7 @@ sub spawn_holder {
     $self->{holder_pid} = $self->fork_child(sub {
         my ($signal_mask) = @_;
         close $_->{socket} for @{ $self->{listeners} }; # it accepts nothing
+        close $self->{access_log_fh} if $self->{access_log_fh}; # and logs no request
         $SIG{USR1} = 'IGNORE'; # it writes no access log (a USR1 sent to the process group)
         POSIX::sigprocmask(SIG_SETMASK, $signal_mask);
         POSIX::_exit($self->{holder}->run == 0 ? 0 : 1);
@@ -247,6 +275,7 @@ sub run_worker {
         shared        => $self->{shared},
         slot          => $slot,
         channels      => [ $self->{holder}->worker_channels ],
+        access_log    => [ $self->access_log_for_worker ],
     );
     my $status = eval { $worker->run; 1 } ? 0 : do { Serow::Log->error("worker failed: $@"); 1 };
     exit $status;

@@ -53,23 +53,12 @@ sub open_listeners {
 sub run {
     my ($self, $app) = @_;
     Serow::Metrics->check_options($self->{options});
-    $self->check_access_log;
     my @listeners = $self->open_listeners;
     my $master = Serow::Master->new(app => $app, options => $self->{options},
         listeners => \@listeners, on_ready => sub { $self->announce(@listeners) });
     my $status = $master->run;
     $_->close_and_unlink for @listeners;
     return $status;
-}
-
-# A file the workers could not open is an error at start, not a log line
-# per worker.
-sub check_access_log {
-    my ($self) = @_;
-    my $file = $self->{options}{access_log};
-    return if !defined $file || $file eq '-' || $file eq 'stderr';
-    open(my $fh, '>>', $file) or die "--access-log: cannot open '$file' for appending: $!\n";
-    close $fh;
 }
 
 # Says the server is up: only once the master's signal handlers are in

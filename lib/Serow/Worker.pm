@@ -70,6 +70,9 @@ sub new {
         shared        => $args{shared},
         slot          => $args{slot},
         channels      => $args{channels},
+        # --access-log: [path, the master's handle on it] or [undef, undef]
+        # for standard error; empty without one.
+        access_log_to => $args{access_log} // [],
         served        => 0,
     }, $class;
 }
@@ -116,13 +119,14 @@ sub run {
     return 0;
 }
 
-# --access-log: each worker appends to the file on its own descriptor
-# (O_APPEND, one write per line), and opens it again on USR1.
+# --access-log: each worker appends to the file (O_APPEND, one write per
+# line) on a copy of the master's descriptor, and opens it again on USR1.
 sub open_access_log {
     my ($self) = @_;
-    my $file = $self->{options}{access_log} // return;
+    my ($path, $fh) = @{ $self->{access_log_to} } or return;
     $self->{access_log} = 1;
-    $self->{loop}->open_access_log($file eq '-' || $file eq 'stderr' ? undef : $file);
+    $self->{loop}->open_access_log($path, $fh ? fileno $fh : -1);
+    close $fh if $fh; # the loop has its own copy
 }
 
 sub reopen_access_log {

@@ -64,6 +64,18 @@ requests(3);
 ok wait_until(sub { count_lines($file) == 10 }), 'and write on';
 ok Serow::Test::process_alive($holder), 'the connection holder is still there';
 
+# Workers write on a copy of the master's descriptor, which the master too
+# opened again on USR1: workers started after the rotation (here by a HUP)
+# write to the new file.
+$mark = $server->log_mark;
+$server->signal('HUP');
+is scalar(() = $server->wait_for_log_all(qr/worker (\d+) started/, 3, undef, $mark)), 3,
+    'HUP: three new workers';
+ok wait_until(sub { !grep { Serow::Test::process_alive($_) } @reopened }), 'the old ones are gone';
+requests(4);
+ok wait_until(sub { count_lines($file) == 14 }), 'the new workers write to the new file';
+is count_lines("$file.1"), 15, 'not to the renamed one';
+
 is $server->stop, 0, 'the server stopped';
 my @all = (paths_in("$file.1"), paths_in($file));
 is_deeply [sort @all], [sort map { "/r$_" } 1 .. $n], 'every request logged once, none lost';
