@@ -17,7 +17,8 @@ my $server = start_server(app => $app, options => ['--workers', 2, '--access-log
 
 sub lines {
     open(my $fh, '<', $file) or return ();
-    return <$fh>;
+    my @lines = <$fh>;
+    return @lines; # (a count in scalar context)
 }
 
 my $TIME = qr{\[\d\d/[A-Z][a-z]{2}/\d{4}:\d\d:\d\d:\d\d [+-]\d{4}\]};
