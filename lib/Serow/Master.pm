@@ -158,8 +158,8 @@ sub remove_worker {
     Serow::Log->info("received SIG$sig: $self->{target} workers");
 }
 
-# logrotate has moved the access log away: every worker opens it again (a
-# worker started from now on opens the new file anyway).
+# logrotate has moved the access log away: the master opens it again (for
+# the workers it starts from now on), and so does every worker.
 sub reopen_logs {
     my ($self, $sig) = @_;
     return unless defined $self->{options}{access_log};
@@ -323,7 +323,10 @@ sub reap_workers {
         }
         my $w = delete $self->{workers}{$pid} or next;
         $self->{shared}->reset_worker($w->{slot}); # (its counts stay: src/request_metrics.h)
-        $self->{shared}->count_worker_restart unless $self->{stopping};
+        # Replaced: it left on its own (--max-requests, harakiri, a crash) or
+        # a HUP replaced it; not one that TTOU or the server's stop retired.
+        $self->{shared}->count_worker_restart
+            if !$self->{stopping} && (!$w->{stopping_since} || $w->{generation} != $self->{generation});
         $self->log_worker_exit($pid, $w, $status);
         # One that fails right after it started would fail again at once.
         if (!$w->{stopping_since} && $status != 0
@@ -388,8 +391,8 @@ One worker more, one worker less (never fewer than one).
 
 =item USR1
 
-With C<--access-log FILE>: every worker opens FILE again (after logrotate
-renamed it). The connection holder ignores USR1.
+With C<--access-log FILE>: the master and every worker open FILE again
+(after logrotate renamed it). The connection holder ignores USR1.
 
 =back
 

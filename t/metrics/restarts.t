@@ -54,4 +54,18 @@ my @backwards = grep {
 is scalar @backwards, 0, 'no total ever went backwards' or diag explain \@seen;
 
 is $server->stop, 0;
+
+# Replaced workers count, retired ones do not: TTOU takes a worker away
+# (no restart), HUP replaces both that are left (two restarts).
+my $two = start_server(app => $app, options => ['--workers', 3, '--metrics-path', '/metrics']);
+sub restarts { value(parse(http_get($two, '/metrics')->{body}), 'serow_worker_restarts_total') }
+$two->wait_for_log(qr/worker \d+ started/) for 1 .. 3;
+$two->signal('TTOU');
+ok $two->wait_for_log(qr/worker \d+ exited/), 'TTOU: a worker exited';
+is restarts(), 0, 'not a restart';
+$two->signal('HUP');
+ok $two->wait_for_log(qr/worker \d+ exited/) && $two->wait_for_log(qr/worker \d+ exited/),
+    'HUP: the two old workers exited';
+is restarts(), 2, 'two restarts';
+is $two->stop, 0;
 done_testing;
