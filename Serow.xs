@@ -18,6 +18,7 @@
 #include "src/worker_loop.h"
 #include "src/psgi_env.h"
 #include "src/psgi_response.h"
+#include "src/request_accounting.h"
 #include "src/response_writer.h"
 
 typedef struct worker_loop *Serow__Loop;
@@ -61,6 +62,14 @@ static int response_result(pTHX_ int r, SV *bad_header)
         croak("invalid response header '%" SVf "': %s", SVfARG(sv_2mortal(bad_header)), why);
     croak("invalid response: %s", why);
     return 0;
+}
+
+/* Tells the loop what response went out, for the access log and metrics. */
+static void note_response_outcome(struct worker_loop *loop)
+{
+    uint64_t body_bytes;
+    int status = psgi_response_outcome(&body_bytes);
+    request_accounting_note_response(loop, status, body_bytes);
 }
 
 MODULE = Serow    PACKAGE = Serow::Loop    PREFIX = loop_
@@ -252,6 +261,7 @@ loop_response_started(Serow::Loop loop)
 void
 loop_finish_request(Serow::Loop loop)
   CODE:
+    note_response_outcome(loop);
     worker_loop_finish_request(loop, psgi_response_keeps_alive());
     reset_psgi_response();
     psgi_env_request_done(aTHX);
@@ -259,6 +269,7 @@ loop_finish_request(Serow::Loop loop)
 void
 loop_fail_request(Serow::Loop loop, int status)
   CODE:
+    note_response_outcome(loop);
     worker_loop_fail_request(loop, status);
     reset_psgi_response();
     psgi_env_request_done(aTHX);
@@ -266,9 +277,36 @@ loop_fail_request(Serow::Loop loop, int status)
 void
 loop_release_current(Serow::Loop loop)
   CODE:
+    note_response_outcome(loop);
     worker_loop_release_current(loop);
     reset_psgi_response();
     psgi_env_request_done(aTHX);
+
+void
+loop_open_access_log(Serow::Loop loop, SV *path, int fd)
+  CODE:
+    /* fd: the master's descriptor on path; -1: standard error */
+    const char *p = SvOK(path) ? SvPV_nolen(path) : NULL;
+    struct access_log *log = access_log_open(p, fd);
+    if (log == NULL)
+        croak("cannot use the access log %s: %s", p ? p : "(standard error)", strerror(errno));
+    access_log_close(loop->access_log);
+    loop->access_log = log;
+
+int
+loop_reopen_access_log(Serow::Loop loop)
+  CODE:
+    /* 1 done (or nothing to do), 0 failed with $! set: the old file stays */
+    RETVAL = loop->access_log == NULL || access_log_reopen(loop->access_log) == 0;
+  OUTPUT:
+    RETVAL
+
+void
+loop_note_remote_user(Serow::Loop loop, SV *user)
+  CODE:
+    STRLEN len;
+    const char *p = SvPV(user, len);
+    request_accounting_note_remote_user(loop, p, len);
 
 int
 loop_current_fd(Serow::Loop loop)
@@ -358,7 +396,8 @@ shared_set_server_stopping(Serow::Shared shared)
 void
 shared_reset_worker(Serow::Shared shared, unsigned int index)
   CODE:
-    /* The worker in this slot is gone: whatever it published is void. */
+    /* The worker in this slot is gone: whatever it published is void.
+     * Its counters stay: the next worker in the slot counts on. */
     if (index < shared->max_workers) {
         struct worker_slot *w = &shared->workers[index];
         uint32_t high = atomic_load(&w->slots_high_water);
@@ -376,6 +415,64 @@ shared_reset_worker(Serow::Shared shared, unsigned int index)
         atomic_store(&w->stolen_tail, 0);
         w->current_request[0] = '\0';
     }
+
+void
+shared_count_worker_restart(Serow::Shared shared)
+  CODE:
+    /* The master replaced a worker that left while the server ran. */
+    atomic_fetch_add(&shared->worker_restarts, 1);
+
+SV *
+shared_metrics(Serow::Shared shared)
+  CODE:
+    /* The numbers behind the Prometheus metrics (Serow::Metrics), summed
+     * over every worker slot. */
+    struct request_totals t;
+    request_metrics_sum(shared, &t);
+    HV *m = newHV();
+    HV *by_status = newHV();
+    uint64_t count = 0;
+    for (int i = 0; i < METRICS_STATUS_SLOTS; i++) {
+        if (t.by_status[i] == 0)
+            continue;
+        char code[8];
+        int n = snprintf(code, sizeof(code), "%d", i);
+        hv_store(by_status, code, n, newSVnv((double)t.by_status[i]), 0);
+    }
+    AV *buckets = newAV();
+    for (int i = 0; i <= METRICS_DURATION_BUCKETS; i++) {
+        count += t.duration_buckets[i];
+        AV *pair = newAV();
+        av_push(pair, i < METRICS_DURATION_BUCKETS ? newSVnv(metrics_duration_bounds[i]) : newSVpvs("+Inf"));
+        av_push(pair, newSVnv((double)count)); /* cumulative, as Prometheus wants */
+        av_push(buckets, newRV_noinc((SV *)pair));
+    }
+    uint32_t busy = 0, idle = 0, waiting = atomic_load(&shared->held_connections);
+    for (uint32_t i = 0; i < shared->max_workers; i++) {
+        struct worker_slot *w = &shared->workers[i];
+        if (atomic_load(&w->pid) <= 0)
+            continue;
+        if (atomic_load(&w->busy))
+            busy++;
+        else
+            idle++;
+        waiting += atomic_load(&w->idle_connections);
+    }
+    hv_stores(m, "requests_by_status", newRV_noinc((SV *)by_status));
+    hv_stores(m, "duration_buckets", newRV_noinc((SV *)buckets));
+    hv_stores(m, "duration_count", newSVnv((double)count));
+    hv_stores(m, "duration_sum", newSVnv((double)t.duration_sum_ns / 1e9));
+    hv_stores(m, "connections_accepted", newSVnv((double)t.connections_accepted));
+    hv_stores(m, "worker_restarts", newSVnv((double)atomic_load(&shared->worker_restarts)));
+    hv_stores(m, "busy_workers", newSVuv(busy));
+    hv_stores(m, "idle_workers", newSVuv(idle));
+    hv_stores(m, "idle_connections", newSVuv(waiting));
+    hv_stores(m, "queued_connections", newSVuv(atomic_load(&shared->queued_connections)));
+    hv_stores(m, "open_connections", newSVuv(atomic_load(&shared->open_connections)));
+    hv_stores(m, "started", newSVnv((double)shared->started_ms / 1000.0));
+    RETVAL = newRV_noinc((SV *)m);
+  OUTPUT:
+    RETVAL
 
 int
 shared_run_holder(Serow::Shared shared, int ready_channel, int handback_channel, HV *settings)

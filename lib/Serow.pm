@@ -40,6 +40,8 @@ connection before the app sees them.
 
 L<serow> (the command and its options), L<Serow::Server>,
 L<Plack::Handler::Serow>, L<Plack::Middleware::SerowStatus>,
-F<docs/psgi.md>, F<docs/keepalive.md>.
+L<Serow::Metrics> (C<--metrics-path>),
+F<docs/psgi.md>, F<docs/keepalive.md>, F<docs/logs-and-metrics.md> (C<--access-log>,
+C<--metrics-path>).
 
 =cut

@@ -24,6 +24,7 @@
 /* One response at a time per worker: its framing and what has gone out. */
 static struct {
     int active;
+    int status;
     struct response_framing framing;
     uint64_t body_given;  /* body bytes the app gave */
     uint64_t body_sent;   /* body bytes sent: never more than a Content-Length */
@@ -200,6 +201,7 @@ static int prepare_head(pTHX_ struct worker_loop *loop, SV *status_sv, SV *heade
     response.head_len = format_response_head(response.head, &facts, list.items, list.count,
                                              &response.framing);
     free_header_list(&list);
+    response.status = facts.status;
     response.active = 1;
     return RESPONSE_OK;
 }
@@ -447,6 +449,12 @@ int psgi_response_length_mismatch(uint64_t *announced, uint64_t *given)
     *announced = response.framing.content_length;
     *given = response.body_given;
     return 1;
+}
+
+int psgi_response_outcome(uint64_t *body_bytes)
+{
+    *body_bytes = response.active ? response.body_sent : 0;
+    return response.active ? response.status : 0;
 }
 
 int psgi_response_keeps_alive(void)

@@ -44,6 +44,10 @@ int psgi_response_length_mismatch(uint64_t *announced, uint64_t *given);
  * and client's wishes, and whether the body had the length announced. */
 int psgi_response_keeps_alive(void);
 
+/* The status of the response in progress (0: none) and the body bytes
+ * sent so far, for the access log and the metrics. */
+int psgi_response_outcome(uint64_t *body_bytes);
+
 /* Forgets any response in progress (after an error). */
 void reset_psgi_response(void);
 

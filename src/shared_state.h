@@ -18,7 +18,10 @@
  *   worker, which closes its copies the next time it looks.
  *
  * The same memory carries what the status page shows: per worker its pid,
- * requests served and current request; totals for the server.
+ * requests served and current request; totals for the server; and the
+ * counters of the metrics (request_metrics.h): each worker counts in its own
+ * slot, and the counts stay in the slot when its worker is replaced, so that
+ * totals survive worker restarts.
  */
 #ifndef SEROW_SHARED_STATE_H
 #define SEROW_SHARED_STATE_H
@@ -26,6 +29,8 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "request_metrics.h"
 
 /* Worker slots: more than anyone runs on one machine; TTIN stops here. */
 #define SHARED_MAX_WORKERS 256
@@ -68,6 +73,9 @@ struct worker_slot {
     _Atomic uint32_t stolen_head;     /* ring written by the holder */
     _Atomic uint32_t stolen_tail;     /* ring read by the worker */
     uint32_t stolen[SHARED_STOLEN_RING];
+    /* written by this worker only; never reset: the next worker in the
+     * slot counts on (request_metrics.h) */
+    struct request_counters counters;
     struct connection_slot connections_table[SHARED_SLOTS_PER_WORKER];
 };
 
@@ -83,6 +91,7 @@ struct shared_state {
     _Atomic uint32_t queued_connections; /* ready, passed on, not yet taken */
     _Atomic uint64_t connections_stolen;
     _Atomic uint64_t requests_total;
+    _Atomic uint64_t worker_restarts; /* written by the master only */
     uint32_t max_workers;
     struct worker_slot workers[];
 };

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "fd_passing.h"
+#include "request_accounting.h"
 
 /* Events taken from one epoll_wait: enough to amortise the call. */
 #define EPOLL_BATCH 64
@@ -187,6 +188,7 @@ void worker_loop_free(struct worker_loop *loop)
     free(loop->pending_events);
     free(loop->slot_owner);
     free(loop->free_slots);
+    access_log_close(loop->access_log);
     if (loop->wake_fd >= 0)
         close(loop->wake_fd);
     close(loop->epoll_fd);
@@ -499,8 +501,8 @@ static int is_head_request(const struct http_request_head *head)
  * served, where a client that does not read gets nothing more.  head is the
  * request as far as it was parsed (NULL: not at all): a response to HEAD
  * keeps the Content-Length but sends no content (RFC 9110 9.3.2). */
-static void send_error_response(struct connection *conn, int status,
-                                const struct http_request_head *head)
+static size_t send_error_response(struct connection *conn, int status,
+                                  const struct http_request_head *head)
 {
     char response[512];
     const char *reason = reason_phrase(status);
@@ -512,12 +514,14 @@ static void send_error_response(struct connection *conn, int status,
                      omit_body ? "" : reason, omit_body ? "" : "\n");
     ssize_t ignored = send(conn->fd, response, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
     (void)ignored;
+    return omit_body ? 0 : strlen(reason) + 1;
 }
 
 static void reject_connection(struct worker_loop *loop, struct connection *conn, int status,
                               const struct http_request_head *head)
 {
-    send_error_response(conn, status, head);
+    size_t body = send_error_response(conn, status, head);
+    request_accounting_end(loop, conn, status, body, 0);
     close_lingering(loop, conn);
 }
 
@@ -742,6 +746,8 @@ static int accept_connection(struct worker_loop *loop, int listener_index)
         return 0; /* EAGAIN: another worker took it; EMFILE etc.: try later */
     if (loop->shared)
         atomic_fetch_add(&loop->shared->open_connections, 1);
+    if (loop->slot)
+        request_metrics_count_accept(&loop->slot->counters);
     struct connection *conn = adopt_connection(loop, fd, (struct sockaddr *)&addr, addr_len,
                                                listener_index);
     /* TCP_DEFER_ACCEPT usually means the request is already here. */
@@ -940,6 +946,7 @@ static int start_request(struct worker_loop *loop, struct connection *conn)
     loop->response_started = 0;
     if (loop->head.framing == HTTP_BODY_CHUNKED)
         chunked_decoder_init(&loop->chunked);
+    request_accounting_start(loop, conn);
     announce_busy(loop);
     publish_current_request(loop);
     return 1;
@@ -1263,6 +1270,7 @@ void worker_loop_finish_request(struct worker_loop *loop, int keep_alive)
     struct connection *conn = loop->current;
     if (conn == NULL)
         return;
+    request_accounting_end(loop, conn, loop->response_status, loop->response_body_bytes, 1);
     loop->current = NULL;
     conn->requests_served++;
     loop->requests_total++;
@@ -1308,8 +1316,12 @@ void worker_loop_fail_request(struct worker_loop *loop, int status)
     struct connection *conn = loop->current;
     if (conn == NULL)
         return;
-    if (!loop->response_started)
-        send_error_response(conn, status, &loop->head);
+    if (!loop->response_started) {
+        size_t body = send_error_response(conn, status, &loop->head);
+        request_accounting_note_response(loop, status, body);
+    }
+    /* else the response was cut: the log shows the status it began with */
+    request_accounting_end(loop, conn, loop->response_status, loop->response_body_bytes, 1);
     loop->current = NULL;
     conn->requests_served++;
     loop->requests_total++;
@@ -1322,6 +1334,7 @@ void worker_loop_release_current(struct worker_loop *loop)
     struct connection *conn = loop->current;
     if (conn == NULL)
         return;
+    request_accounting_end(loop, conn, loop->response_status, loop->response_body_bytes, 1);
     loop->requests_total++;
     announce_done(loop);
     close_connection(loop, conn); /* our descriptor only: the app holds a duplicate */

@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "access_log.h"
 #include "connection.h"
 #include "http_parser.h"
 #include "shared_state.h"
@@ -106,6 +107,17 @@ struct worker_loop {
     int response_started;
 
     unsigned long requests_total;
+
+    /* What the access log and the metrics record of the current request:
+     * when its head was complete, and the status and body bytes of its
+     * response (set through request_accounting_note_response). */
+    uint64_t request_started_ns;
+    int response_status;
+    uint64_t response_body_bytes;
+    struct access_log *access_log;        /* NULL: no access log */
+    struct access_log_request log_request;
+    char remote_user[ACCESS_LOG_MAX_USER];
+    size_t remote_user_len;
 
     /* Non-zero while a signal has arrived that the embedding (Perl) has not
      * handled yet: the loop then returns instead of waiting, since a signal

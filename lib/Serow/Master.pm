@@ -24,7 +24,7 @@ use constant MAX_REQUESTS_SPREAD => 0.25;
 # finish while their replacements run.
 use constant MIN_WORKER_SLOTS => 64;
 
-my @SIGNALS = qw(TERM INT QUIT HUP TTIN TTOU CHLD);
+my @SIGNALS = qw(TERM INT QUIT HUP TTIN TTOU USR1 CHLD);
 
 # What each signal asks of the master (CHLD only wakes it up to reap).
 my %ON_SIGNAL = (
@@ -34,6 +34,7 @@ my %ON_SIGNAL = (
     HUP  => 'restart_workers',
     TTIN => 'add_worker',
     TTOU => 'remove_worker',
+    USR1 => 'reopen_logs',
 );
 
 sub new {
@@ -41,7 +42,7 @@ sub new {
     my $workers = $args{options}{workers};
     my $slots = $workers * 4 > MIN_WORKER_SLOTS ? $workers * 4 : MIN_WORKER_SLOTS;
     my $shared = Serow::Shared->new($slots);
-    return bless {
+    my $self = bless {
         shared     => $shared, # what workers and the holder publish (src/shared_state.h)
         holder     => Serow::ConnectionHolder->new(shared => $shared, options => $args{options}),
         holder_pid => undef,
@@ -55,6 +56,31 @@ sub new {
         generation => 1,
         pending    => [],   # signals received, handled in order by the loop
     }, $class;
+    $self->open_access_log or die "--access-log: cannot open '$args{options}{access_log}' for appending: $!\n";
+    return $self;
+}
+
+# --access-log FILE is opened here, in the master, and each worker writes on
+# a copy of the descriptor: a worker never fails to start for want of the
+# right to open the file (as it may after dropping privileges).  The master
+# opens it again on USR1, so that workers started after a rotation write to
+# the new file; the workers reopen it themselves.  Returns false (with $!)
+# when it cannot be opened.
+sub open_access_log {
+    my ($self) = @_;
+    my $file = $self->{options}{access_log};
+    return 1 if !defined $file || $file eq '-' || $file eq 'stderr';
+    open(my $fh, '>>', $file) or return 0;
+    $self->{access_log_fh} = $fh;
+    return 1;
+}
+
+# (path, handle) for a worker, or (undef, undef) for standard error.
+sub access_log_for_worker {
+    my ($self) = @_;
+    my $file = $self->{options}{access_log} // return;
+    return (undef, undef) unless $self->{access_log_fh};
+    return ($file, $self->{access_log_fh});
 }
 
 sub run {
@@ -136,6 +162,25 @@ sub remove_worker {
     Serow::Log->info("received SIG$sig: $self->{target} workers");
 }
 
+# logrotate has moved the logs away: the master opens them again (for the
+# workers it starts from now on), and so does every worker.  (The connection
+# holder keeps its standard error: it writes there only about failures.)
+sub reopen_logs {
+    my ($self, $sig) = @_;
+    my $options = $self->{options};
+    return unless defined $options->{access_log} || defined $options->{error_log};
+    if (defined $options->{error_log}) {
+        Serow::Log->open_file($options->{error_log}) or Serow::Log->error("cannot reopen the "
+            . "error log $options->{error_log}: $!; still writing to the old file");
+    }
+    Serow::Log->info("received SIG$sig: the master and the workers reopen their logs");
+    if (defined $options->{access_log}) {
+        $self->open_access_log or Serow::Log->error("cannot reopen the access log "
+            . "$options->{access_log}: $!; new workers write to the old file");
+    }
+    kill 'USR1', keys %{ $self->{workers} };
+}
+
 sub current_workers {
     my ($self) = @_;
     my $w = $self->{workers};
@@ -199,6 +244,8 @@ sub spawn_holder {
     $self->{holder_pid} = $self->fork_child(sub {
         my ($signal_mask) = @_;
         close $_->{socket} for @{ $self->{listeners} }; # it accepts nothing
+        close $self->{access_log_fh} if $self->{access_log_fh}; # and logs no request
+        $SIG{USR1} = 'IGNORE'; # it writes no access log (a USR1 sent to the process group)
         POSIX::sigprocmask(SIG_SETMASK, $signal_mask);
         POSIX::_exit($self->{holder}->run == 0 ? 0 : 1);
     });
@@ -251,6 +298,7 @@ sub run_worker {
         shared        => $self->{shared},
         slot          => $slot,
         channels      => [ $self->{holder}->worker_channels ],
+        access_log    => [ $self->access_log_for_worker ],
     );
     my $status = eval { $worker->run; 1 } ? 0 : do { Serow::Log->error("worker failed: $@"); 1 };
     exit $status;
@@ -297,7 +345,11 @@ sub reap_workers {
             next;
         }
         my $w = delete $self->{workers}{$pid} or next;
-        $self->{shared}->reset_worker($w->{slot});
+        $self->{shared}->reset_worker($w->{slot}); # (its counts stay: src/request_metrics.h)
+        # Replaced: it left on its own (--max-requests, harakiri, a crash) or
+        # a HUP replaced it; not one that TTOU or the server's stop retired.
+        $self->{shared}->count_worker_restart
+            if !$self->{stopping} && (!$w->{stopping_since} || $w->{generation} != $self->{generation});
         $self->log_worker_exit($pid, $w, $status);
         # One that fails right after it started would fail again at once.
         if (!$w->{stopping_since} && $status != 0
@@ -363,6 +415,11 @@ within C<--graceful-timeout>).
 =item TTIN, TTOU
 
 One worker more, one worker less (never fewer than one).
+
+=item USR1
+
+With C<--access-log FILE>: the master and every worker open FILE again
+(after logrotate renamed it). The connection holder ignores USR1.
 
 =back
 

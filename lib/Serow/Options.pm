@@ -7,7 +7,7 @@ use Getopt::Long ();
 
 # Every option of the server, in one table: the command line, --help,
 # Plack::Handler::Serow and the defaults all come from here.
-#   name => [type, default, help]
+#   name => [type, default, help, value name in --help (default N, or ... for lists)]
 # Types: int (whole number >= 0), count (whole number >= 1), size (bytes, K/M/G suffixes), seconds
 # (a positive number), string, list (repeatable string), mode (octal, kept as
 # a string such as "0660").
@@ -31,10 +31,13 @@ my @OPTIONS = (
     max_keepalive_requests => ['int', 0, 'requests on one connection before it is closed (0: no limit)'],
     max_keepalive_connections => ['int', 0, 'connections kept open at once, idle or busy; above it new connections are answered and closed, and the oldest idle ones closed (0: the open-file limit less a tenth, at least 64, kept for the app)'],
     graceful_timeout => ['seconds', 30, 'on stop or HUP, time workers get to finish before they are killed'],
-    pid_file => ['string', undef, 'write the master\'s pid to this file once the sockets are open; removed on a clean stop'],
-    user => ['string', undef, 'user (name or number) the workers and the connection holder run as; the sockets are opened first, so ports below 1024 work'],
-    group => ['string', undef, 'group (name or number) they run as (default: the --user\'s group)'],
-    error_log => ['string', undef, 'append the log to this file instead of standard error'],
+    pid_file => ['string', undef, 'write the master\'s pid to this file once the sockets are open; removed on a clean stop', 'FILE'],
+    user => ['string', undef, 'user (name or number) the workers and the connection holder run as; the sockets are opened first, so ports below 1024 work', 'USER'],
+    group => ['string', undef, 'group (name or number) they run as (default: the --user\'s group)', 'GROUP'],
+    error_log => ['string', undef, 'append the log to this file instead of standard error', 'FILE'],
+    access_log => ['string', undef, 'write an access log line per request (Apache combined format) to FILE, or to standard error with "-" or "stderr"; reopened on USR1. Off by default: a line costs every request a format and a write', 'FILE'],
+    metrics_path => ['string', undef, 'answer Prometheus metrics at this path (e.g. /metrics) before the app; off by default', 'PATH'],
+    metrics_allow => ['list', [], 'addresses or CIDR networks that may read --metrics-path (repeatable; default 127.0.0.1 and ::1); others get 403', 'CIDR...'],
 );
 
 # Other servers' option names, so that moving from Starman, Starlet or
@@ -293,10 +296,10 @@ sub _distance {
 sub help_text {
     my $text = '';
     for my $name (@ORDER) {
-        my ($type, $default, $help) = @{ $SPEC{$name} };
+        my ($type, $default, $help, $value_name) = @{ $SPEC{$name} };
+        $value_name //= $type eq 'list' ? '...' : $type eq 'string' ? 'S' : 'N';
         my $d = ref $default eq 'ARRAY' || !defined $default ? '' : " (default: $default)";
-        my $value = $type eq 'list' ? '=...' : $type eq 'string' ? '=S' : '=N';
-        $text .= sprintf "  --%-26s %s%s\n", _dashed($name) . $value, $help, $d;
+        $text .= sprintf "  --%-26s %s%s\n", _dashed($name) . "=$value_name", $help, $d;
     }
     $text .= "\nOptions of Starman, Starlet, Gazelle and plackup, so that switching is one word:\n";
     for my $alias (aliases()) {

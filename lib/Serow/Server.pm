@@ -9,6 +9,7 @@ use Serow::Master ();
 use Serow::Log ();
 use Serow::PidFile ();
 use Serow::Privileges ();
+use Serow::Metrics ();
 use POSIX ();
 
 use constant DEFAULT_LISTEN => '0.0.0.0:5000';
@@ -83,6 +84,7 @@ sub run {
     # Refused before binding: the address of a running Serow would be busy,
     # and "address in use" says less than this.
     Serow::PidFile->check($options->{pid_file}) if defined $options->{pid_file};
+    Serow::Metrics->check_options($options);
     my @listeners = $self->open_listeners;
     my $pid_file = defined $options->{pid_file} ? Serow::PidFile->write($options->{pid_file}) : undef;
     my $master = Serow::Master->new(app => $app, options => $options, listeners => \@listeners,
@@ -96,8 +98,7 @@ sub run {
 # --error-log: the log (and whatever the app prints on STDERR) goes to FILE.
 sub open_error_log {
     my ($self, $path) = @_;
-    open(STDERR, '>>', $path) or die "--error-log: cannot open $path: $!\n";
-    STDERR->autoflush(1);
+    Serow::Log->open_file($path) or die "--error-log: cannot open $path: $!\n";
 }
 
 # Where a listener is, as a URL (or the path of a UNIX socket).

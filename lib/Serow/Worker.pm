@@ -7,6 +7,7 @@ use Scalar::Util ();
 use Serow ();
 use Serow::Writer ();
 use Serow::Log ();
+use Serow::Metrics ();
 use POSIX ();
 # Loaded here, in the master: a worker that switched to --user may no longer
 # read every directory of @INC, and perl's require fails on an unreadable
@@ -73,6 +74,9 @@ sub new {
         shared        => $args{shared},
         slot          => $args{slot},
         channels      => $args{channels},
+        # --access-log: [path, the master's handle on it] or [undef, undef]
+        # for standard error; empty without one.
+        access_log_to => $args{access_log} // [],
         served        => 0,
     }, $class;
 }
@@ -108,6 +112,8 @@ sub run {
         $loop->add_listener($l->{fd}, $l->{is_unix} ? 1 : 0, $l->{server_name}, $l->{server_port});
     }
     $loop->join_holder($self->{shared}, $self->{slot}, @{ $self->{channels} }) if $self->{shared};
+    $self->open_access_log;
+    $self->wrap_metrics;
     $self->install_signal_handlers;
     my $limit = $self->{request_limit};
     # From the worker itself, so that it comes before anything it logs about
@@ -137,14 +143,59 @@ sub run {
     return 0;
 }
 
+# --access-log: each worker appends to the file (O_APPEND, one write per
+# line) on a copy of the master's descriptor, and opens it again on USR1.
+sub open_access_log {
+    my ($self) = @_;
+    my ($path, $fh) = @{ $self->{access_log_to} } or return;
+    $self->{access_log} = 1;
+    $self->{loop}->open_access_log($path, $fh ? fileno $fh : -1);
+    close $fh if $fh; # the loop has its own copy
+}
+
+# USR1: the logs logrotate moved away are opened again.
+sub reopen_logs {
+    my ($self) = @_;
+    my $error_log = $self->{options}{error_log};
+    if (defined $error_log && !Serow::Log->open_file($error_log)) {
+        Serow::Log->error("worker $$ cannot reopen the error log $error_log: $!; still writing to the old file");
+    }
+    $self->reopen_access_log;
+}
+
+sub reopen_access_log {
+    my ($self) = @_;
+    return unless $self->{access_log};
+    if ($self->{loop}->reopen_access_log) {
+        Serow::Log->info("worker $$ reopened the access log");
+    } else {
+        Serow::Log->error("worker $$ cannot reopen the access log $self->{options}{access_log}: $!; "
+            . "still writing to the old file");
+    }
+}
+
+# --metrics-path: answered before the app (Serow::Metrics).
+sub wrap_metrics {
+    my ($self) = @_;
+    my $options = $self->{options};
+    return unless defined $options->{metrics_path} && $self->{shared};
+    $self->{app} = Serow::Metrics->wrap($self->{app}, shared => $self->{shared},
+        path => $options->{metrics_path}, allow => Serow::Metrics->allow_list($options));
+}
+
 sub install_signal_handlers {
     my ($self) = @_;
     $SIG{PIPE} = 'IGNORE';
+    # logrotate's signal, passed on by the master.  SA_RESTART: a read or
+    # write the app is blocked in goes on instead of failing with EINTR (the
+    # loop's epoll_wait is woken all the same: it is never restarted).
+    POSIX::sigaction(POSIX::SIGUSR1(), POSIX::SigAction->new(sub { $self->reopen_logs },
+        POSIX::SigSet->new, POSIX::SA_RESTART()));
     $SIG{$_} = sub { $self->stop("SIG$_[0]") } for qw(TERM INT QUIT);
     # The master's signals: sent to a whole process group, they must neither
     # stop (TTIN, TTOU) nor end (HUP) a worker.
     $SIG{$_} = 'IGNORE' for qw(HUP TTIN TTOU);
-    $SIG{$_} = 'DEFAULT' for qw(CHLD USR1);
+    $SIG{CHLD} = 'DEFAULT';
     POSIX::sigprocmask(POSIX::SIG_SETMASK(), $self->{signal_mask}) if $self->{signal_mask};
 }
 
@@ -190,6 +241,9 @@ sub handle_request {
 sub end_request {
     my ($self, $env) = @_;
     my $loop = $self->{loop};
+    # Set by the app (an authentication middleware) for the access log.
+    $loop->note_remote_user($env->{REMOTE_USER})
+        if $self->{access_log} && defined $env->{REMOTE_USER};
     if (my ($announced, $given) = $loop->length_mismatch) {
         Serow::Log->error("$env->{REQUEST_METHOD} $env->{REQUEST_URI}: the app's Content-Length is "
             . "$announced but its body has $given bytes: the connection is closed after it");

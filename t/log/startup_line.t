@@ -62,4 +62,26 @@ subtest '--error-log FILE' => sub {
     like $out, qr{--error-log: cannot open \Q$dir\E/no/such/dir/e\.log: No such file or directory};
 };
 
+subtest '--error-log is opened again on USR1 (logrotate)' => sub {
+    my $log = "$dir/rotated.log";
+    my $app = sub { print STDERR "app line $_[0]{PATH_INFO}\n"; [200, [], ['ok']] };
+    my $server = start_server(app => $app, options => ['--workers', 2, '--error-log', $log]);
+    my $read = sub { open(my $in, '<', $_[0]) or return ''; local $/; <$in> };
+    ok wait_until(sub { (() = $read->($log) =~ /worker \d+ started/g) == 2 }),
+        'both workers log to the file' or diag $server->log;
+    rename $log, "$log.1" or die "rename: $!";
+    $server->signal('USR1');
+    ok wait_until(sub { $read->($log) =~ /reopen their logs/ }), 'the master writes to a new file';
+    my $n = 0;
+    ok wait_until(sub { http_get($server, '/after' . ++$n); $read->($log) =~ m{app line /after} }),
+        'the workers too (what the app prints on standard error)';
+    # Both workers had the signal before the first line landed there.
+    http_get($server, "/final$_") for 1 .. 6;
+    my $text = $read->($log);
+    is scalar(() = $text =~ m{app line /final}g), 6, 'every later line is in the new file';
+    is $server->stop, 0;
+    like $read->($log), qr/stopped$/m, 'the last line too';
+    unlike $read->("$log.1"), qr{app line /final}, 'none in the old one';
+};
+
 done_testing;

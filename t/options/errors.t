@@ -48,6 +48,20 @@ subtest 'a bad value names the option' => sub {
     }
 };
 
+subtest 'access log and metrics options' => sub {
+    my ($status, $text) = serow('--metrics-path', 'metrics', "$ROOT/eg/hello.psgi");
+    is $status, 2, '--metrics-path without a leading /: exit status 2';
+    like $text, qr{--metrics-path: 'metrics' is not a path}, 'names it';
+    ($status, $text) = serow('--metrics-path', '/m', '--metrics-allow', '10.0.0.0/33', "$ROOT/eg/hello.psgi");
+    is $status, 2, 'a prefix length out of range';
+    like $text, qr{--metrics-allow: '10\.0\.0\.0/33' has a prefix length outside 0\.\.32};
+    ($status, $text) = serow('--metrics-path', '/m', '--metrics-allow', 'localhost', "$ROOT/eg/hello.psgi");
+    is $status, 2, 'a name instead of an address';
+    like $text, qr{--metrics-allow: 'localhost' is not an IPv4 or IPv6 address or network};
+    ($status, $text) = serow('--help');
+    like $text, qr{--access-log=FILE\s.*Off by default}, '--help: the access log is off by default, and why';
+};
+
 subtest 'a missing value is an error too' => sub {
     my ($status, $text) = serow('--workers');
     is $status, 2;

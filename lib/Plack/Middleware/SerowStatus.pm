@@ -7,7 +7,7 @@ use Plack::Util::Accessor qw(path allow);
 use JSON::PP ();
 use Time::HiRes ();
 use Plack::Middleware::SerowStatus::HTML ();
-use Socket qw(inet_pton AF_INET AF_INET6);
+use Serow::AddressList ();
 
 # Who may see the status page when the app says nothing: this machine only.
 use constant DEFAULT_ALLOW => ['127.0.0.1/32', '::1/128'];
@@ -16,43 +16,14 @@ sub prepare_app {
     my ($self) = @_;
     $self->path('/server-status') unless defined $self->path;
     my $allow = $self->allow // DEFAULT_ALLOW;
-    $allow = [$allow] unless ref $allow;
-    $self->{networks} = [ map { _parse_cidr($_) } @$allow ];
-}
-
-# "10.0.0.0/8", "::1", "2001:db8::/32" -> [packed address, prefix length]
-sub _parse_cidr {
-    my ($cidr) = @_;
-    my ($addr, $bits) = split m{/}, $cidr, 2;
-    my $packed = inet_pton($addr =~ /:/ ? AF_INET6 : AF_INET, $addr)
-        or die "SerowStatus: allow: '$cidr' is not an IPv4 or IPv6 address or network\n";
-    my $max = length($packed) * 8;
-    $bits //= $max;
-    die "SerowStatus: allow: '$cidr' has a prefix length outside 0..$max\n"
-        unless $bits =~ /\A\d+\z/ && $bits <= $max;
-    return [$packed, $bits];
-}
-
-sub _allowed {
-    my ($self, $remote) = @_;
-    return 0 unless defined $remote;
-    $remote =~ s/\A::ffff:(\d+\.\d+\.\d+\.\d+)\z/$1/i; # IPv4 seen through IPv6
-    my $packed = inet_pton($remote =~ /:/ ? AF_INET6 : AF_INET, $remote) // return 0;
-    for my $net (@{ $self->{networks} }) {
-        my ($addr, $bits) = @$net;
-        next unless length $addr == length $packed;
-        my $mask = ('1' x $bits) . ('0' x (length($addr) * 8 - $bits));
-        my $mask_bytes = pack 'B*', $mask;
-        return 1 if ($packed & $mask_bytes) eq ($addr & $mask_bytes);
-    }
-    return 0;
+    $self->{allow_list} = Serow::AddressList->new('SerowStatus: allow', ref $allow ? @$allow : $allow);
 }
 
 sub call {
     my ($self, $env) = @_;
     return $self->app->($env) unless $env->{PATH_INFO} eq $self->path;
     return [403, ['Content-Type' => 'text/plain'], ["Forbidden\n"]]
-        unless $self->_allowed($env->{REMOTE_ADDR});
+        unless $self->{allow_list}->allows($env->{REMOTE_ADDR});
     my $status_of = $env->{'serow.status'}
         or return [500, ['Content-Type' => 'text/plain'], ["SerowStatus: the server is not Serow\n"]];
     my $status = $status_of->();

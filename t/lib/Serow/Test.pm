@@ -798,7 +798,11 @@ sub _read_reports {
 sub wait_running {
     my ($self, $timeout) = @_;
     my $deadline = Time::HiRes::time + ($timeout // Serow::Test::READ_TIMEOUT);
-    while (($self->{running} // 0) + @{ $self->{results} || [] } < @{ $self->{clients} }) {
+    # A client that finished has said "running" before its result, unless it
+    # never had an answer: count those, not every result, or a fast client
+    # would be counted twice while another's "running" is still unread.
+    while (($self->{running} // 0) + (grep { $_->[0] == 0 } @{ $self->{results} || [] })
+            < @{ $self->{clients} }) {
         my $left = $deadline - Time::HiRes::time;
         return 0 if $left <= 0;
         $self->_read_reports($left);

@@ -1,0 +1,164 @@
+package Serow::Metrics;
+use strict;
+use warnings;
+
+use Serow::AddressList ();
+
+# Prometheus metrics of a Serow server (--metrics-path), in the text
+# exposition format 0.0.4, from the counters the workers keep in shared
+# memory (src/request_metrics.h).
+
+use constant CONTENT_TYPE => 'text/plain; version=0.0.4; charset=utf-8';
+# Who may read the metrics when --metrics-allow says nothing: this machine.
+use constant DEFAULT_ALLOW => ('127.0.0.1/32', '::1/128');
+
+# Checks the options (dies with a message naming the one at fault).
+sub check_options {
+    my ($class, $options) = @_;
+    my $path = $options->{metrics_path} // return;
+    die "--metrics-path: '$path' is not a path (it starts with /)\n" unless $path =~ m{\A/};
+    $class->allow_list($options);
+    return;
+}
+
+sub allow_list {
+    my ($class, $options) = @_;
+    my @allow = @{ $options->{metrics_allow} || [] };
+    return Serow::AddressList->new('--metrics-allow', @allow ? @allow : DEFAULT_ALLOW);
+}
+
+# The app, with the metrics answered before it at --metrics-path: the
+# server's own page, which no app has to mount and no app can shadow.
+sub wrap {
+    my ($class, $app, %args) = @_;
+    my ($shared, $path) = @args{qw(shared path)};
+    my $allow = $args{allow};
+    return sub {
+        my ($env) = @_;
+        return $app->($env) unless $env->{PATH_INFO} eq $path;
+        return [403, ['Content-Type' => 'text/plain'], ["Forbidden\n"]]
+            unless $allow->allows($env->{REMOTE_ADDR});
+        return [200, ['Content-Type' => CONTENT_TYPE, 'Cache-Control' => 'no-store'],
+                [$class->render($shared->metrics)]];
+    };
+}
+
+# One metric: its HELP and TYPE lines, then its samples ([suffix, labels, value]).
+sub _metric {
+    my ($name, $type, $help, @samples) = @_;
+    my $text = "# HELP $name $help\n# TYPE $name $type\n";
+    for my $s (@samples) {
+        my ($suffix, $labels, $value) = @$s;
+        my $l = @$labels ? '{' . join(',', map { qq{$labels->[$_ * 2]="$labels->[$_ * 2 + 1]"} }
+            0 .. $#$labels / 2) . '}' : '';
+        $text .= "$name$suffix$l " . _number($value) . "\n";
+    }
+    return $text;
+}
+
+# Counters held as doubles print as whole numbers, however large.
+sub _number {
+    my ($v) = @_;
+    return $v if $v =~ /\A[+-]?Inf\z/;
+    return sprintf('%.0f', $v) if $v == int $v;
+    return sprintf '%.9g', $v;
+}
+
+# The metrics with one sample each: [name, type, help, key in the snapshot].
+my @SINGLE = (
+    [serow_workers_busy => gauge => 'Workers answering a request now.', 'busy_workers'],
+    [serow_workers_idle => gauge => 'Workers waiting for a request.', 'idle_workers'],
+    [serow_connections_idle => gauge =>
+        'Idle keep-alive connections, in the connection holder or in workers.', 'idle_connections'],
+    [serow_connections_queued => gauge =>
+        'Connections with a request that the holder passed on and no worker has taken yet.',
+        'queued_connections'],
+    [serow_connections_open => gauge => 'Client connections open now.', 'open_connections'],
+    [serow_connections_accepted_total => counter => 'Connections accepted.', 'connections_accepted'],
+    [serow_worker_restarts_total => counter =>
+        'Workers replaced while the server ran (--max-requests, psgix.harakiri, HUP, crashes).',
+        'worker_restarts'],
+    [serow_uptime_seconds => gauge => 'Seconds since the server started.', 'uptime'],
+);
+
+# The exposition text for a snapshot of Serow::Shared->metrics.
+sub render {
+    my ($class, $m) = @_;
+    my $by_status = $m->{requests_by_status};
+    my @codes = sort { $a <=> $b } keys %$by_status;
+    my %values = (%$m, uptime => int(time - $m->{started}));
+    return join '',
+        _metric('serow_requests_total', 'counter',
+            'Requests answered, by status code (0: the app answered on psgix.io).',
+            map { ['', [code => $_], $by_status->{$_}] } @codes),
+        _metric('serow_request_duration_seconds', 'histogram',
+            'Time from a complete request head to the end of its response; '
+            . 'requests rejected while their head arrived count as 0.',
+            (map { ['_bucket', [le => $_->[0] eq '+Inf' ? '+Inf' : _number($_->[0])], $_->[1]] }
+                @{ $m->{duration_buckets} }),
+            ['_sum', [], $m->{duration_sum}],
+            ['_count', [], $m->{duration_count}]),
+        map { my ($name, $type, $help, $key) = @$_; _metric($name, $type, $help, ['', [], $values{$key}]) }
+            @SINGLE;
+}
+
+1;
+__END__
+
+=head1 NAME
+
+Serow::Metrics - Prometheus metrics of a Serow server (C<--metrics-path>)
+
+=head1 SYNOPSIS
+
+    serow --metrics-path /metrics --metrics-allow 10.0.0.0/8 app.psgi
+    curl http://127.0.0.1:5000/metrics
+
+=head1 DESCRIPTION
+
+With C<--metrics-path>, each worker answers requests for that path itself,
+before the app, in the Prometheus text exposition format 0.0.4. Only the
+addresses in C<--metrics-allow> (default: C<127.0.0.1> and C<::1>) may read
+it; others get 403.
+
+It is a server option rather than a middleware such as
+L<Plack::Middleware::SerowStatus> because the numbers are the server's, not
+the app's: an operator turns it on without editing the app, an app's
+routes cannot shadow it, and it answers the same whatever framework the app
+uses. It still passes through the worker's ordinary request handling, so a
+scrape is a request like any other: counted, and in the access log.
+
+=head2 Metrics
+
+=over
+
+=item serow_requests_total{code="200"}
+
+Requests answered, by status, including the ones the server rejected
+itself (400, 408, 413, 414, 431...). C<code="0"> counts requests whose
+app took the connection with C<psgix.io> and answered on it.
+
+=item serow_request_duration_seconds
+
+A histogram (buckets 5 ms to 10 s, the Prometheus defaults) of the time
+from a complete request head to the end of its response. Requests rejected
+while their head was arriving count with a duration of 0, so that
+C<_count> equals the sum of C<serow_requests_total>.
+
+=item serow_workers_busy, serow_workers_idle
+
+=item serow_connections_idle, serow_connections_queued, serow_connections_open
+
+Idle keep-alive connections (in the connection holder or in workers),
+connections with a request waiting for a free worker, and all open ones.
+
+=item serow_connections_accepted_total, serow_worker_restarts_total, serow_uptime_seconds
+
+=back
+
+Counters are kept per worker slot in shared memory and summed when
+scraped. A slot's counters are never reset: the worker that replaces one
+that exited counts on from there, so counters never go backwards while the
+server runs (they start from 0 when the server does).
+
+=cut
