@@ -12,7 +12,12 @@ use Serow::Test::Soak ();
 # or was replaced, no process holds more descriptors of any kind than before,
 # no worker grew by 1 MiB, no temp file is left, nothing logged an error.
 
-my $r = Serow::Test::Soak::soak(seconds => 20, warmup => 5, clients => 4, workers => 4);
+# Under tools/test-sanitized, AddressSanitizer's quarantine keeps freed memory
+# (up to 256 MiB): there the RSS says nothing about leaks, the rest still holds.
+my $under_asan = ($ENV{ASAN_OPTIONS} // '') ne '';
+note 'under AddressSanitizer: RSS growth not checked' if $under_asan;
+my $r = Serow::Test::Soak::soak(seconds => 20, warmup => 5, clients => 4, workers => 4,
+    check_rss => !$under_asan);
 is $r->{error}, undef, 'the server started' or BAIL_OUT($r->{error});
 for my $name (Serow::Test::Soak::scenarios()) {
     my $c = $r->{counts}{$name} || {};
