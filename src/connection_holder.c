@@ -343,7 +343,10 @@ static struct scan_result scan_workers(struct holder *h, uint64_t now)
                 result.stuck_waiting = 1;
             }
         }
-        if (!h->can_steal || (!steal_all && !handoff_scan) || !has_idle)
+        /* When the whole server stops, workers serve their idle connections
+         * for a last request: taking them here would only delay that. */
+        if (!h->can_steal || (!steal_all && !handoff_scan) || !has_idle ||
+            atomic_load(&h->shared->server_stopping))
             continue;
         uint32_t high = atomic_load(&w->slots_high_water);
         if (high > SHARED_SLOTS_PER_WORKER)

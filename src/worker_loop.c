@@ -42,6 +42,16 @@
  * memory.  Larger bodies are read while the request is served (spooled to a
  * temp file past --body-memory-limit), under --min-body-rate. */
 #define PREREAD_BODY_MAX (64 * 1024)
+/* When the whole server stops (TERM, or Server::Starter retiring the old
+ * server after a reload), a client on a kept-alive connection may be sending
+ * its next request at this very moment: a close would make that request fail.
+ * So idle connections wait this long for one, which is answered with
+ * Connection: close; only connections silent for the whole time are closed.
+ * Long against a busy client's gap between requests, short for a stop. */
+#define STOP_GRACE_SECONDS 1.0
+/* While the holder still has connections during that time, a stopping worker
+ * looks this often whether they became ready (it may hold none of its own). */
+#define STOP_GRACE_POLL_MS 20
 
 static double now_seconds(void)
 {
@@ -979,6 +989,39 @@ static int wait_for_events(struct worker_loop *loop, struct epoll_event *events,
     return n;
 }
 
+/* ---- the whole server stopping ------------------------------------------ */
+
+static int in_stop_grace(const struct worker_loop *loop, double now)
+{
+    return loop->stop_grace_until > 0 && now < loop->stop_grace_until;
+}
+
+/* Idle connections in the holder, or passed on and not yet taken by a worker. */
+static int holder_has_connections(const struct worker_loop *loop)
+{
+    return loop->shared && loop->ready_channel >= 0 &&
+           (atomic_load(&loop->shared->held_connections) > 0 ||
+            atomic_load(&loop->shared->queued_connections) > 0);
+}
+
+/* Caps the deadlines of a timer list: min() keeps the list in order. */
+static void cap_deadlines(struct worker_loop *loop, enum timer_list_kind kind, double deadline)
+{
+    for (struct connection *conn = loop->timers[kind].first; conn; conn = conn->timer_link.next)
+        if (conn->deadline > deadline)
+            conn->deadline = deadline;
+}
+
+/* The grace is over: what the holder still passes is no longer taken. */
+static void end_stop_grace_if_over(struct worker_loop *loop)
+{
+    if (in_stop_grace(loop, now_seconds()))
+        return;
+    loop->stop_grace_until = 0;
+    if (loop->ready_channel >= 0)
+        epoll_ctl(loop->epoll_fd, EPOLL_CTL_DEL, loop->ready_channel, NULL);
+}
+
 /* Handles one event from epoll.  Returns as soon as a request is ready
  * rather than reading every connection that has something: the ones left
  * unread stay idle, and so free for the holder to take elsewhere, while this
@@ -999,7 +1042,7 @@ static void handle_event(struct worker_loop *loop, const struct epoll_event *eve
         return;
     }
     if (tag == READY_CHANNEL_TAG) {
-        if (!loop->stopping)
+        if (!loop->stopping || in_stop_grace(loop, now_seconds()))
             receive_ready_connection(loop);
         return;
     }
@@ -1038,11 +1081,16 @@ int worker_loop_next_request(struct worker_loop *loop)
         expire_timers(loop, now_seconds());
         if (loop->ready_first)
             continue;
+        if (loop->stop_grace_until > 0)
+            end_stop_grace_if_over(loop);
         if (loop->stopping && worker_loop_is_drained(loop))
             return 0;
 
         int timeout_ms = next_timeout_ms(loop, now_seconds());
-        /* (a stopping worker takes no connections from the holder) */
+        if (loop->stop_grace_until > 0 && holder_has_connections(loop) &&
+            (timeout_ms < 0 || timeout_ms > STOP_GRACE_POLL_MS))
+            timeout_ms = STOP_GRACE_POLL_MS;
+        /* (a stopping worker takes no connections the holder takes from stuck workers) */
         if (timeout_ms != 0 && !loop->stopping)
             announce_free(loop);
         int n = wait_for_events(loop, loop->pending_events, timeout_ms);
@@ -1298,10 +1346,17 @@ void worker_loop_finish_request(struct worker_loop *loop, int keep_alive)
 
 /* Between two requests with nothing buffered: the connection waits for its
  * next request parked (the holder may take it), or goes to the holder at once
- * if this worker is stopping. */
+ * if this worker is stopping, or, when the whole server stops, waits here for
+ * STOP_GRACE_SECONDS: its response promised keep-alive, so the next request
+ * may be on its way already (it is answered with Connection: close). */
 static void park_idle_connection(struct worker_loop *loop, struct connection *conn)
 {
     connection_release_buffer(conn);
+    if (loop->whole_server_stopping) {
+        conn->state = CONNECTION_IDLE;
+        timer_append(loop, conn, TIMER_IDLE, now_seconds() + STOP_GRACE_SECONDS);
+        return;
+    }
     if (loop->stopping) {
         hand_back_connections(loop, &conn, 1);
         return;
@@ -1390,6 +1445,15 @@ void worker_loop_stop(struct worker_loop *loop)
     loop->accepting = 0;
     for (int i = 0; i < loop->num_listeners; i++)
         epoll_ctl(loop->epoll_fd, EPOLL_CTL_DEL, loop->listeners[i].fd, NULL);
+    if (loop->shared && atomic_load(&loop->shared->server_stopping)) {
+        /* Nobody takes over: serve what comes in the grace time, then close
+         * (the timers read each connection once more before closing it). */
+        loop->whole_server_stopping = 1;
+        loop->stop_grace_until = now_seconds() + STOP_GRACE_SECONDS;
+        cap_deadlines(loop, TIMER_IDLE, loop->stop_grace_until);
+        cap_deadlines(loop, TIMER_READING_HEAD, loop->stop_grace_until);
+        return;
+    }
     if (loop->ready_channel >= 0)
         epoll_ctl(loop->epoll_fd, EPOLL_CTL_DEL, loop->ready_channel, NULL);
     hand_back_idle_connections(loop);
@@ -1406,6 +1470,12 @@ void worker_loop_stop(struct worker_loop *loop)
 
 int worker_loop_is_drained(const struct worker_loop *loop)
 {
+    /* In the grace of a whole-server stop, idle connections may still bring
+     * a request, and so may those the holder passes on. */
+    if (loop->whole_server_stopping && loop->timers[TIMER_IDLE].first != NULL)
+        return 0;
+    if (loop->stop_grace_until > 0 && holder_has_connections(loop))
+        return 0;
     return loop->num_connections == 0 || (loop->current == NULL && loop->ready_first == NULL &&
                                           loop->timers[TIMER_READING_HEAD].first == NULL &&
                                           loop->timers[TIMER_READING_BODY].first == NULL &&

@@ -68,6 +68,12 @@ struct worker_loop {
     int num_listeners;
     int accepting;
     int stopping;
+    /* When the whole server stops (not a reload), whole_server_stopping is
+     * set, and until stop_grace_until idle kept-alive connections and the
+     * holder's ready ones are still served, each answered with
+     * Connection: close (see STOP_GRACE_SECONDS). */
+    double stop_grace_until;
+    int whole_server_stopping;
 
     struct connection **connections; /* indexed by fd */
     int connections_size;

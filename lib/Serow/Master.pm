@@ -404,8 +404,11 @@ parent-death signal: a change of uid clears it. The master keeps its ids.
 =item TERM, INT, QUIT
 
 Stop accepting, let the workers finish the requests they have (up to
-C<--graceful-timeout>), then exit 0. Signals other than these are ignored
-from then on.
+C<--graceful-timeout>), then exit 0. Idle kept-alive connections get one
+second more for the request their client may be sending at that moment
+(answered with C<Connection: close>; see F<docs/keepalive.md>), so that a
+Server::Starter reload under load fails no request. Signals other than these
+are ignored from then on.
 
 =item HUP
 
