@@ -23,6 +23,9 @@
 typedef struct worker_loop *Serow__Loop;
 typedef struct shared_state *Serow__Shared;
 
+/* The Serow::Loop package, for the typemap's quick check of the object. */
+static HV *serow_loop_stash;
+
 static double setting(pTHX_ HV *settings, const char *name, double fallback)
 {
     SV **sv = hv_fetch(settings, name, (I32)strlen(name), 0);
@@ -69,6 +72,7 @@ PROTOTYPES: DISABLE
 
 BOOT:
     psgi_env_init(aTHX);
+    serow_loop_stash = gv_stashpvs("Serow::Loop", GV_ADD);
 
 Serow::Loop
 loop_new(const char *class, HV *settings)
@@ -104,11 +108,17 @@ loop_add_listener(Serow::Loop loop, int fd, int is_unix, const char *server_name
     if (worker_loop_add_listener(loop, fd, is_unix, server_name, server_port) != 0)
         croak("cannot watch listen socket %d: %s", fd, strerror(errno));
 
+void
+loop_set_env_template(Serow::Loop loop, HV *template)
+  CODE:
+    PERL_UNUSED_VAR(loop);
+    psgi_env_set_template(aTHX_ template);
+
 SV *
-loop_next_request(Serow::Loop loop, HV *template)
+loop_next_request(Serow::Loop loop)
   CODE:
     if (worker_loop_next_request(loop))
-        RETVAL = newRV_noinc((SV *)build_psgi_env(aTHX_ loop, template));
+        RETVAL = newRV_noinc((SV *)build_psgi_env(aTHX_ loop));
     else
         RETVAL = &PL_sv_undef;
   OUTPUT:
@@ -254,6 +264,26 @@ loop_finish_request(Serow::Loop loop)
     worker_loop_finish_request(loop, psgi_response_keeps_alive());
     reset_psgi_response();
     psgi_env_request_done(aTHX);
+
+int
+loop_finish_plain_request(Serow::Loop loop)
+  CODE:
+    /* finish_request when there is nothing for the worker to look at: the
+     * body had its Content-Length and psgix.io was not made.  1 when done
+     * (or no request is current), 0 when the worker must see to it. */
+    uint64_t announced, given;
+    if (psgi_response_length_mismatch(&announced, &given) || psgi_env_socket_handle_made()) {
+        RETVAL = 0;
+    } else {
+        if (loop->current) {
+            worker_loop_finish_request(loop, psgi_response_keeps_alive());
+            reset_psgi_response();
+        }
+        psgi_env_request_done(aTHX);
+        RETVAL = 1;
+    }
+  OUTPUT:
+    RETVAL
 
 void
 loop_fail_request(Serow::Loop loop, int status)

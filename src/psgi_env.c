@@ -6,8 +6,9 @@
 
 #include "XSUB.h"
 
-/* Keys set on every request, made once as shared strings so that storing them
- * skips hashing. */
+/* Keys set on every request, made once as shared strings with their hash, so
+ * that storing them neither hashes the key nor looks it up in Perl's table
+ * of shared keys by content. */
 enum env_key {
     KEY_REQUEST_METHOD,
     KEY_PATH_INFO,
@@ -22,27 +23,184 @@ enum env_key {
     KEY_CONTENT_TYPE,
     KEY_HTTP_HOST,
     KEY_PSGIX_IO,
+    KEY_PSGIX_CLEANUP_HANDLERS,
     KEY_COUNT
 };
 
 static const char *const key_names[KEY_COUNT] = {
     "REQUEST_METHOD", "PATH_INFO",   "REQUEST_URI", "QUERY_STRING",   "SERVER_PROTOCOL",
     "SERVER_NAME",    "SERVER_PORT", "REMOTE_ADDR", "REMOTE_PORT",    "CONTENT_LENGTH",
-    "CONTENT_TYPE",   "HTTP_HOST",   "psgix.io",
+    "CONTENT_TYPE",   "HTTP_HOST",   "psgix.io",    "psgix.cleanup.handlers",
 };
 
 static SV *keys[KEY_COUNT];
+
+/* Request headers common enough to have their HTTP_* key made once; any
+ * other header's key is made (and hashed) per request. */
+static const char *const common_headers[] = {
+    "Accept", "Accept-Charset", "Accept-Encoding", "Accept-Language", "Authorization",
+    "Cache-Control", "Connection", "Cookie", "DNT", "Forwarded", "If-Modified-Since",
+    "If-None-Match", "Keep-Alive", "Origin", "Pragma", "Priority", "Range", "Referer",
+    "Sec-Fetch-Dest", "Sec-Fetch-Mode", "Sec-Fetch-Site", "Sec-Fetch-User", "TE", "Upgrade",
+    "Upgrade-Insecure-Requests", "User-Agent", "Via", "X-Forwarded-For", "X-Forwarded-Host",
+    "X-Forwarded-Proto", "X-Real-IP", "X-Request-ID", "X-Requested-With", "Expect",
+    "Transfer-Encoding",
+};
+#define COMMON_HEADER_COUNT (sizeof(common_headers) / sizeof(common_headers[0]))
+/* The longest header name with a key of its own would make "HTTP_" and it
+ * longer than this. */
+#define COMMON_HEADER_MAX_LEN 32
+static SV *common_header_keys[COMMON_HEADER_COUNT];
+
+/* Values that many requests share (the protocol, "", "GET"): copies of these
+ * share their string buffer (copy-on-write) instead of allocating one. */
+enum shared_value {
+    VALUE_HTTP_1_1,
+    VALUE_HTTP_1_0,
+    VALUE_EMPTY,
+    VALUE_SLASH,
+    VALUE_GET,
+    VALUE_HEAD,
+    VALUE_POST,
+    VALUE_COUNT
+};
+static const char *const value_texts[VALUE_COUNT] = {"HTTP/1.1", "HTTP/1.0", "", "/",
+                                                     "GET",      "HEAD",     "POST"};
+static SV *values[VALUE_COUNT];
+
+/* The env entries that are the same for every request (psgi.version,
+ * psgi.errors...): the key made once, the value copied per request. */
+static struct constant_entry {
+    SV *key;
+    SV *value;
+} *constants;
+static size_t constant_count;
+
+/* A hash with fewer buckets than this splits (rehashes every key) as the
+ * env fills: a plain request has about 25 keys. */
+#define ENV_EXPECTED_KEYS 32
+
+static SV *shared_key(pTHX_ const char *name, size_t len)
+{
+    return newSVpvn_share(name, (I32)len, 0);
+}
+
+/* A value of its own for one env.  newSVsv handles anything but costs
+ * more than the constructor for the value's type (a reference, an integer,
+ * a short byte string: what a template and the values above hold). */
+static SV *copy_value(pTHX_ SV *value)
+{
+    if (SvROK(value))
+        return newRV_inc(SvRV(value));
+    if (SvIOK(value) && !SvPOK(value) && !SvNOK(value) && !SvIsUV(value))
+        return newSViv(SvIVX(value));
+    if (SvPOK(value) && !SvUTF8(value) && !SvIOK(value) && !SvNOK(value))
+        return newSVpvn(SvPVX(value), SvCUR(value));
+    return newSVsv(value);
+}
 
 void psgi_env_init(pTHX)
 {
     for (int i = 0; i < KEY_COUNT; i++)
         if (keys[i] == NULL)
-            keys[i] = newSVpvn_share(key_names[i], (I32)strlen(key_names[i]), 0);
+            keys[i] = shared_key(aTHX_ key_names[i], strlen(key_names[i]));
+    for (size_t i = 0; i < COMMON_HEADER_COUNT; i++) {
+        char key[5 + COMMON_HEADER_MAX_LEN];
+        size_t n = strlen(common_headers[i]);
+        if (common_header_keys[i] != NULL || n > COMMON_HEADER_MAX_LEN)
+            continue;
+        memcpy(key, "HTTP_", 5);
+        for (size_t k = 0; k < n; k++) {
+            char c = common_headers[i][k];
+            key[5 + k] = c == '-' ? '_' : (c >= 'a' && c <= 'z') ? (char)(c - 32) : c;
+        }
+        common_header_keys[i] = shared_key(aTHX_ key, 5 + n);
+    }
+    for (int i = 0; i < VALUE_COUNT; i++)
+        if (values[i] == NULL)
+            values[i] = newSVpvn(value_texts[i], strlen(value_texts[i]));
+}
+
+void psgi_env_set_template(pTHX_ HV *template)
+{
+    for (size_t i = 0; i < constant_count; i++) {
+        SvREFCNT_dec(constants[i].key);
+        SvREFCNT_dec(constants[i].value);
+    }
+    Safefree(constants);
+    constants = NULL;
+    constant_count = 0;
+    if (template == NULL)
+        return;
+    Newx(constants, HvUSEDKEYS(template) + 1, struct constant_entry);
+    hv_iterinit(template);
+    HE *he;
+    while ((he = hv_iternext(template)) != NULL) {
+        I32 len;
+        char *name = hv_iterkey(he, &len);
+        constants[constant_count].key = shared_key(aTHX_ name, (size_t)len);
+        constants[constant_count].value = newSVsv(hv_iterval(template, he));
+        constant_count++;
+    }
 }
 
 static void store(pTHX_ HV *env, enum env_key key, SV *value)
 {
     (void)hv_store_ent(env, keys[key], value, SvSHARED_HASH(keys[key]));
+}
+
+/* The shared HTTP_* key of a common header, or NULL. */
+static SV *common_header_key(const char *name, size_t len)
+{
+    for (size_t i = 0; i < COMMON_HEADER_COUNT; i++) {
+        SV *key = common_header_keys[i];
+        if (key != NULL && SvCUR(key) == len + 5 &&
+            strncasecmp(common_headers[i], name, len) == 0)
+            return key;
+    }
+    return NULL;
+}
+
+/* SERVER_NAME of each listener, made once: listener names do not change. */
+static struct {
+    SV *value;
+} server_names[WORKER_MAX_LISTENERS];
+
+static SV *server_name_value(pTHX_ const struct listener *listener, int index)
+{
+    SV *cached = index >= 0 && index < WORKER_MAX_LISTENERS ? server_names[index].value : NULL;
+    if (cached == NULL || strcmp(SvPVX(cached), listener->server_name) != 0) {
+        SV *made = newSVpv(listener->server_name, 0);
+        if (index < 0 || index >= WORKER_MAX_LISTENERS)
+            return made;
+        SvREFCNT_dec(cached);
+        server_names[index].value = cached = made;
+    }
+    return copy_value(aTHX_ cached);
+}
+
+/* REMOTE_ADDR: the last one seen is kept, since consecutive requests often
+ * come from one address (keep-alive, a proxy in front). */
+static SV *last_remote_addr;
+
+static SV *remote_addr_value(pTHX_ const char *addr)
+{
+    if (last_remote_addr == NULL || strcmp(SvPVX(last_remote_addr), addr) != 0) {
+        SvREFCNT_dec(last_remote_addr);
+        last_remote_addr = newSVpv(addr, 0);
+    }
+    return copy_value(aTHX_ last_remote_addr);
+}
+
+static SV *method_value(pTHX_ const char *method, size_t len)
+{
+    if (len == 3 && memcmp(method, "GET", 3) == 0)
+        return copy_value(aTHX_ values[VALUE_GET]);
+    if (len == 4 && memcmp(method, "POST", 4) == 0)
+        return copy_value(aTHX_ values[VALUE_POST]);
+    if (len == 4 && memcmp(method, "HEAD", 4) == 0)
+        return copy_value(aTHX_ values[VALUE_HEAD]);
+    return newSVpvn(method, len);
 }
 
 static int hex_digit(char c)
@@ -184,7 +342,7 @@ void psgi_env_request_done(pTHX)
 /* Adds one request header as HTTP_NAME (or CONTENT_TYPE / CONTENT_LENGTH). */
 static void store_header(pTHX_ HV *env, const struct http_header *h)
 {
-    char key[5 + 256];
+    char name_buffer[5 + 256];
     size_t n = h->name_len;
 
     if (n == 12 && strncasecmp(h->name, "content-type", 12) == 0) {
@@ -200,12 +358,25 @@ static void store_header(pTHX_ HV *env, const struct http_header *h)
      * Like nginx and Apache, drop it. */
     if (memchr(h->name, '_', n) != NULL || n > 256)
         return;
-    memcpy(key, "HTTP_", 5);
-    for (size_t i = 0; i < n; i++) {
-        char c = h->name[i];
-        key[5 + i] = c == '-' ? '_' : (c >= 'a' && c <= 'z') ? (char)(c - 32) : c;
+    SV *key = common_header_key(h->name, n);
+    const char *name;
+    size_t len;
+    U32 hash;
+    if (key != NULL) {
+        name = SvPVX(key);
+        len = SvCUR(key);
+        hash = SvSHARED_HASH(key);
+    } else {
+        memcpy(name_buffer, "HTTP_", 5);
+        for (size_t i = 0; i < n; i++) {
+            char c = h->name[i];
+            name_buffer[5 + i] = c == '-' ? '_' : (c >= 'a' && c <= 'z') ? (char)(c - 32) : c;
+        }
+        name = name_buffer;
+        len = 5 + n;
+        PERL_HASH(hash, name, len);
     }
-    SV **existing = hv_fetch(env, key, (I32)(5 + n), 0);
+    SV **existing = (SV **)hv_common_key_len(env, name, (I32)len, HV_FETCH_JUST_SV, NULL, hash);
     if (existing != NULL) {
         /* Repeated fields join into one list (RFC 9110 5.3); cookies with "; ". */
         int is_cookie = n == 6 && strncasecmp(h->name, "cookie", 6) == 0;
@@ -213,19 +384,24 @@ static void store_header(pTHX_ HV *env, const struct http_header *h)
         sv_catpvn(*existing, h->value, h->value_len);
         return;
     }
-    (void)hv_store(env, key, (I32)(5 + n), newSVpvn(h->value, h->value_len), 0);
+    (void)hv_common_key_len(env, name, (I32)len, HV_FETCH_ISSTORE | HV_FETCH_JUST_SV,
+                            newSVpvn(h->value, h->value_len), hash);
 }
 
-HV *build_psgi_env(pTHX_ struct worker_loop *loop, HV *template)
+HV *build_psgi_env(pTHX_ struct worker_loop *loop)
 {
     struct connection *conn = loop->current;
     const struct http_request_head *head = &loop->head;
     const struct listener *listener = &loop->listeners[conn->listener_index];
-    HV *env = newHVhv(template);
+    HV *env = newHV();
 
-    store(aTHX_ env, KEY_REQUEST_METHOD, newSVpvn(head->method, head->method_len));
+    hv_ksplit(env, ENV_EXPECTED_KEYS);
+    for (size_t i = 0; i < constant_count; i++)
+        (void)hv_store_ent(env, constants[i].key, copy_value(aTHX_ constants[i].value),
+                           SvSHARED_HASH(constants[i].key));
+    store(aTHX_ env, KEY_REQUEST_METHOD, method_value(aTHX_ head->method, head->method_len));
     store(aTHX_ env, KEY_SERVER_PROTOCOL,
-          newSVpvn(head->minor_version ? "HTTP/1.1" : "HTTP/1.0", 8));
+          copy_value(aTHX_ values[head->minor_version ? VALUE_HTTP_1_1 : VALUE_HTTP_1_0]));
 
     /* REQUEST_URI is origin-form even for an absolute-form target. */
     const char *path = head->path;
@@ -244,19 +420,22 @@ HV *build_psgi_env(pTHX_ struct worker_loop *loop, HV *template)
     /* "OPTIONS *" asks about the server, not a path: PSGI wants PATH_INFO
      * empty or starting with "/"; REQUEST_URI keeps the "*". */
     if (uri_len == 1 && uri[0] == '*')
-        store(aTHX_ env, KEY_PATH_INFO, newSVpvs(""));
+        store(aTHX_ env, KEY_PATH_INFO, copy_value(aTHX_ values[VALUE_EMPTY]));
+    else if (path_only == 1 && uri[0] == '/')
+        store(aTHX_ env, KEY_PATH_INFO, copy_value(aTHX_ values[VALUE_SLASH]));
     else
         store(aTHX_ env, KEY_PATH_INFO, decode_path(aTHX_ uri, path_only));
-    store(aTHX_ env, KEY_QUERY_STRING,
-          question ? newSVpvn(question + 1, uri_len - path_only - 1) : newSVpvs(""));
+    store(aTHX_ env, KEY_QUERY_STRING, question ? newSVpvn(question + 1, uri_len - path_only - 1)
+                                                : copy_value(aTHX_ values[VALUE_EMPTY]));
     store(aTHX_ env, KEY_REQUEST_URI, request_uri);
 
-    store(aTHX_ env, KEY_SERVER_NAME, newSVpv(listener->server_name, 0));
+    store(aTHX_ env, KEY_SERVER_NAME, server_name_value(aTHX_ listener, conn->listener_index));
     store(aTHX_ env, KEY_SERVER_PORT, newSViv(listener->server_port));
-    store(aTHX_ env, KEY_REMOTE_ADDR, newSVpv(conn->remote_addr, 0));
+    store(aTHX_ env, KEY_REMOTE_ADDR, remote_addr_value(aTHX_ conn->remote_addr));
     store(aTHX_ env, KEY_REMOTE_PORT, newSViv(conn->remote_port));
 
     store(aTHX_ env, KEY_PSGIX_IO, lazy_socket_handle(aTHX_ conn->fd));
+    store(aTHX_ env, KEY_PSGIX_CLEANUP_HANDLERS, newRV_noinc((SV *)newAV()));
 
     for (size_t i = 0; i < head->num_headers; i++)
         store_header(aTHX_ env, &head->headers[i]);

@@ -15,7 +15,8 @@ use constant BODY_READ_SIZE => 65536;
 use constant BODY_HANDLE_READ_SIZE => 65536;
 
 # The keys of every env that do not change between requests; the C side
-# copies this hash and adds the request's own keys.
+# reads this hash once (set_env_template), and gives every env a copy of each
+# value besides the request's own keys.
 sub _env_template {
     return {
         SCRIPT_NAME            => '',
@@ -97,8 +98,10 @@ sub run {
         $template->{'serow.status'} = sub { $shared->status };
     }
 
+    $loop->set_env_template($template);
+
     for (;;) {
-        my $env = $loop->next_request($template);
+        my $env = $loop->next_request;
         if (!$env) {
             last if $loop->is_stopping && $loop->is_drained;
             next; # a signal: its handler has run
@@ -139,8 +142,10 @@ sub handle_request {
     my ($self, $env) = @_;
     my $loop = $self->{loop};
 
-    $env->{'psgi.input'} = $self->buffer_request_body($env) // return 1;
-    $env->{'psgix.cleanup.handlers'} = [];
+    # (psgix.cleanup.handlers is in the env already: src/psgi_env.c)
+    $env->{'psgi.input'} = $loop->request_body_framing
+        ? $self->buffer_request_body($env) // return 1
+        : _empty_input();
 
     my $res = eval { $self->{app}->($env) };
     if (my $error = $@) {
@@ -166,6 +171,9 @@ sub handle_request {
 sub end_request {
     my ($self, $env) = @_;
     my $loop = $self->{loop};
+    # The usual case in one call: the body had the length announced and the
+    # app did not read psgix.io.
+    return if $loop->finish_plain_request;
     if (my ($announced, $given) = $loop->length_mismatch) {
         Serow::Log->error("$env->{REQUEST_METHOD} $env->{REQUEST_URI}: the app's Content-Length is "
             . "$announced but its body has $given bytes: the connection is closed after it");
@@ -207,7 +215,7 @@ sub send_array_response {
         return $self->app_failed($env, "bad response: not [status, headers, body] with an "
             . "array or a handle as the body");
     }
-    $self->before_response($env);
+    $loop->stop if $env->{'psgix.harakiri.commit'}; # before_response, inlined: once per request
     my $sent = eval {
         if (ref $body eq 'ARRAY') {
             $loop->send_response($status, $headers, $body);
@@ -318,12 +326,11 @@ sub run_streaming_response {
 # Reads the whole request body before the app runs (psgix.input.buffered):
 # in memory up to --body-memory-limit, in an unlinked temp file beyond.
 # Returns the psgi.input handle, or undef when the request was answered with
-# an error (or the client left).
+# an error (or the client left).  Only for a request with a body.
 sub buffer_request_body {
     my ($self, $env) = @_;
     my $loop = $self->{loop};
     my $framing = $loop->request_body_framing;
-    return _empty_input() if !$framing;
     my $limit = $self->{options}{body_memory_limit};
     my $expected = $loop->request_content_length;
     my $buffer = '';
