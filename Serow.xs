@@ -149,6 +149,11 @@ loop_read_body(Serow::Loop loop, SV *buffer, size_t max)
     if (!SvOK(buffer))
         sv_setpvs(buffer, "");
     (void)SvPV_force(buffer, cur);
+    /* Room for what can still come, not max more each call: a body read
+     * in several calls then grows the string once, not once per call (each
+     * growth a copy of all that was read). */
+    if (loop->current && loop->head.framing == HTTP_BODY_LENGTH && loop->body_remaining < max)
+        max = (size_t)loop->body_remaining;
     char *p = SvGROW(buffer, cur + max + 1);
     int r = worker_loop_read_body(loop, p + cur, max, &got);
     if (r == 0) {

@@ -61,6 +61,12 @@ size_t connection_reserve(struct connection *conn, size_t max_size)
         conn->buffer = spare_buffers[--spare_buffer_count];
         conn->buffer_size = CONNECTION_READ_SIZE;
     }
+    /* A buffer with room for half a read is not grown: growing copies all
+     * it holds (a request body read after its head would otherwise make a
+     * 64 KiB buffer 64 KiB larger, and copy it, on every request), and a
+     * buffer of another size is not kept among the spares. */
+    if (conn->buffer_size - conn->buffer_len >= CONNECTION_READ_SIZE / 2)
+        return conn->buffer_size - conn->buffer_len;
     size_t want = conn->buffer_len + CONNECTION_READ_SIZE;
     if (want > max_size)
         want = max_size;

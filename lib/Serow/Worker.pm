@@ -345,8 +345,10 @@ sub buffer_request_body {
     if ($expected > $limit) {
         $spool = eval { _temp_file() } or return $spool_failed->($@);
     }
+    # A body that stays in memory is read into a string of its size at once.
+    my $read_size = $expected > BODY_READ_SIZE && $expected <= $limit ? $expected : BODY_READ_SIZE;
     for (;;) {
-        my $n = $loop->read_body($buffer, BODY_READ_SIZE);
+        my $n = $loop->read_body($buffer, $read_size);
         if ($n < 0) {
             $loop->fail_request($n == -1 ? 400 : -$n);
             return undef;
