@@ -8,7 +8,11 @@
 #include "perl.h"
 #include "XSUB.h"
 
+#include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <sys/eventfd.h>
 
@@ -476,6 +480,70 @@ referent_refcount(SV *ref)
     /* How many references the thing ref points at has: a psgix.io handle
      * with more than ours is one the app kept. */
     RETVAL = SvROK(ref) ? (int)SvREFCNT(SvRV(ref)) : 0;
+  OUTPUT:
+    RETVAL
+
+# The few POSIX calls the master and workers make, here so that they do not
+# load POSIX.pm: what the master loads is in every worker's memory.
+
+int
+signal_number(const char *name)
+  CODE:
+    /* "TERM" -> 15; -1 for a name this system does not have */
+    RETVAL = whichsig_pv(name);
+  OUTPUT:
+    RETVAL
+
+SV *
+block_signals(...)
+  CODE:
+    /* Blocks the signals named; returns the mask before (for set_signal_mask). */
+    sigset_t block, old;
+    sigemptyset(&block);
+    for (I32 i = 0; i < items; i++) {
+        int n = whichsig_pv(SvPV_nolen(ST(i)));
+        if (n <= 0)
+            croak("block_signals: no signal '%s'", SvPV_nolen(ST(i)));
+        sigaddset(&block, n);
+    }
+    if (sigprocmask(SIG_BLOCK, &block, &old) != 0)
+        croak("sigprocmask: %s", strerror(errno));
+    RETVAL = newSVpvn((const char *)&old, sizeof(old));
+  OUTPUT:
+    RETVAL
+
+void
+set_signal_mask(SV *mask)
+  CODE:
+    STRLEN len;
+    const char *p = SvPV(mask, len);
+    sigset_t set;
+    if (len != sizeof(set))
+        croak("set_signal_mask: not a mask from block_signals");
+    memcpy(&set, p, sizeof(set));
+    if (sigprocmask(SIG_SETMASK, &set, NULL) != 0)
+        croak("sigprocmask: %s", strerror(errno));
+
+void
+exit_now(int status)
+  CODE:
+    /* _exit(2): no END blocks, no destructors, no buffers flushed (a child
+     * must not flush what its parent had buffered). */
+    _exit(status);
+
+int
+WNOHANG()
+  CODE:
+    RETVAL = WNOHANG;
+  OUTPUT:
+    RETVAL
+
+double
+open_file_limit()
+  CODE:
+    /* The soft limit on open descriptors, or -1 when there is none. */
+    struct rlimit rl;
+    RETVAL = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? (double)rl.rlim_cur : -1;
   OUTPUT:
     RETVAL
 

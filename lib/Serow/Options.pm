@@ -2,8 +2,9 @@ package Serow::Options;
 use strict;
 use warnings;
 
-use B ();
-use Getopt::Long ();
+# No Getopt::Long and no B at load time: the master loads this module, and
+# what the master loads is in every worker's memory (B is loaded when a mode
+# given as a Perl number has to be told from a string).
 
 # Every option of the server, in one table: the command line, --help,
 # Plack::Handler::Serow and the defaults all come from here.
@@ -59,6 +60,7 @@ sub _dashed { (my $n = shift) =~ tr/_/-/; $n }
 sub _is_number {
     my ($value) = @_;
     return 0 unless defined $value && !ref $value;
+    require B;
     my $flags = B::svref_2object(\$value)->FLAGS;
     return ($flags & (B::SVf_IOK() | B::SVf_NOK())) && !($flags & B::SVf_POK());
 }
@@ -113,35 +115,47 @@ sub from_hash {
     return $opts;
 }
 
-# Parses a command line; returns (options, remaining arguments).
+# Parses a command line; returns (options, remaining arguments).  Every
+# option is --name VALUE or --name=VALUE (a list option may be repeated);
+# -h/--help and -v/--version take no value and may be bundled (-hv).  The
+# options end at "--" or at the first argument that is not one (the app).
 sub from_argv {
     my ($class, @argv) = @_;
     my %given;
-    my @getopt;
-    for my $name (@ORDER) {
-        my $type = $SPEC{$name}[0];
-        my $flag = _dashed($name);
-        push @getopt, $type eq 'list' ? "$flag=s\@" : "$flag=s";
-    }
-    my @errors;
-    local $SIG{__WARN__} = sub { push @errors, $_[0] };
-    my $p = Getopt::Long::Parser->new(config => [qw(no_ignore_case bundling no_auto_abbrev require_order)]);
-    my %raw;
-    my $help = 0;
-    local @ARGV = @argv;
-    $p->getoptions(\%raw, @getopt, 'help|h' => \$help, 'version|v' => \my $version);
-    if (@errors) {
-        my ($unknown) = $errors[0] =~ /Unknown option: (\S+)/;
-        die $unknown ? "unknown option --$unknown" . _hint($unknown) . "\n" : $errors[0];
-    }
-    for my $flag (keys %raw) {
+    my ($help, $version) = (0, undef);
+    while (@argv && $argv[0] =~ /\A-./) {
+        my $arg = shift @argv;
+        last if $arg eq '--';
+        if ($arg =~ /\A-([^-].*)\z/s) {
+            for my $letter (split //, $1) {
+                if ($letter eq 'h') { $help = 1 }
+                elsif ($letter eq 'v') { $version = 1 }
+                else { die "unknown option -$letter (see --help)\n" }
+            }
+            next;
+        }
+        my ($flag, $value) = $arg =~ /\A--([^=]*)(?:=(.*))?\z/s;
+        if ($flag eq 'help' || $flag eq 'h' || $flag eq 'version' || $flag eq 'v') {
+            die "--$flag takes no value\n" if defined $value;
+            if ($flag =~ /\Ah/) { $help = 1 } else { $version = 1 }
+            next;
+        }
         (my $name = $flag) =~ tr/-/_/;
-        $given{$name} = $raw{$flag};
+        die "unknown option --$flag" . _hint($flag) . "\n" unless $SPEC{$name} && _dashed($name) eq $flag;
+        if (!defined $value) {
+            @argv or die "--$flag: a value is missing\n";
+            $value = shift @argv;
+        }
+        if ($SPEC{$name}[0] eq 'list') {
+            push @{ $given{$name} }, $value;
+        } else {
+            $given{$name} = $value;
+        }
     }
     my $opts = $class->from_hash(%given);
     $opts->{help} = $help;
     $opts->{version} = $version;
-    return ($opts, @ARGV);
+    return ($opts, @argv);
 }
 
 # "did you mean --max-requests?" for a mistyped option.

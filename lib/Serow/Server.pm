@@ -7,7 +7,6 @@ use Serow::Options ();
 use Serow::Listener ();
 use Serow::Master ();
 use Serow::Log ();
-use POSIX ();
 
 use constant DEFAULT_LISTEN => '0.0.0.0:5000';
 
@@ -18,12 +17,17 @@ sub new {
     my $options = Serow::Options->from_hash(%args);
     # Like Monoceros: by default at most half the descriptors a process may
     # open are kept-alive connections, leaving room for new ones and files.
-    $options->{max_keepalive_connections} ||= int((POSIX::sysconf(POSIX::_SC_OPEN_MAX()) || 1024) / 2);
+    $options->{max_keepalive_connections} ||= int(_open_file_limit() / 2);
     return bless { options => $options, server_ready => $server_ready, listen_sockets => $sockets },
         $class;
 }
 
 sub options { $_[0]{options} }
+
+sub _open_file_limit {
+    my $limit = Serow::open_file_limit();
+    return $limit > 0 ? $limit : 1024;
+}
 
 # Sockets given to new (listen_sockets), else the ones Server::Starter or
 # systemd hand over, else the ones --listen names.

@@ -7,7 +7,6 @@ use Scalar::Util ();
 use Serow ();
 use Serow::Writer ();
 use Serow::Log ();
-use POSIX ();
 
 # Bytes asked of the C reader per call when buffering a request body.
 use constant BODY_READ_SIZE => 65536;
@@ -124,7 +123,7 @@ sub install_signal_handlers {
     # stop (TTIN, TTOU) nor end (HUP) a worker.
     $SIG{$_} = 'IGNORE' for qw(HUP TTIN TTOU);
     $SIG{$_} = 'DEFAULT' for qw(CHLD USR1);
-    POSIX::sigprocmask(POSIX::SIG_SETMASK(), $self->{signal_mask}) if $self->{signal_mask};
+    Serow::set_signal_mask($self->{signal_mask}) if $self->{signal_mask};
 }
 
 # Stops accepting; the requests in flight are finished, then run returns.
