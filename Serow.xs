@@ -36,24 +36,26 @@ static double setting(pTHX_ HV *settings, const char *name, double fallback)
     return sv && SvOK(*sv) ? SvNV(*sv) : fallback;
 }
 
-/* Turns a writer result into what the Perl side sees: 1 sent, 0 client gone;
- * a malformed response dies with a message naming what is wrong. */
-static int response_result(pTHX_ int r, SV *bad_header)
+/* Why a writer result is an error, as a new mortal string; NULL when it is
+ * none (RESPONSE_OK, RESPONSE_CLIENT_GONE).  bad_header (owned, freed here)
+ * names the header at fault. */
+static SV *response_error(pTHX_ int r, SV *bad_header)
 {
     const char *why;
+    if (bad_header)
+        sv_2mortal(bad_header);
     switch (r) {
     case RESPONSE_OK:
-        return 1;
     case RESPONSE_CLIENT_GONE:
-        return 0;
+        return NULL;
     case RESPONSE_BAD_STATUS:
-        croak("invalid status in the response (three digits, 101 or 200-599, expected)");
+        return sv_2mortal(newSVpvs("invalid status in the response (three digits, 101 or 200-599, expected)"));
     case RESPONSE_BAD_CONTENT_LENGTH:
-        croak("invalid Content-Length in the response (not digits, repeated, or with Transfer-Encoding)");
+        return sv_2mortal(newSVpvs("invalid Content-Length in the response (not digits, repeated, or with Transfer-Encoding)"));
     case RESPONSE_BAD_HEADER_LIST:
-        croak("invalid response headers: not an array reference of name/value pairs");
+        return sv_2mortal(newSVpvs("invalid response headers: not an array reference of name/value pairs"));
     case RESPONSE_TOO_LATE:
-        croak("the response has already started");
+        return sv_2mortal(newSVpvs("the response has already started"));
     case RESPONSE_WIDE_CHARACTER:
         why = "wide character (PSGI headers and bodies are bytes: encode them)";
         break;
@@ -65,9 +67,18 @@ static int response_result(pTHX_ int r, SV *bad_header)
         break;
     }
     if (bad_header)
-        croak("invalid response header '%" SVf "': %s", SVfARG(sv_2mortal(bad_header)), why);
-    croak("invalid response: %s", why);
-    return 0;
+        return sv_2mortal(newSVpvf("invalid response header '%" SVf "': %s", SVfARG(bad_header), why));
+    return sv_2mortal(newSVpvf("invalid response: %s", why));
+}
+
+/* Turns a writer result into what the Perl side sees: 1 sent, 0 client gone;
+ * a malformed response dies with a message naming what is wrong. */
+static int response_result(pTHX_ int r, SV *bad_header)
+{
+    SV *error = response_error(aTHX_ r, bad_header);
+    if (error)
+        croak("%" SVf, SVfARG(error));
+    return r == RESPONSE_OK;
 }
 
 MODULE = Serow    PACKAGE = Serow::Loop    PREFIX = loop_
@@ -222,6 +233,33 @@ loop_send_informational(Serow::Loop loop, SV *status, SV *headers)
     SV *bad = NULL;
     int r = send_informational_response(aTHX_ loop, status, headers, &bad);
     RETVAL = response_result(aTHX_ r, bad);
+  OUTPUT:
+    RETVAL
+
+SV *
+loop_send_array_triple(Serow::Loop loop, SV *res, SV *last_one)
+  CODE:
+    /* The usual response, [status, headers, [parts]], in one call.  Returns
+     * 1 when it went out (or the client left), 0 when res is no such triple
+     * (the worker sends it its own way, or says what is wrong), else why
+     * it cannot be sent.  last_one true (psgix.harakiri.commit): the loop
+     * stops first, so that the response closes or hands over the connection. */
+    AV *triple = SvROK(res) && SvTYPE(SvRV(res)) == SVt_PVAV ? (AV *)SvRV(res) : NULL;
+    SV **body = triple && av_count(triple) == 3 && !SvRMAGICAL((SV *)triple)
+                    ? av_fetch(triple, 2, 0) : NULL;
+    if (body == NULL || SvGMAGICAL(*body) || !SvROK(*body) || SvTYPE(SvRV(*body)) != SVt_PVAV ||
+        SvOBJECT(SvRV(*body))) {
+        RETVAL = &PL_sv_no;
+    } else {
+        SV *bad = NULL;
+        if (SvTRUE(last_one))
+            worker_loop_stop(loop);
+        SV **status = av_fetch(triple, 0, 0), **headers = av_fetch(triple, 1, 0);
+        int r = send_psgi_response(aTHX_ loop, status ? *status : &PL_sv_undef,
+                                   headers ? *headers : &PL_sv_undef, (AV *)SvRV(*body), &bad);
+        SV *error = response_error(aTHX_ r, bad);
+        RETVAL = error ? SvREFCNT_inc_simple_NN(error) : &PL_sv_yes;
+    }
   OUTPUT:
     RETVAL
 

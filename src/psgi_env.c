@@ -47,10 +47,13 @@ static const char *const common_headers[] = {
     "Transfer-Encoding",
 };
 #define COMMON_HEADER_COUNT (sizeof(common_headers) / sizeof(common_headers[0]))
+/* Which common headers a request has sent so far: one bit each. */
+typedef uint64_t header_set;
 /* The longest header name with a key of its own would make "HTTP_" and it
  * longer than this. */
 #define COMMON_HEADER_MAX_LEN 32
 static SV *common_header_keys[COMMON_HEADER_COUNT];
+typedef char common_headers_fit_in_a_header_set[COMMON_HEADER_COUNT <= 64 ? 1 : -1];
 
 /* Values that many requests share (the protocol, "", "GET"): copies of these
  * share their string buffer (copy-on-write) instead of allocating one. */
@@ -149,16 +152,16 @@ static void store(pTHX_ HV *env, enum env_key key, SV *value)
     (void)hv_store_ent(env, keys[key], value, SvSHARED_HASH(keys[key]));
 }
 
-/* The shared HTTP_* key of a common header, or NULL. */
-static SV *common_header_key(const char *name, size_t len)
+/* The index of a common header in common_headers, or -1. */
+static int common_header_index(const char *name, size_t len)
 {
     for (size_t i = 0; i < COMMON_HEADER_COUNT; i++) {
         SV *key = common_header_keys[i];
         if (key != NULL && SvCUR(key) == len + 5 &&
             strncasecmp(common_headers[i], name, len) == 0)
-            return key;
+            return (int)i;
     }
-    return NULL;
+    return -1;
 }
 
 /* SERVER_NAME of each listener, made once: listener names do not change. */
@@ -339,8 +342,10 @@ void psgi_env_request_done(pTHX)
     }
 }
 
-/* Adds one request header as HTTP_NAME (or CONTENT_TYPE / CONTENT_LENGTH). */
-static void store_header(pTHX_ HV *env, const struct http_header *h)
+/* Adds one request header as HTTP_NAME (or CONTENT_TYPE / CONTENT_LENGTH).
+ * seen: the common headers stored already, so that the first of each is
+ * stored without looking for an earlier one. */
+static void store_header(pTHX_ HV *env, const struct http_header *h, header_set *seen)
 {
     char name_buffer[5 + 256];
     size_t n = h->name_len;
@@ -358,11 +363,18 @@ static void store_header(pTHX_ HV *env, const struct http_header *h)
      * Like nginx and Apache, drop it. */
     if (memchr(h->name, '_', n) != NULL || n > 256)
         return;
-    SV *key = common_header_key(h->name, n);
+    int common = common_header_index(h->name, n);
     const char *name;
     size_t len;
     U32 hash;
-    if (key != NULL) {
+    if (common >= 0) {
+        SV *key = common_header_keys[common];
+        header_set bit = (header_set)1 << common;
+        if (!(*seen & bit)) {
+            *seen |= bit;
+            (void)hv_store_ent(env, key, newSVpvn(h->value, h->value_len), SvSHARED_HASH(key));
+            return;
+        }
         name = SvPVX(key);
         len = SvCUR(key);
         hash = SvSHARED_HASH(key);
@@ -437,8 +449,9 @@ HV *build_psgi_env(pTHX_ struct worker_loop *loop)
     store(aTHX_ env, KEY_PSGIX_IO, lazy_socket_handle(aTHX_ conn->fd));
     store(aTHX_ env, KEY_PSGIX_CLEANUP_HANDLERS, newRV_noinc((SV *)newAV()));
 
+    header_set seen = 0;
     for (size_t i = 0; i < head->num_headers; i++)
-        store_header(aTHX_ env, &head->headers[i]);
+        store_header(aTHX_ env, &head->headers[i], &seen);
     /* RFC 9112 3.2.2: an absolute-form target's authority is the host. */
     if (head->authority != NULL)
         store(aTHX_ env, KEY_HTTP_HOST, newSVpvn(head->authority, head->authority_len));

@@ -150,7 +150,14 @@ sub handle_request {
     if (my $error = $@) {
         $self->app_failed($env, "the app died: $error");
     } elsif (ref $res eq 'ARRAY') {
-        $self->send_array_response($env, $res);
+        # The usual triple, with an array body, in one call; the rest (a
+        # handle as the body, a malformed triple) in send_array_response.
+        my $sent = $loop->send_array_triple($res, $env->{'psgix.harakiri.commit'});
+        if (!$sent) {
+            $self->send_array_response($env, $res);
+        } elsif ($sent ne '1') {
+            $self->app_failed($env, "bad response: $sent");
+        }
     } elsif (ref $res eq 'CODE') {
         $self->run_streaming_response($env, $res);
     } else {
