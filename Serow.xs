@@ -129,6 +129,12 @@ loop_set_env_template(Serow::Loop loop, HV *template)
     PERL_UNUSED_VAR(loop);
     psgi_env_set_template(aTHX_ template);
 
+void
+loop_set_empty_input(Serow::Loop loop, SV *handle)
+  CODE:
+    PERL_UNUSED_VAR(loop);
+    psgi_env_set_empty_input(aTHX_ handle);
+
 SV *
 loop_next_request(Serow::Loop loop)
   CODE:

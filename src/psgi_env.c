@@ -24,13 +24,14 @@ enum env_key {
     KEY_HTTP_HOST,
     KEY_PSGIX_IO,
     KEY_PSGIX_CLEANUP_HANDLERS,
+    KEY_PSGI_INPUT,
     KEY_COUNT
 };
 
 static const char *const key_names[KEY_COUNT] = {
     "REQUEST_METHOD", "PATH_INFO",   "REQUEST_URI", "QUERY_STRING",   "SERVER_PROTOCOL",
     "SERVER_NAME",    "SERVER_PORT", "REMOTE_ADDR", "REMOTE_PORT",    "CONTENT_LENGTH",
-    "CONTENT_TYPE",   "HTTP_HOST",   "psgix.io",    "psgix.cleanup.handlers",
+    "CONTENT_TYPE",   "HTTP_HOST",   "psgix.io",    "psgix.cleanup.handlers", "psgi.input",
 };
 
 static SV *keys[KEY_COUNT];
@@ -70,6 +71,30 @@ enum shared_value {
 static const char *const value_texts[VALUE_COUNT] = {"HTTP/1.1", "HTTP/1.0", "", "/",
                                                      "GET",      "HEAD",     "POST"};
 static SV *values[VALUE_COUNT];
+
+/* psgi.input of a request without a body: one empty in-memory handle the
+ * worker opened, rewound here for each request. */
+static SV *empty_input;
+
+void psgi_env_set_empty_input(pTHX_ SV *handle)
+{
+    SV *old = empty_input;
+    empty_input = SvOK(handle) ? newSVsv(handle) : NULL;
+    SvREFCNT_dec(old);
+}
+
+/* The empty handle, rewound, when it is still open (an app may have read,
+ * seeked or closed it); NULL when the worker must make another. */
+static SV *rewound_empty_input(pTHX)
+{
+    if (empty_input == NULL || !SvROK(empty_input) || SvTYPE(SvRV(empty_input)) != SVt_PVGV)
+        return NULL;
+    IO *io = GvIO((GV *)SvRV(empty_input));
+    PerlIO *fp = io ? IoIFP(io) : NULL;
+    if (fp == NULL || PerlIO_seek(fp, 0, SEEK_SET) != 0)
+        return NULL;
+    return newRV_inc(SvRV(empty_input));
+}
 
 /* The env entries that are the same for every request (psgi.version,
  * psgi.errors...): the key made once, the value copied per request. */
@@ -448,6 +473,11 @@ HV *build_psgi_env(pTHX_ struct worker_loop *loop)
 
     store(aTHX_ env, KEY_PSGIX_IO, lazy_socket_handle(aTHX_ conn->fd));
     store(aTHX_ env, KEY_PSGIX_CLEANUP_HANDLERS, newRV_noinc((SV *)newAV()));
+    if (head->framing == HTTP_BODY_NONE) {
+        SV *input = rewound_empty_input(aTHX);
+        if (input)
+            store(aTHX_ env, KEY_PSGI_INPUT, input);
+    }
 
     header_set seen = 0;
     for (size_t i = 0; i < head->num_headers; i++)

@@ -17,10 +17,15 @@ void psgi_env_init(pTHX);
  * later changes to the hash are not seen.  NULL: none. */
 void psgi_env_set_template(pTHX_ HV *template);
 
+/* psgi.input for requests without a body: an empty in-memory handle (a
+ * glob reference), rewound for each request.  undef: none. */
+void psgi_env_set_empty_input(pTHX_ SV *handle);
+
 /*
  * A new env for loop->current: the template's keys plus the request's own,
- * psgix.io included (made on first use) and an empty
- * psgix.cleanup.handlers.  psgi.input is added by the Perl worker.
+ * psgix.io included (made on first use), an empty psgix.cleanup.handlers
+ * and, without a body, the empty psgi.input while that handle is open;
+ * else psgi.input is the Perl worker's to add.
  */
 HV *build_psgi_env(pTHX_ struct worker_loop *loop);
 

@@ -42,14 +42,14 @@ Serow::Loop->set_socket_opener(sub {
 });
 
 # psgi.input of every request without a body: one empty in-memory handle,
-# rewound for each request (an app may have read, seeked or closed it).
-my $EMPTY_INPUT;
-
-sub _empty_input {
-    # fileno is -1 for an open in-memory handle, undef once closed.
-    return $EMPTY_INPUT if $EMPTY_INPUT && defined fileno($EMPTY_INPUT) && seek($EMPTY_INPUT, 0, 0);
-    open($EMPTY_INPUT, '<', \'') or die "cannot open an in-memory handle: $!";
-    return $EMPTY_INPUT;
+# rewound for each request (an app may have read, seeked or closed it).  The
+# env comes with it (src/psgi_env.c) while it is open; when an app has
+# closed it, a new one is made here and handed to the loop.
+sub _new_empty_input {
+    my ($loop) = @_;
+    open(my $input, '<', \'') or die "cannot open an in-memory handle: $!";
+    $loop->set_empty_input($input);
+    return $input;
 }
 
 sub new {
@@ -141,10 +141,11 @@ sub handle_request {
     my ($self, $env) = @_;
     my $loop = $self->{loop};
 
-    # (psgix.cleanup.handlers is in the env already: src/psgi_env.c)
-    $env->{'psgi.input'} = $loop->request_body_framing
+    # (psgix.cleanup.handlers is in the env already, and psgi.input when
+    # there is no body: src/psgi_env.c)
+    $env->{'psgi.input'} //= $loop->request_body_framing
         ? $self->buffer_request_body($env) // return 1
-        : _empty_input();
+        : _new_empty_input($loop);
 
     my $res = eval { $self->{app}->($env) };
     if (my $error = $@) {
