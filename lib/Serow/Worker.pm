@@ -165,7 +165,9 @@ sub handle_request {
         $self->app_failed($env, "the app returned " . (defined $res ? "'$res'" : 'undef')
             . " instead of an array or a code reference");
     }
-    $self->end_request($env);
+    # The usual end in one call: the body had the length announced and the
+    # app did not read psgix.io.  Else end_request sees to it.
+    $loop->finish_plain_request or $self->end_request($env);
 
     # After the response is out (and the connection kept or closed): the
     # client does not wait for these.
@@ -175,12 +177,11 @@ sub handle_request {
     return !$env->{'psgix.harakiri.commit'};
 }
 
+# Ends a request that finish_plain_request left alone: a body whose length
+# was not the one announced, or psgix.io read by the app.
 sub end_request {
     my ($self, $env) = @_;
     my $loop = $self->{loop};
-    # The usual case in one call: the body had the length announced and the
-    # app did not read psgix.io.
-    return if $loop->finish_plain_request;
     if (my ($announced, $given) = $loop->length_mismatch) {
         Serow::Log->error("$env->{REQUEST_METHOD} $env->{REQUEST_URI}: the app's Content-Length is "
             . "$announced but its body has $given bytes: the connection is closed after it");
