@@ -102,8 +102,8 @@ subtest 'options as a hash: unknown keys and bad values die' => sub {
 };
 
 subtest 'the command line: --name VALUE, --name=VALUE, repeats, -h -v, --' => sub {
-    my ($o, @rest) = Serow::Options->from_argv(qw(--workers=3 --listen a:1 --listen=b:2,c:3
-        --max-body-size 2K app.psgi --workers 5));
+    my ($o, @rest) = Serow::Options->from_argv('--workers=3', '--listen', 'a:1',
+        '--listen=b:2,c:3', '--max-body-size', '2K', 'app.psgi', '--workers', 5);
     is $o->{workers}, 3, '--name=value';
     is_deeply $o->{listen}, ['a:1', 'b:2', 'c:3'], 'a list option repeats and splits on commas';
     is $o->{max_body_size}, 2048, '--name value';
