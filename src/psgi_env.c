@@ -56,22 +56,6 @@ typedef uint64_t header_set;
 static SV *common_header_keys[COMMON_HEADER_COUNT];
 typedef char common_headers_fit_in_a_header_set[COMMON_HEADER_COUNT <= 64 ? 1 : -1];
 
-/* Values that many requests share (the protocol, "", "GET"): copies of these
- * share their string buffer (copy-on-write) instead of allocating one. */
-enum shared_value {
-    VALUE_HTTP_1_1,
-    VALUE_HTTP_1_0,
-    VALUE_EMPTY,
-    VALUE_SLASH,
-    VALUE_GET,
-    VALUE_HEAD,
-    VALUE_POST,
-    VALUE_COUNT
-};
-static const char *const value_texts[VALUE_COUNT] = {"HTTP/1.1", "HTTP/1.0", "", "/",
-                                                     "GET",      "HEAD",     "POST"};
-static SV *values[VALUE_COUNT];
-
 /* psgi.input of a request without a body: one empty in-memory handle the
  * worker opened, rewound here for each request. */
 static SV *empty_input;
@@ -115,7 +99,7 @@ static SV *shared_key(pTHX_ const char *name, size_t len)
 
 /* A value of its own for one env.  newSVsv handles anything but costs
  * more than the constructor for the value's type (a reference, an integer,
- * a short byte string: what a template and the values above hold). */
+ * a short byte string: what a template holds). */
 static SV *copy_value(pTHX_ SV *value)
 {
     if (SvROK(value))
@@ -144,9 +128,6 @@ void psgi_env_init(pTHX)
         }
         common_header_keys[i] = shared_key(aTHX_ key, 5 + n);
     }
-    for (int i = 0; i < VALUE_COUNT; i++)
-        if (values[i] == NULL)
-            values[i] = newSVpvn(value_texts[i], strlen(value_texts[i]));
 }
 
 void psgi_env_set_template(pTHX_ HV *template)
@@ -189,47 +170,6 @@ static int common_header_index(const char *name, size_t len)
     return -1;
 }
 
-/* SERVER_NAME of each listener, made once: listener names do not change. */
-static struct {
-    SV *value;
-} server_names[WORKER_MAX_LISTENERS];
-
-static SV *server_name_value(pTHX_ const struct listener *listener, int index)
-{
-    SV *cached = index >= 0 && index < WORKER_MAX_LISTENERS ? server_names[index].value : NULL;
-    if (cached == NULL || strcmp(SvPVX(cached), listener->server_name) != 0) {
-        SV *made = newSVpv(listener->server_name, 0);
-        if (index < 0 || index >= WORKER_MAX_LISTENERS)
-            return made;
-        SvREFCNT_dec(cached);
-        server_names[index].value = cached = made;
-    }
-    return copy_value(aTHX_ cached);
-}
-
-/* REMOTE_ADDR: the last one seen is kept, since consecutive requests often
- * come from one address (keep-alive, a proxy in front). */
-static SV *last_remote_addr;
-
-static SV *remote_addr_value(pTHX_ const char *addr)
-{
-    if (last_remote_addr == NULL || strcmp(SvPVX(last_remote_addr), addr) != 0) {
-        SvREFCNT_dec(last_remote_addr);
-        last_remote_addr = newSVpv(addr, 0);
-    }
-    return copy_value(aTHX_ last_remote_addr);
-}
-
-static SV *method_value(pTHX_ const char *method, size_t len)
-{
-    if (len == 3 && memcmp(method, "GET", 3) == 0)
-        return copy_value(aTHX_ values[VALUE_GET]);
-    if (len == 4 && memcmp(method, "POST", 4) == 0)
-        return copy_value(aTHX_ values[VALUE_POST]);
-    if (len == 4 && memcmp(method, "HEAD", 4) == 0)
-        return copy_value(aTHX_ values[VALUE_HEAD]);
-    return newSVpvn(method, len);
-}
 
 static int hex_digit(char c)
 {
@@ -436,9 +376,9 @@ HV *build_psgi_env(pTHX_ struct worker_loop *loop)
     for (size_t i = 0; i < constant_count; i++)
         (void)hv_store_ent(env, constants[i].key, copy_value(aTHX_ constants[i].value),
                            SvSHARED_HASH(constants[i].key));
-    store(aTHX_ env, KEY_REQUEST_METHOD, method_value(aTHX_ head->method, head->method_len));
+    store(aTHX_ env, KEY_REQUEST_METHOD, newSVpvn(head->method, head->method_len));
     store(aTHX_ env, KEY_SERVER_PROTOCOL,
-          copy_value(aTHX_ values[head->minor_version ? VALUE_HTTP_1_1 : VALUE_HTTP_1_0]));
+          newSVpvn(head->minor_version ? "HTTP/1.1" : "HTTP/1.0", 8));
 
     /* REQUEST_URI is origin-form even for an absolute-form target. */
     const char *path = head->path;
@@ -457,18 +397,16 @@ HV *build_psgi_env(pTHX_ struct worker_loop *loop)
     /* "OPTIONS *" asks about the server, not a path: PSGI wants PATH_INFO
      * empty or starting with "/"; REQUEST_URI keeps the "*". */
     if (uri_len == 1 && uri[0] == '*')
-        store(aTHX_ env, KEY_PATH_INFO, copy_value(aTHX_ values[VALUE_EMPTY]));
-    else if (path_only == 1 && uri[0] == '/')
-        store(aTHX_ env, KEY_PATH_INFO, copy_value(aTHX_ values[VALUE_SLASH]));
+        store(aTHX_ env, KEY_PATH_INFO, newSVpvs(""));
     else
         store(aTHX_ env, KEY_PATH_INFO, decode_path(aTHX_ uri, path_only));
-    store(aTHX_ env, KEY_QUERY_STRING, question ? newSVpvn(question + 1, uri_len - path_only - 1)
-                                                : copy_value(aTHX_ values[VALUE_EMPTY]));
+    store(aTHX_ env, KEY_QUERY_STRING,
+          question ? newSVpvn(question + 1, uri_len - path_only - 1) : newSVpvs(""));
     store(aTHX_ env, KEY_REQUEST_URI, request_uri);
 
-    store(aTHX_ env, KEY_SERVER_NAME, server_name_value(aTHX_ listener, conn->listener_index));
+    store(aTHX_ env, KEY_SERVER_NAME, newSVpv(listener->server_name, 0));
     store(aTHX_ env, KEY_SERVER_PORT, newSViv(listener->server_port));
-    store(aTHX_ env, KEY_REMOTE_ADDR, remote_addr_value(aTHX_ conn->remote_addr));
+    store(aTHX_ env, KEY_REMOTE_ADDR, newSVpv(conn->remote_addr, 0));
     store(aTHX_ env, KEY_REMOTE_PORT, newSViv(conn->remote_port));
 
     store(aTHX_ env, KEY_PSGIX_IO, lazy_socket_handle(aTHX_ conn->fd));
