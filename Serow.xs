@@ -8,7 +8,11 @@
 #include "perl.h"
 #include "XSUB.h"
 
+#include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <sys/eventfd.h>
 
@@ -24,30 +28,35 @@
 typedef struct worker_loop *Serow__Loop;
 typedef struct shared_state *Serow__Shared;
 
+/* The Serow::Loop package, for the typemap's quick check of the object. */
+static HV *serow_loop_stash;
+
 static double setting(pTHX_ HV *settings, const char *name, double fallback)
 {
     SV **sv = hv_fetch(settings, name, (I32)strlen(name), 0);
     return sv && SvOK(*sv) ? SvNV(*sv) : fallback;
 }
 
-/* Turns a writer result into what the Perl side sees: 1 sent, 0 client gone;
- * a malformed response dies with a message naming what is wrong. */
-static int response_result(pTHX_ int r, SV *bad_header)
+/* Why a writer result is an error, as a new mortal string; NULL when it is
+ * none (RESPONSE_OK, RESPONSE_CLIENT_GONE).  bad_header (owned, freed here)
+ * names the header at fault. */
+static SV *response_error(pTHX_ int r, SV *bad_header)
 {
     const char *why;
+    if (bad_header)
+        sv_2mortal(bad_header);
     switch (r) {
     case RESPONSE_OK:
-        return 1;
     case RESPONSE_CLIENT_GONE:
-        return 0;
+        return NULL;
     case RESPONSE_BAD_STATUS:
-        croak("invalid status in the response (three digits, 101 or 200-599, expected)");
+        return sv_2mortal(newSVpvs("invalid status in the response (three digits, 101 or 200-599, expected)"));
     case RESPONSE_BAD_CONTENT_LENGTH:
-        croak("invalid Content-Length in the response (not digits, repeated, or with Transfer-Encoding)");
+        return sv_2mortal(newSVpvs("invalid Content-Length in the response (not digits, repeated, or with Transfer-Encoding)"));
     case RESPONSE_BAD_HEADER_LIST:
-        croak("invalid response headers: not an array reference of name/value pairs");
+        return sv_2mortal(newSVpvs("invalid response headers: not an array reference of name/value pairs"));
     case RESPONSE_TOO_LATE:
-        croak("the response has already started");
+        return sv_2mortal(newSVpvs("the response has already started"));
     case RESPONSE_WIDE_CHARACTER:
         why = "wide character (PSGI headers and bodies are bytes: encode them)";
         break;
@@ -59,9 +68,18 @@ static int response_result(pTHX_ int r, SV *bad_header)
         break;
     }
     if (bad_header)
-        croak("invalid response header '%" SVf "': %s", SVfARG(sv_2mortal(bad_header)), why);
-    croak("invalid response: %s", why);
-    return 0;
+        return sv_2mortal(newSVpvf("invalid response header '%" SVf "': %s", SVfARG(bad_header), why));
+    return sv_2mortal(newSVpvf("invalid response: %s", why));
+}
+
+/* Turns a writer result into what the Perl side sees: 1 sent, 0 client gone;
+ * a malformed response dies with a message naming what is wrong. */
+static int response_result(pTHX_ int r, SV *bad_header)
+{
+    SV *error = response_error(aTHX_ r, bad_header);
+    if (error)
+        croak("%" SVf, SVfARG(error));
+    return r == RESPONSE_OK;
 }
 
 /* Tells the loop what response went out, for the access log and metrics. */
@@ -78,6 +96,7 @@ PROTOTYPES: DISABLE
 
 BOOT:
     psgi_env_init(aTHX);
+    serow_loop_stash = gv_stashpvs("Serow::Loop", GV_ADD);
 
 Serow::Loop
 loop_new(const char *class, HV *settings)
@@ -114,11 +133,23 @@ loop_add_listener(Serow::Loop loop, int fd, int is_unix, const char *server_name
     if (worker_loop_add_listener(loop, fd, is_unix, server_name, server_port) != 0)
         croak("cannot watch listen socket %d: %s", fd, strerror(errno));
 
+void
+loop_set_env_template(Serow::Loop loop, HV *template)
+  CODE:
+    PERL_UNUSED_VAR(loop);
+    psgi_env_set_template(aTHX_ template);
+
+void
+loop_set_empty_input(Serow::Loop loop, SV *handle)
+  CODE:
+    PERL_UNUSED_VAR(loop);
+    psgi_env_set_empty_input(aTHX_ handle);
+
 SV *
-loop_next_request(Serow::Loop loop, HV *template)
+loop_next_request(Serow::Loop loop)
   CODE:
     if (worker_loop_next_request(loop))
-        RETVAL = newRV_noinc((SV *)build_psgi_env(aTHX_ loop, template));
+        RETVAL = newRV_noinc((SV *)build_psgi_env(aTHX_ loop));
     else
         RETVAL = &PL_sv_undef;
   OUTPUT:
@@ -149,6 +180,11 @@ loop_read_body(Serow::Loop loop, SV *buffer, size_t max)
     if (!SvOK(buffer))
         sv_setpvs(buffer, "");
     (void)SvPV_force(buffer, cur);
+    /* Room for what can still come, not max more each call: a body read
+     * in several calls then grows the string once, not once per call (each
+     * growth a copy of all that was read). */
+    if (loop->current && loop->head.framing == HTTP_BODY_LENGTH && loop->body_remaining < max)
+        max = (size_t)loop->body_remaining;
     char *p = SvGROW(buffer, cur + max + 1);
     int r = worker_loop_read_body(loop, p + cur, max, &got);
     if (r == 0) {
@@ -216,6 +252,33 @@ loop_send_informational(Serow::Loop loop, SV *status, SV *headers)
   OUTPUT:
     RETVAL
 
+SV *
+loop_send_array_triple(Serow::Loop loop, SV *res, SV *last_one)
+  CODE:
+    /* The usual response, [status, headers, [parts]], in one call.  Returns
+     * 1 when it went out (or the client left), 0 when res is no such triple
+     * (the worker sends it its own way, or says what is wrong), else why
+     * it cannot be sent.  last_one true (psgix.harakiri.commit): the loop
+     * stops first, so that the response closes or hands over the connection. */
+    AV *triple = SvROK(res) && SvTYPE(SvRV(res)) == SVt_PVAV ? (AV *)SvRV(res) : NULL;
+    SV **body = triple && av_count(triple) == 3 && !SvRMAGICAL((SV *)triple)
+                    ? av_fetch(triple, 2, 0) : NULL;
+    if (body == NULL || SvGMAGICAL(*body) || !SvROK(*body) || SvTYPE(SvRV(*body)) != SVt_PVAV ||
+        SvOBJECT(SvRV(*body))) {
+        RETVAL = &PL_sv_no;
+    } else {
+        SV *bad = NULL;
+        if (SvTRUE(last_one))
+            worker_loop_stop(loop);
+        SV **status = av_fetch(triple, 0, 0), **headers = av_fetch(triple, 1, 0);
+        int r = send_psgi_response(aTHX_ loop, status ? *status : &PL_sv_undef,
+                                   headers ? *headers : &PL_sv_undef, (AV *)SvRV(*body), &bad);
+        SV *error = response_error(aTHX_ r, bad);
+        RETVAL = error ? SvREFCNT_inc_simple_NN(error) : &PL_sv_yes;
+    }
+  OUTPUT:
+    RETVAL
+
 void
 loop_length_mismatch(Serow::Loop loop)
   PPCODE:
@@ -265,6 +328,27 @@ loop_finish_request(Serow::Loop loop)
     worker_loop_finish_request(loop, psgi_response_keeps_alive());
     reset_psgi_response();
     psgi_env_request_done(aTHX);
+
+int
+loop_finish_plain_request(Serow::Loop loop)
+  CODE:
+    /* finish_request when there is nothing for the worker to look at: the
+     * body had its Content-Length and psgix.io was not made.  1 when done
+     * (or no request is current), 0 when the worker must see to it. */
+    uint64_t announced, given;
+    if (psgi_response_length_mismatch(&announced, &given) || psgi_env_socket_handle_made()) {
+        RETVAL = 0;
+    } else {
+        if (loop->current) {
+            note_response_outcome(loop);
+            worker_loop_finish_request(loop, psgi_response_keeps_alive());
+            reset_psgi_response();
+        }
+        psgi_env_request_done(aTHX);
+        RETVAL = 1;
+    }
+  OUTPUT:
+    RETVAL
 
 void
 loop_fail_request(Serow::Loop loop, int status)
@@ -540,6 +624,70 @@ referent_refcount(SV *ref)
     /* How many references the thing ref points at has: a psgix.io handle
      * with more than ours is one the app kept. */
     RETVAL = SvROK(ref) ? (int)SvREFCNT(SvRV(ref)) : 0;
+  OUTPUT:
+    RETVAL
+
+# The few POSIX calls the master and workers make, here so that they do not
+# load POSIX.pm: what the master loads is in every worker's memory.
+
+int
+signal_number(const char *name)
+  CODE:
+    /* "TERM" -> 15; -1 for a name this system does not have */
+    RETVAL = whichsig_pv(name);
+  OUTPUT:
+    RETVAL
+
+SV *
+block_signals(...)
+  CODE:
+    /* Blocks the signals named; returns the mask before (for set_signal_mask). */
+    sigset_t block, old;
+    sigemptyset(&block);
+    for (I32 i = 0; i < items; i++) {
+        int n = whichsig_pv(SvPV_nolen(ST(i)));
+        if (n <= 0)
+            croak("block_signals: no signal '%s'", SvPV_nolen(ST(i)));
+        sigaddset(&block, n);
+    }
+    if (sigprocmask(SIG_BLOCK, &block, &old) != 0)
+        croak("sigprocmask: %s", strerror(errno));
+    RETVAL = newSVpvn((const char *)&old, sizeof(old));
+  OUTPUT:
+    RETVAL
+
+void
+set_signal_mask(SV *mask)
+  CODE:
+    STRLEN len;
+    const char *p = SvPV(mask, len);
+    sigset_t set;
+    if (len != sizeof(set))
+        croak("set_signal_mask: not a mask from block_signals");
+    memcpy(&set, p, sizeof(set));
+    if (sigprocmask(SIG_SETMASK, &set, NULL) != 0)
+        croak("sigprocmask: %s", strerror(errno));
+
+void
+exit_now(int status)
+  CODE:
+    /* _exit(2): no END blocks, no destructors, no buffers flushed (a child
+     * must not flush what its parent had buffered). */
+    _exit(status);
+
+int
+WNOHANG()
+  CODE:
+    RETVAL = WNOHANG;
+  OUTPUT:
+    RETVAL
+
+double
+open_file_limit()
+  CODE:
+    /* The soft limit on open descriptors, or -1 when there is none. */
+    struct rlimit rl;
+    RETVAL = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? (double)rl.rlim_cur : -1;
   OUTPUT:
     RETVAL
 

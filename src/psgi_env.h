@@ -12,13 +12,22 @@
 /* Precomputes the hash keys the env uses on every request. */
 void psgi_env_init(pTHX);
 
+/* The keys that never change between requests (psgi.version, psgi.errors,
+ * ...) and their values: every env gets a copy of each value.  Read once:
+ * later changes to the hash are not seen.  NULL: none. */
+void psgi_env_set_template(pTHX_ HV *template);
+
+/* psgi.input for requests without a body: an empty in-memory handle (a
+ * glob reference), rewound for each request.  undef: none. */
+void psgi_env_set_empty_input(pTHX_ SV *handle);
+
 /*
- * A new env for loop->current: a copy of template (the keys that never change,
- * such as psgi.version and psgi.errors) plus the request's own, psgix.io
- * included (made on first use).  psgi.input and psgix.cleanup.handlers are
- * added by the Perl worker.
+ * A new env for loop->current: the template's keys plus the request's own,
+ * psgix.io included (made on first use), an empty psgix.cleanup.handlers
+ * and, without a body, the empty psgi.input while that handle is open;
+ * else psgi.input is the Perl worker's to add.
  */
-HV *build_psgi_env(pTHX_ struct worker_loop *loop, HV *template);
+HV *build_psgi_env(pTHX_ struct worker_loop *loop);
 
 /* psgix.io is made on first use by this Perl code: it gets the socket's
  * descriptor and returns a handle on a duplicate of it (or undef). */

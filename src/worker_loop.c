@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -315,12 +316,22 @@ static int slot_claim(struct worker_loop *loop, struct connection *conn)
         return 1;
     struct connection_slot *s = &loop->slot->connections_table[conn->slot];
     uint32_t expected = SLOT_IDLE;
-    if (atomic_compare_exchange_strong(&s->state, &expected, SLOT_IN_WORKER)) {
+    while (!atomic_compare_exchange_strong(&s->state, &expected, SLOT_IN_WORKER)) {
+        if (expected == SLOT_IN_WORKER)
+            return 1; /* it was never parked */
+        if (expected != SLOT_STEALING)
+            break;
+        /* The holder is copying the descriptor (one system call): whether
+         * it gets it is not known yet.  If pidfd_getfd fails, the slot goes
+         * back to SLOT_IDLE and the connection is still ours: giving it up
+         * now would leave its request unread by anyone. */
+        sched_yield();
+        expected = SLOT_IDLE;
+    }
+    if (expected == SLOT_IDLE) {
         atomic_fetch_sub(&loop->slot->idle_connections, 1);
         return 1;
     }
-    if (expected == SLOT_IN_WORKER)
-        return 1; /* it was never parked */
     /* Stolen (or being stolen): stop watching it; the ring tells us when our
      * copy may be closed. */
     epoll_ctl(loop->epoll_fd, EPOLL_CTL_DEL, conn->fd, NULL);

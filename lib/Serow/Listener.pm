@@ -2,11 +2,13 @@ package Serow::Listener;
 use strict;
 use warnings;
 
-use Carp ();
-use IO::Socket::IP ();
-use IO::Socket::UNIX ();
-use Socket qw(IPPROTO_TCP TCP_NODELAY SOL_SOCKET SO_REUSEADDR AF_UNIX AF_INET AF_INET6
-              sockaddr_family unpack_sockaddr_in unpack_sockaddr_in6 inet_ntop);
+# Sockets with Socket's functions, not IO::Socket::IP: the master loads
+# nothing it can do without, since every worker carries what it loaded
+# (IO::Socket::IP and what it pulls in were 3 MB of each worker's RSS).
+use Socket qw(IPPROTO_TCP IPPROTO_IPV6 IPV6_V6ONLY TCP_NODELAY SOL_SOCKET SO_REUSEADDR
+              SOCK_STREAM AF_UNIX AF_INET AF_INET6 AI_PASSIVE AI_NUMERICSERV
+              getaddrinfo pack_sockaddr_un sockaddr_family unpack_sockaddr_in
+              unpack_sockaddr_in6 inet_ntop);
 
 # Linux's TCP_DEFER_ACCEPT: accept() only once the client has sent data, so a
 # worker woken for a connection finds the request already there.
@@ -54,15 +56,17 @@ sub open_address {
         my $path = $parsed->{path};
         if (-S $path) {
             # A socket file nobody answers on is left over from a crash.
-            my $probe = IO::Socket::UNIX->new(Peer => $path);
-            die "--listen: $path is in use by another server\n" if $probe;
+            socket(my $probe, AF_UNIX, SOCK_STREAM, 0) or die "--listen: cannot make a socket: $!\n";
+            die "--listen: $path is in use by another server\n"
+                if connect($probe, pack_sockaddr_un($path));
+            close $probe;
             unlink $path;
         }
         my $mode = defined $opts{socket_mode} ? oct $opts{socket_mode} : undef;
         # With a mode asked for, the socket is created with no more
         # permissions than that: no client can connect before the chmod.
         my $umask = defined $mode ? umask(~$mode & 0777) : undef;
-        $socket = IO::Socket::UNIX->new(Local => $path, Listen => $opts{backlog});
+        $socket = _unix_listen($path, $opts{backlog});
         my $error = $!;
         umask $umask if defined $umask;
         $socket or die "--listen: cannot listen on $path: $error\n";
@@ -71,17 +75,39 @@ sub open_address {
         }
     } else {
         die "--listen: port '$parsed->{port}' is out of range\n" if $parsed->{port} > 65535;
-        $socket = IO::Socket::IP->new(
-            LocalHost => $parsed->{host},
-            LocalPort => $parsed->{port},
-            Listen    => $opts{backlog},
-            ReuseAddr => 1,
-            Proto     => 'tcp',
-            ($parsed->{host} =~ /:/ ? (V6Only => 1) : ()),
-        ) or die "--listen: cannot listen on $address: $@\n";
+        $socket = eval { _tcp_listen($parsed->{host}, $parsed->{port}, $opts{backlog}) }
+            or die "--listen: cannot listen on $address: $@";
         _tune_tcp($socket);
     }
     return $class->_wrap($socket, $parsed->{path});
+}
+
+sub _unix_listen {
+    my ($path, $backlog) = @_;
+    socket(my $socket, AF_UNIX, SOCK_STREAM, 0) or return undef;
+    bind($socket, pack_sockaddr_un($path)) && listen($socket, $backlog) or return undef;
+    return $socket;
+}
+
+# A listening TCP socket on the first of host's addresses that binds (a name
+# may have several); dies with the reason the last one failed.
+sub _tcp_listen {
+    my ($host, $port, $backlog) = @_;
+    my ($error, @addresses) = getaddrinfo($host, $port, {
+        flags => AI_PASSIVE | AI_NUMERICSERV, socktype => SOCK_STREAM, protocol => IPPROTO_TCP });
+    die "$error\n" if $error;
+    for my $address (@addresses) {
+        socket(my $socket, $address->{family}, $address->{socktype}, $address->{protocol}) or do { $error = "$!"; next };
+        setsockopt($socket, SOL_SOCKET, SO_REUSEADDR, 1) or do { $error = "$!"; next };
+        # An IPv6 address given as such listens for IPv6 only: 0.0.0.0 on the
+        # same port is another listener.
+        if ($address->{family} == AF_INET6 && $host =~ /:/) {
+            setsockopt($socket, IPPROTO_IPV6, IPV6_V6ONLY, 1) or do { $error = "$!"; next };
+        }
+        bind($socket, $address->{addr}) && listen($socket, $backlog) or do { $error = "$!"; next };
+        return $socket;
+    }
+    die(($error // 'no address') . "\n");
 }
 
 sub _wrap {

@@ -2,7 +2,6 @@ package Serow::Master;
 use strict;
 use warnings;
 
-use POSIX qw(WNOHANG SIGTERM SIGKILL SIG_BLOCK SIG_SETMASK);
 use Time::HiRes ();
 
 use Serow ();
@@ -211,12 +210,10 @@ sub fork_child {
     my ($self, $child_main) = @_;
     # Signals stay blocked across fork so that the child never runs the
     # master's handlers; the child unblocks them once its own are set.
-    my $block = POSIX::SigSet->new(map { POSIX->can("SIG$_")->() } @SIGNALS);
-    my $old = POSIX::SigSet->new;
-    POSIX::sigprocmask(SIG_BLOCK, $block, $old);
+    my $old = Serow::block_signals(@SIGNALS);
     my $pid = fork;
     if (!defined $pid) {
-        POSIX::sigprocmask(SIG_SETMASK, $old);
+        Serow::set_signal_mask($old);
         Serow::Log->error("cannot fork: $!");
         $self->{throttled_until} = Time::HiRes::time + FAST_DEATH_SECONDS;
         return undef;
@@ -225,16 +222,16 @@ sub fork_child {
         $SIG{$_} = 'DEFAULT' for @SIGNALS;
         if ($self->{privileges} && !eval { $self->{privileges}->drop }) {
             Serow::Log->error("cannot drop privileges: $@");
-            POSIX::_exit(1);
+            Serow::exit_now(1);
         }
         # A child whose master is gone finishes its work and leaves; the
         # master may have died before this line, leaving nobody to signal it.
         # (After dropping privileges: a change of uid clears this setting.)
-        Serow::set_parent_death_signal(SIGTERM);
-        POSIX::_exit(0) if getppid() != $self->{pid};
+        Serow::set_parent_death_signal(Serow::signal_number('TERM'));
+        Serow::exit_now(0) if getppid() != $self->{pid};
         $child_main->($old);
     }
-    POSIX::sigprocmask(SIG_SETMASK, $old);
+    Serow::set_signal_mask($old);
     return $pid;
 }
 
@@ -246,15 +243,15 @@ sub spawn_holder {
         close $_->{socket} for @{ $self->{listeners} }; # it accepts nothing
         close $self->{access_log_fh} if $self->{access_log_fh}; # and logs no request
         $SIG{USR1} = 'IGNORE'; # it writes no access log (a USR1 sent to the process group)
-        POSIX::sigprocmask(SIG_SETMASK, $signal_mask);
-        POSIX::_exit($self->{holder}->run == 0 ? 0 : 1);
+        Serow::set_signal_mask($signal_mask);
+        Serow::exit_now($self->{holder}->run == 0 ? 0 : 1);
     });
 }
 
 sub stop_holder {
     my ($self) = @_;
     return if !$self->{holder_pid} || $self->{holder_stopping}++;
-    kill SIGTERM, $self->{holder_pid};
+    kill 'TERM', $self->{holder_pid};
 }
 
 sub free_worker_slot {
@@ -309,7 +306,7 @@ sub stop_worker {
     my $w = $self->{workers}{$pid} or return;
     return if $w->{stopping_since};
     $w->{stopping_since} = Time::HiRes::time;
-    kill SIGTERM, $pid;
+    kill 'TERM', $pid;
 }
 
 # TTOU lowered the target: the newest surplus workers finish and leave.
@@ -329,14 +326,14 @@ sub kill_overdue_workers {
         my $w = $self->{workers}{$pid};
         next if !$w->{stopping_since} || $w->{killed} || $now - $w->{stopping_since} <= $limit;
         Serow::Log->error("worker $pid did not finish within --graceful-timeout ${limit}s: killed");
-        kill SIGKILL, $pid;
+        kill 'KILL', $pid;
         $w->{killed} = 1;
     }
 }
 
 sub reap_workers {
     my ($self) = @_;
-    while ((my $pid = waitpid(-1, WNOHANG)) > 0) {
+    while ((my $pid = waitpid(-1, Serow::WNOHANG())) > 0) {
         my $status = $?;
         if ($self->{holder_pid} && $pid == $self->{holder_pid}) {
             $self->{holder_pid} = undef;

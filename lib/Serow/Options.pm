@@ -2,8 +2,9 @@ package Serow::Options;
 use strict;
 use warnings;
 
-use B ();
-use Getopt::Long ();
+# No Getopt::Long and no B at load time: the master loads this module, and
+# what the master loads is in every worker's memory (B is loaded when a mode
+# given as a Perl number has to be told from a string).
 
 # Every option of the server, in one table: the command line, --help,
 # Plack::Handler::Serow and the defaults all come from here.
@@ -119,6 +120,7 @@ sub _dashed { (my $n = shift) =~ tr/_/-/; $n }
 sub _is_number {
     my ($value) = @_;
     return 0 unless defined $value && !ref $value;
+    require B;
     my $flags = B::svref_2object(\$value)->FLAGS;
     return ($flags & (B::SVf_IOK() | B::SVf_NOK())) && !($flags & B::SVf_POK());
 }
@@ -219,31 +221,60 @@ sub _host_port_address {
     return $host =~ /:/ ? "[$host]:$port" : "$host:$port";
 }
 
-# Parses a command line; returns (options, remaining arguments).
+# Parses a command line; returns (options, remaining arguments).  Written
+# here rather than with Getopt::Long, which would stay loaded in the master
+# and so in every worker.  Long options are --name VALUE or --name=VALUE (a
+# list option, and every alias of --listen, may be repeated); switches (the
+# aliases that take no value, -h/--help, -v/--version) take none.  Single
+# letters bundle (-hv) and take their value attached or next (-l:5000, -l :5000).
+# The options end at "--" or at the first argument that is not one (the app).
 sub from_argv {
     my ($class, @argv) = @_;
-    my @getopt;
-    for my $name (@ORDER) {
-        my $type = $SPEC{$name}[0];
-        my $flag = _dashed($name);
-        push @getopt, $type eq 'list' ? "$flag=s\@" : "$flag=s";
-    }
-    for my $alias (@ALIAS_ORDER) {
-        my $a = $ALIAS{$alias};
-        next if $a->{hash_only};
-        my $switch = $a->{switch} || exists $a->{set} || $a->{same};
-        push @getopt, $switch ? $alias : ($a->{to} // '') eq 'listen' ? "$alias=s\@" : "$alias=s";
-    }
-    my @errors;
-    local $SIG{__WARN__} = sub { push @errors, $_[0] };
-    my $p = Getopt::Long::Parser->new(config => [qw(no_ignore_case bundling no_auto_abbrev require_order)]);
-    my %raw;
-    my $help = 0;
-    local @ARGV = @argv;
-    $p->getoptions(\%raw, @getopt, 'help|h' => \$help, 'version|v' => \my $version);
-    if (@errors) {
-        my ($unknown) = $errors[0] =~ /Unknown option: (\S+)/;
-        die $unknown ? "unknown option " . alias_flag($unknown) . _hint($unknown) . "\n" : $errors[0];
+    my (%raw, $help, $version);
+    my $take = sub { # one option; $value undef when none was attached
+        my ($flag, $value, $attached) = @_;
+        if ($flag eq 'help' || $flag eq 'h' || $flag eq 'version' || $flag eq 'v') {
+            die alias_flag($flag) . " takes no value\n" if $attached;
+            if ($flag =~ /\Ah/) { $help = 1 } else { $version = 1 }
+            return 0;
+        }
+        (my $name = $flag) =~ tr/-/_/;
+        my $alias = $ALIAS{$flag};
+        my $known = ($SPEC{$name} && _dashed($name) eq $flag) || ($alias && !$alias->{hash_only});
+        die "unknown option " . alias_flag($flag) . _hint($flag) . "\n" unless $known;
+        if ($alias && ($alias->{switch} || exists $alias->{set} || $alias->{same})) {
+            die alias_flag($flag) . " takes no value\n" if $attached;
+            $raw{$flag} = 1;
+            return 0;
+        }
+        my $used_next = 0;
+        if (!defined $value) {
+            @argv or die alias_flag($flag) . ": a value is missing\n";
+            $value = shift @argv;
+            $used_next = 1;
+        }
+        my $repeatable = $alias ? ($alias->{to} // '') eq 'listen' : $SPEC{$name}[0] eq 'list';
+        if ($repeatable) { push @{ $raw{$flag} }, $value } else { $raw{$flag} = $value }
+        return $used_next;
+    };
+    while (@argv && $argv[0] =~ /\A-./) {
+        my $arg = shift @argv;
+        last if $arg eq '--';
+        if (my ($flag, $value) = $arg =~ /\A--([^=]+)(?:=(.*))?\z/s) {
+            $take->($flag, $value, defined $value);
+            next;
+        }
+        my @letters = split //, substr($arg, 1);
+        while (defined(my $letter = shift @letters)) {
+            my $alias = $ALIAS{$letter};
+            my $switch = $letter =~ /\A[hv]\z/ || ($alias && ($alias->{switch} || exists $alias->{set} || $alias->{same}));
+            if ($switch || !@letters) {
+                $take->($letter, undef, 0);
+            } else {
+                $take->($letter, join('', @letters), 1);
+                last;
+            }
+        }
     }
     # Every way of naming an address adds one to --listen.
     my @listen = map { @{ delete $raw{$_} // [] } } qw(listen l);
@@ -258,7 +289,7 @@ sub from_argv {
     my $opts = $class->from_hash(%given);
     $opts->{help} = $help;
     $opts->{version} = $version;
-    return ($opts, @ARGV);
+    return ($opts, @argv);
 }
 
 # "did you mean --max-requests?" for a mistyped option.

@@ -2,7 +2,6 @@ package Serow::PidFile;
 use strict;
 use warnings;
 
-use POSIX ();
 
 # --pid-file: the master's pid, for init scripts and logrotate.
 
@@ -59,7 +58,7 @@ sub _read_pid {
 # by now belong to another program (after a reboot, say).
 sub _is_running_serow {
     my ($pid) = @_;
-    return 0 unless kill(0, $pid) || $! == POSIX::EPERM;
+    return 0 unless kill(0, $pid) || $!{EPERM};
     open(my $fh, '<', "/proc/$pid/cmdline") or return 1; # cannot tell: assume it is
     local $/;
     my $cmdline = <$fh> // '';

@@ -2,7 +2,6 @@ package Serow::Privileges;
 use strict;
 use warnings;
 
-use POSIX ();
 use Serow ();
 
 # --user and --group.  The master resolves the names when it starts (so a
@@ -72,6 +71,9 @@ sub _supplementary_groups {
 # In a forked child, before it serves anything.  Dies if any id did not
 # change, or if the process could become root again.
 sub drop {
+    # Only here, in a child that switches users: POSIX loaded in the master
+    # would be in every worker's memory.
+    require POSIX;
     my ($self) = @_;
     my ($uid, $gid) = @$self{qw(uid gid)};
     # Groups first: once the uid is not root they can no longer be changed.

@@ -10,7 +10,6 @@ use Serow::Log ();
 use Serow::PidFile ();
 use Serow::Privileges ();
 use Serow::Metrics ();
-use POSIX ();
 
 use constant DEFAULT_LISTEN => '0.0.0.0:5000';
 
@@ -38,13 +37,18 @@ use constant RESERVED_DESCRIPTORS_MIN => 64;
 use constant RESERVED_DESCRIPTORS_SHARE => 0.1;
 
 sub default_max_keepalive_connections {
-    my $limit = POSIX::sysconf(POSIX::_SC_OPEN_MAX()) || 1024;
+    my $limit = _open_file_limit();
     my $reserve = int($limit * RESERVED_DESCRIPTORS_SHARE);
     $reserve = RESERVED_DESCRIPTORS_MIN if $reserve < RESERVED_DESCRIPTORS_MIN;
     return $limit > 2 * $reserve ? $limit - $reserve : int($limit / 2);
 }
 
 sub options { $_[0]{options} }
+
+sub _open_file_limit {
+    my $limit = Serow::open_file_limit();
+    return $limit > 0 ? $limit : 1024;
+}
 
 # Sockets given to new (listen_sockets), else the ones Server::Starter or
 # systemd hand over, else the ones --listen names.

@@ -8,7 +8,6 @@ use Serow ();
 use Serow::Writer ();
 use Serow::Log ();
 use Serow::Metrics ();
-use POSIX ();
 # Loaded here, in the master: a worker that switched to --user may no longer
 # read every directory of @INC, and perl's require fails on an unreadable
 # one (the in-memory handles of psgi.input need this layer).
@@ -20,7 +19,8 @@ use constant BODY_READ_SIZE => 65536;
 use constant BODY_HANDLE_READ_SIZE => 65536;
 
 # The keys of every env that do not change between requests; the C side
-# copies this hash and adds the request's own keys.
+# reads this hash once (set_env_template), and gives every env a copy of each
+# value besides the request's own keys.
 sub _env_template {
     return {
         SCRIPT_NAME            => '',
@@ -47,14 +47,14 @@ Serow::Loop->set_socket_opener(sub {
 });
 
 # psgi.input of every request without a body: one empty in-memory handle,
-# rewound for each request (an app may have read, seeked or closed it).
-my $EMPTY_INPUT;
-
-sub _empty_input {
-    # fileno is -1 for an open in-memory handle, undef once closed.
-    return $EMPTY_INPUT if $EMPTY_INPUT && defined fileno($EMPTY_INPUT) && seek($EMPTY_INPUT, 0, 0);
-    open($EMPTY_INPUT, '<', \'') or die "cannot open an in-memory handle: $!";
-    return $EMPTY_INPUT;
+# rewound for each request (an app may have read, seeked or closed it).  The
+# env comes with it (src/psgi_env.c) while it is open; when an app has
+# closed it, a new one is made here and handed to the loop.
+sub _new_empty_input {
+    my ($loop) = @_;
+    open(my $input, '<', \'') or die "cannot open an in-memory handle: $!";
+    $loop->set_empty_input($input);
+    return $input;
 }
 
 sub new {
@@ -127,8 +127,10 @@ sub run {
         $template->{'serow.status'} = sub { $shared->status };
     }
 
+    $loop->set_env_template($template);
+
     for (;;) {
-        my $env = $loop->next_request($template);
+        my $env = $loop->next_request;
         if (!$env) {
             last if $loop->is_stopping && $loop->is_drained;
             next; # a signal: its handler has run
@@ -189,14 +191,21 @@ sub install_signal_handlers {
     # logrotate's signal, passed on by the master.  SA_RESTART: a read or
     # write the app is blocked in goes on instead of failing with EINTR (the
     # loop's epoll_wait is woken all the same: it is never restarted).
-    POSIX::sigaction(POSIX::SIGUSR1(), POSIX::SigAction->new(sub { $self->reopen_logs },
-        POSIX::SigSet->new, POSIX::SA_RESTART()));
+    # (POSIX only then: loaded in every worker it costs each one memory.)
+    my $options = $self->{options};
+    if (defined $options->{access_log} || defined $options->{error_log}) {
+        require POSIX;
+        POSIX::sigaction(POSIX::SIGUSR1(), POSIX::SigAction->new(sub { $self->reopen_logs },
+            POSIX::SigSet->new, POSIX::SA_RESTART()));
+    } else {
+        $SIG{USR1} = 'IGNORE';
+    }
     $SIG{$_} = sub { $self->stop("SIG$_[0]") } for qw(TERM INT QUIT);
     # The master's signals: sent to a whole process group, they must neither
     # stop (TTIN, TTOU) nor end (HUP) a worker.
     $SIG{$_} = 'IGNORE' for qw(HUP TTIN TTOU);
     $SIG{CHLD} = 'DEFAULT';
-    POSIX::sigprocmask(POSIX::SIG_SETMASK(), $self->{signal_mask}) if $self->{signal_mask};
+    Serow::set_signal_mask($self->{signal_mask}) if $self->{signal_mask};
 }
 
 # Stops accepting; the requests in flight are finished, then run returns.
@@ -214,21 +223,36 @@ sub handle_request {
     my ($self, $env) = @_;
     my $loop = $self->{loop};
 
-    $env->{'psgi.input'} = $self->buffer_request_body($env) // return 1;
-    $env->{'psgix.cleanup.handlers'} = [];
+    # (psgix.cleanup.handlers is in the env already, and psgi.input when
+    # there is no body: src/psgi_env.c)
+    $env->{'psgi.input'} //= $loop->request_body_framing
+        ? $self->buffer_request_body($env) // return 1
+        : _new_empty_input($loop);
 
     my $res = eval { $self->{app}->($env) };
     if (my $error = $@) {
         $self->app_failed($env, "the app died: $error");
     } elsif (ref $res eq 'ARRAY') {
-        $self->send_array_response($env, $res);
+        # The usual triple, with an array body, in one call; the rest (a
+        # handle as the body, a malformed triple) in send_array_response.
+        my $sent = $loop->send_array_triple($res, $env->{'psgix.harakiri.commit'});
+        if (!$sent) {
+            $self->send_array_response($env, $res);
+        } elsif ($sent ne '1') {
+            $self->app_failed($env, "bad response: $sent");
+        }
     } elsif (ref $res eq 'CODE') {
         $self->run_streaming_response($env, $res);
     } else {
         $self->app_failed($env, "the app returned " . (defined $res ? "'$res'" : 'undef')
             . " instead of an array or a code reference");
     }
-    $self->end_request($env);
+    # Set by the app (an authentication middleware) for the access log.
+    $loop->note_remote_user($env->{REMOTE_USER})
+        if $self->{access_log} && defined $env->{REMOTE_USER};
+    # The usual end in one call: the body had the length announced and the
+    # app did not read psgix.io.  Else end_request sees to it.
+    $loop->finish_plain_request or $self->end_request($env);
 
     # After the response is out (and the connection kept or closed): the
     # client does not wait for these.
@@ -238,12 +262,11 @@ sub handle_request {
     return !$env->{'psgix.harakiri.commit'};
 }
 
+# Ends a request that finish_plain_request left alone: a body whose length
+# was not the one announced, or psgix.io read by the app.
 sub end_request {
     my ($self, $env) = @_;
     my $loop = $self->{loop};
-    # Set by the app (an authentication middleware) for the access log.
-    $loop->note_remote_user($env->{REMOTE_USER})
-        if $self->{access_log} && defined $env->{REMOTE_USER};
     if (my ($announced, $given) = $loop->length_mismatch) {
         Serow::Log->error("$env->{REQUEST_METHOD} $env->{REQUEST_URI}: the app's Content-Length is "
             . "$announced but its body has $given bytes: the connection is closed after it");
@@ -285,7 +308,7 @@ sub send_array_response {
         return $self->app_failed($env, "bad response: not [status, headers, body] with an "
             . "array or a handle as the body");
     }
-    $self->before_response($env);
+    $loop->stop if $env->{'psgix.harakiri.commit'}; # before_response, inlined: once per request
     my $sent = eval {
         if (ref $body eq 'ARRAY') {
             $loop->send_response($status, $headers, $body);
@@ -398,12 +421,11 @@ sub run_streaming_response {
 # Reads the whole request body before the app runs (psgix.input.buffered):
 # in memory up to --body-memory-limit, in an unlinked temp file beyond.
 # Returns the psgi.input handle, or undef when the request was answered with
-# an error (or the client left).
+# an error (or the client left).  Only for a request with a body.
 sub buffer_request_body {
     my ($self, $env) = @_;
     my $loop = $self->{loop};
     my $framing = $loop->request_body_framing;
-    return _empty_input() if !$framing;
     my $limit = $self->{options}{body_memory_limit};
     my $expected = $loop->request_content_length;
     my $buffer = '';
@@ -418,8 +440,10 @@ sub buffer_request_body {
     if ($expected > $limit) {
         $spool = eval { _temp_file() } or return $spool_failed->($@);
     }
+    # A body that stays in memory is read into a string of its size at once.
+    my $read_size = $expected > BODY_READ_SIZE && $expected <= $limit ? $expected : BODY_READ_SIZE;
     for (;;) {
-        my $n = $loop->read_body($buffer, BODY_READ_SIZE);
+        my $n = $loop->read_body($buffer, $read_size);
         if ($n < 0) {
             $loop->fail_request($n == -1 ? 400 : -$n);
             return undef;

@@ -102,6 +102,26 @@ subtest 'options as a hash: unknown keys and bad values die' => sub {
     is $o->{workers}, 4, 'defaults are filled in';
 };
 
+subtest 'the command line: --name VALUE, --name=VALUE, repeats, -h -v, --' => sub {
+    my ($o, @rest) = Serow::Options->from_argv('--workers=3', '--listen', 'a:1',
+        '--listen=b:2,c:3', '--max-body-size', '2K', 'app.psgi', '--workers', 5);
+    is $o->{workers}, 3, '--name=value';
+    is_deeply $o->{listen}, ['a:1', 'b:2', 'c:3'], 'a list option repeats and splits on commas';
+    is $o->{max_body_size}, 2048, '--name value';
+    is_deeply \@rest, ['app.psgi', '--workers', 5], 'the first argument that is no option ends them';
+    ($o, @rest) = Serow::Options->from_argv(qw(-hv -- --workers));
+    ok $o->{help} && $o->{version}, '-hv is -h -v';
+    is_deeply \@rest, ['--workers'], '-- ends the options';
+    ok !eval { Serow::Options->from_argv(qw(--workers -1)); 1 }, '--workers -1 dies';
+    like $@, qr/--workers: '-1' is not a whole number/, 'a value may start with a dash';
+    ok !eval { Serow::Options->from_argv('-x'); 1 }, 'an unknown short option dies';
+    like $@, qr/unknown option -x/;
+    ok !eval { Serow::Options->from_argv('--help=yes'); 1 }, '--help takes no value';
+    like $@, qr/--help takes no value/;
+    ok !eval { Serow::Options->from_argv('--Workers', 2); 1 }, 'names are case-sensitive';
+    like $@, qr/unknown option --Workers/;
+};
+
 subtest 'checking checked options again changes nothing' => sub {
     # script/serow checks the command line, then Serow::Server->new checks
     # the result again: every value must come out the same.
