@@ -43,6 +43,7 @@ sub _address {
 #        root => DIR (static files);
 #      keepalive => N, keepalive_timeout => '4s', keepalive_requests => N,
 #      request_buffering => 1 | 0, name => 'serow' (the upstream's name),
+#      server_params => 'max_fails=2 fail_timeout=5s' (after each server),
 #      comments => 1 (explain each setting, for the samples))
 sub site {
     my (%o) = @_;
@@ -58,8 +59,9 @@ sub site {
         my $name = $o{name} // 'serow';
         my @servers = ref $o{upstream} ? @{ $o{upstream} } : ($o{upstream} // '127.0.0.1:5000');
         $upstream = "upstream $name {\n"
-            . join('', map { "    server " . _address($_) . ";\n" } @servers)
-            . $c->('    ', "Idle connections to Serow each nginx worker keeps open and reuses:\n"
+            . (@servers > 1 ? $c->('    ', "A host that fails max_fails times is left out for fail_timeout.") : '')
+            . join('', map { "    server " . _address($_) . ($o{server_params} ? " $o{server_params}" : '') . ";\n" } @servers)
+            . (($o{keepalive} // 1) ? $c->('    ', "Idle connections to Serow each nginx worker keeps open and reuses:\n"
                 . "no connect per request, and no TIME_WAIT sockets piling up.")
             . "    keepalive " . ($o{keepalive} // UPSTREAM_KEEPALIVE) . ";\n"
             . $c->('    ', "Below Serow's --keepalive-timeout (5 s by default): nginx closes an\n"
@@ -67,6 +69,7 @@ sub site {
                 . "connection Serow is closing (a POST sent there would end in a 502).")
             . "    keepalive_timeout " . ($o{keepalive_timeout} // UPSTREAM_KEEPALIVE_TIMEOUT) . ";\n"
             . "    keepalive_requests " . ($o{keepalive_requests} // UPSTREAM_KEEPALIVE_REQUESTS) . ";\n"
+              : '') # keepalive => 0: a new connection for each request (tests compare)
             . "}\n\n";
         $location = "        proxy_pass http://$name;\n"
             . $c->('        ', "Keep-alive to the upstream needs HTTP/1.1 and no \"Connection: close\".")
@@ -77,8 +80,9 @@ sub site {
             . "        proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for;\n"
             . "        proxy_set_header X-Forwarded-Proto \$scheme;\n"
             . $c->('        ', "on: nginx reads the whole body before it passes the request on, so a\n"
-                . "slow upload holds no Serow worker.  off: the body streams through\n"
-                . "(chunked if the client sent it chunked) and the app sees it as it comes.")
+                . "slow upload holds no Serow worker.  off: the body streams through to\n"
+                . "Serow as it comes (chunked if the client sent it chunked): no temp file\n"
+                . "in nginx, but a slow upload holds a Serow worker.")
             . "        proxy_request_buffering " . (($o{request_buffering} // 1) ? 'on' : 'off') . ";\n"
             . $c->('        ', "Responses are buffered (the default): a slow client holds nginx, not a\n"
                 . "Serow worker.  A streaming response sends \"X-Accel-Buffering: no\".");
@@ -138,7 +142,7 @@ sub samples {
             . site(listen => 80, upstream => '/run/serow/serow.sock', comments => 1),
         'serow-hosts.conf' => $head . "# Several hosts, each running serow --listen 0.0.0.0:5000 app.psgi\n\n"
             . site(listen => 80, upstream => ['10.0.0.11:5000', '10.0.0.12:5000', '10.0.0.13:5000'],
-                comments => 1),
+                server_params => 'max_fails=2 fail_timeout=5s', comments => 1),
     );
 }
 
