@@ -21,7 +21,8 @@ get '/visits' => sub ($c) {
 # Under PSGI, Mojolicious hands the server its response as soon as the action
 # returns: what write_chunk wrote by then streams out (chunked), but nothing
 # written later, from a timer or a non-blocking call, ever does (the IOLoop
-# does not run).  See docs/deployment.md.
+# does not run; such a route answers at once with an empty 404).  See
+# docs/deployment.md.
 get '/stream' => sub ($c) {
     $c->write_chunk("first part\n");
     $c->write_chunk("second part\n");
