@@ -4,7 +4,7 @@ use Test::More;
 use lib 't/lib';
 use Digest::MD5 qw(md5_hex);
 use JSON::PP ();
-use Serow::Test qw(need_debian_packages start_server raw_connect send_all read_response gate);
+use Serow::Test qw(read_until_match need_debian_packages start_server raw_connect send_all read_response gate);
 use Serow::Test::Nginx;
 
 # Serow behind a real nginx with upstream keep-alive, over TCP and over a
@@ -117,12 +117,7 @@ for my $listen (qw(tcp unix)) {
 
             # Streaming: the first part is through nginx while the app waits.
             syswrite $sock, "GET /stream HTTP/1.1\r\nHost: localhost\r\n\r\n";
-            my $buffer = '';
-            my $sel = IO::Select->new($sock);
-            my $deadline = time + Serow::Test::READ_TIMEOUT;
-            while ($buffer !~ /first part/ && time < $deadline && $sel->can_read($deadline - time)) {
-                sysread($sock, $buffer, 65536, length $buffer) or last;
-            }
+            my $buffer = read_until_match($sock, qr/first part/);
             like $buffer, qr/first part\n/, 'a streamed response: the first part arrives while the app waits';
             unlike $buffer, qr/second part/, 'before the second is written';
             $gate->open;

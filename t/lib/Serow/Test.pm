@@ -19,7 +19,8 @@ use Fcntl ();
 use Test::More ();
 
 our @EXPORT_OK = qw(start_server raw_request raw_connect read_response parse_response
-                    wait_until read_until_close echo_app rejects answered_and_closed send_all
+                    wait_until read_until_close read_until_match echo_app rejects answered_and_closed
+                    send_all
                     need_debian_packages run_serow);
 
 # Generous: the machine is shared and slow; these bound a wait, never pace it.
@@ -282,6 +283,22 @@ sub read_until_close {
         }
     }
     return wantarray ? ($out, $closed) : $out;
+}
+
+# Reads from $sock until what came matches $re (the first part of a
+# streamed response), the connection ends, or READ_TIMEOUT passes.  Returns
+# the bytes read, to hand on to read_response as its buffer.
+sub read_until_match {
+    my ($sock, $re) = @_;
+    my $buffer = '';
+    my $sel = IO::Select->new($sock);
+    my $deadline = Time::HiRes::time + READ_TIMEOUT;
+    while ($buffer !~ $re) {
+        my $left = $deadline - Time::HiRes::time;
+        last if $left <= 0 || !$sel->can_read($left);
+        sysread($sock, $buffer, 65536, length $buffer) or last;
+    }
+    return $buffer;
 }
 
 # Writes all of $bytes to $sock, reading what the server sends meanwhile into

@@ -14,10 +14,9 @@ use warnings;
 use Exporter 'import';
 our @EXPORT_OK = qw(smoke);
 
-use IO::Select ();
 use JSON::PP ();
 use Test::More;
-use Serow::Test qw(start_server raw_connect send_all read_response http_get gate hammer);
+use Serow::Test qw(read_until_match start_server raw_connect send_all read_response http_get gate hammer);
 
 sub request {
     my ($server, $head, $body) = @_;
@@ -73,12 +72,7 @@ sub smoke {
         my $sock = raw_connect($server);
         syswrite $sock, "GET /stream HTTP/1.1\r\nHost: x\r\n\r\n";
         if ($o{stream} eq 'delayed') {
-            my $buffer = '';
-            my $sel = IO::Select->new($sock);
-            my $deadline = time + Serow::Test::READ_TIMEOUT;
-            while ($buffer !~ /first part/ && time < $deadline && $sel->can_read($deadline - time)) {
-                sysread($sock, $buffer, 65536, length $buffer) or last;
-            }
+            my $buffer = read_until_match($sock, qr/first part/);
             like $buffer, qr/first part\n/, 'the first part arrives while the app waits';
             unlike $buffer, qr/second part/, 'before the second is written';
             $gate->open;
