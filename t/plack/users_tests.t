@@ -12,7 +12,7 @@ use HTTP::Request::Common qw(GET POST);
 use Plack::Test;
 use Plack::Runner;
 use Test::TCP qw(test_tcp);
-use LWP::UserAgent;
+use HTTP::Tiny;
 
 my $app = sub {
     my ($env) = @_;
@@ -50,10 +50,10 @@ subtest 'Test::TCP and Plack::Runner (plackup -s Serow)' => sub {
         client => sub {
             my ($port) = @_;
             loud();
-            my $ua = LWP::UserAgent->new(keep_alive => 1, timeout => 30);
+            my $ua = HTTP::Tiny->new(keep_alive => 1, timeout => 30);
             for my $path ('/a', '/b') {
                 my $res = $ua->get("http://127.0.0.1:$port$path");
-                is $res->content, "serow worker: GET $path ", "GET $path, answered by a Serow worker";
+                is $res->{content}, "serow worker: GET $path ", "GET $path, answered by a Serow worker";
             }
             quiet();
         },

@@ -84,7 +84,7 @@ C<plackup> would, Serow's own included:
 
     use Test::TCP;
     use Plack::Runner;
-    use LWP::UserAgent;
+    use HTTP::Tiny;
 
     test_tcp(
         server => sub {
@@ -96,8 +96,8 @@ C<plackup> would, Serow's own included:
         },
         client => sub {
             my ($port) = @_;
-            my $res = LWP::UserAgent->new->get("http://127.0.0.1:$port/");
-            is $res->code, 200;
+            my $res = HTTP::Tiny->new->get("http://127.0.0.1:$port/");
+            is $res->{status}, 200;
         },
     );
 
