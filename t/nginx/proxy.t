@@ -15,6 +15,10 @@ use Serow::Test::Nginx;
 
 need_debian_packages('nginx');
 
+# Big bodies: over nginx's buffers (a temp file in nginx) and over Serow's
+# --body-memory-limit (a temp file in Serow).  SEROW_LONG_TESTS=1: 64 MiB.
+use constant BIG => ($ENV{SEROW_LONG_TESTS} ? 64 : 3) * 1024 * 1024;
+
 my $gate = gate();
 my $app = sub {
     my ($env) = @_;
@@ -103,16 +107,16 @@ for my $listen (qw(tcp unix)) {
             is $res && $res->{status}, 200, 'then the response';
             is json($res)->{md5}, md5_hex($body), 'to the whole body';
 
-            my $big = big_body(8 * 1024 * 1024 + 7);
+            my $big = big_body(BIG + 7);
             $res = request($sock, "PUT /echo HTTP/1.1\r\nHost: localhost\r\nContent-Length: "
                 . length($big) . "\r\n\r\n", $big);
             $seen = json($res);
-            is $seen->{length}, length $big, 'an 8 MiB request body: its length';
+            is $seen->{length}, length $big, 'a big request body: its length';
             is $seen->{md5}, md5_hex($big), 'and its bytes (md5)';
 
-            my $size = 5 * 1024 * 1024 + 3;
+            my $size = BIG + 3;
             $res = request($sock, "GET /big?size=$size HTTP/1.1\r\nHost: localhost\r\n\r\n");
-            is length($res ? $res->{body} : ''), $size, 'a 5 MiB response body: its length';
+            is length($res ? $res->{body} : ''), $size, 'a big response body: its length';
             is md5_hex($res ? $res->{body} : ''), md5_hex(big_body($size)), 'and its bytes (md5)';
 
             # Streaming: the first part is through nginx while the app waits.
