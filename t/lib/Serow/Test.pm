@@ -118,6 +118,15 @@ sub start_server {
 
 sub port { $_[0]{port} }
 sub path { $_[0]{path} }
+
+# The test keeps its copy of the listen socket it handed over, so after stop
+# the kernel still accepts connections on the port (and leaves them
+# unanswered).  A test that needs the port to refuse connections, as it
+# would once a real server is gone (a balancer's health check), closes it.
+sub close_listen_socket {
+    my ($self) = @_;
+    close(delete $self->{socket}) if $self->{socket};
+}
 sub pid { $_[0]{pid} }
 sub url { "http://127.0.0.1:$_[0]{port}" }
 
