@@ -51,4 +51,56 @@ C<host> and C<port> (as L<Plack::Loader> passes them) work as well as
 C<listen>, and so does C<listen_sock>, a listening socket already open (as
 L<Plack::Test::Server> passes it).
 
+=head1 TESTING AN APP THROUGH SEROW
+
+An app's own tests can run it under a real Serow (forked workers, real
+sockets, HTTP/1.1 framing) instead of in the test process.  With
+L<Plack::Test>, choose the C<Server> implementation and Serow as its server:
+
+    use Test::More;
+    use Plack::Test;
+    use HTTP::Request::Common;
+
+    $Plack::Test::Impl = 'Server';   # or PLACK_TEST_IMPL=Server in the environment
+    $ENV{PLACK_SERVER} = 'Serow';
+
+    test_psgi $app, sub {
+        my ($cb) = @_;
+        my $res = $cb->(GET '/hello');
+        is $res->code, 200;
+        $res = $cb->(POST '/form', [name => 'serow']);
+        like $res->content, qr/serow/;
+    };
+    done_testing;
+
+L<Plack::Test::Server> binds a free port and hands the listening socket to
+Serow (C<listen_sock>), so there is no port to guess.  Should Serow fail to
+load, L<Plack::Loader> silently falls back to another server: a test that
+must run under Serow can have the app answer with C<$0> (C<serow worker>
+in a worker) and check it.
+
+With L<Test::TCP> and L<Plack::Runner>, the server gets the options
+C<plackup> would, Serow's own included:
+
+    use Test::TCP;
+    use Plack::Runner;
+    use HTTP::Tiny;
+
+    test_tcp(
+        server => sub {
+            my ($port) = @_;
+            my $runner = Plack::Runner->new;
+            $runner->parse_options('-s', 'Serow', '-E', 'deployment',
+                '--listen', "127.0.0.1:$port", '--workers', 2);
+            $runner->run($app);
+        },
+        client => sub {
+            my ($port) = @_;
+            my $res = HTTP::Tiny->new->get("http://127.0.0.1:$port/");
+            is $res->{status}, 200;
+        },
+    );
+
+Both are in Serow's own tests (F<t/plack/users_tests.t>).
+
 =cut

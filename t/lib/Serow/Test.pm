@@ -19,7 +19,8 @@ use Fcntl ();
 use Test::More ();
 
 our @EXPORT_OK = qw(start_server raw_request raw_connect read_response parse_response
-                    wait_until read_until_close echo_app rejects answered_and_closed send_all
+                    wait_until read_until_close read_until_match echo_app rejects answered_and_closed
+                    send_all
                     need_debian_packages run_serow);
 
 # Generous: the machine is shared and slow; these bound a wait, never pace it.
@@ -117,6 +118,15 @@ sub start_server {
 
 sub port { $_[0]{port} }
 sub path { $_[0]{path} }
+
+# The test keeps its copy of the listen socket it handed over, so after stop
+# the kernel still accepts connections on the port (and leaves them
+# unanswered).  A test that needs the port to refuse connections, as it
+# would once a real server is gone (a balancer's health check), closes it.
+sub close_listen_socket {
+    my ($self) = @_;
+    close(delete $self->{socket}) if $self->{socket};
+}
 sub pid { $_[0]{pid} }
 sub url { "http://127.0.0.1:$_[0]{port}" }
 
@@ -282,6 +292,22 @@ sub read_until_close {
         }
     }
     return wantarray ? ($out, $closed) : $out;
+}
+
+# Reads from $sock until what came matches $re (the first part of a
+# streamed response), the connection ends, or READ_TIMEOUT passes.  Returns
+# the bytes read, to hand on to read_response as its buffer.
+sub read_until_match {
+    my ($sock, $re) = @_;
+    my $buffer = '';
+    my $sel = IO::Select->new($sock);
+    my $deadline = Time::HiRes::time + READ_TIMEOUT;
+    while ($buffer !~ $re) {
+        my $left = $deadline - Time::HiRes::time;
+        last if $left <= 0 || !$sel->can_read($left);
+        sysread($sock, $buffer, 65536, length $buffer) or last;
+    }
+    return $buffer;
 }
 
 # Writes all of $bytes to $sock, reading what the server sends meanwhile into
