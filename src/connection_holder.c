@@ -43,6 +43,10 @@ struct worker_handle {
     int32_t pid;
     int pidfd;
     int wake_fd; /* our copy of the worker's eventfd */
+    /* the last look at whether it was waiting in its request (see
+     * worker_is_waiting): for which busy period, when, and what it said */
+    uint64_t looked_busy_since_ms, looked_at_ms;
+    int looked_waiting;
 };
 
 struct holder {
@@ -250,6 +254,39 @@ static int worker_pidfd(struct holder *h, uint32_t index, int32_t pid)
     return w->pidfd;
 }
 
+/* A busy worker is either computing (running, or runnable and waiting for a
+ * core) or waiting in its request: sleeping on a database, a lock, a
+ * sleep().  Only a waiting one is stuck for sure: its idle connections are
+ * better off with whichever worker is done first, even when none is free
+ * yet.  A computing one only loses them to a free worker (on a saturated
+ * core a "busy" worker is mostly one that is waiting for its turn).  Read
+ * from /proc/PID/stat (the state after the command name), at most every
+ * RELOOK_MS for one busy period. */
+#define RELOOK_MS 10
+static int worker_is_waiting(struct holder *h, uint32_t index, int32_t pid,
+                             uint64_t busy_since, uint64_t now)
+{
+    struct worker_handle *w = &h->workers[index];
+    if (w->looked_busy_since_ms == busy_since && now - w->looked_at_ms < RELOOK_MS)
+        return w->looked_waiting;
+    char path[64], buf[512];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    int waiting = 0;
+    if (n > 0) {
+        buf[n] = '\0';
+        const char *end = strrchr(buf, ')'); /* the name may hold spaces and ')' */
+        waiting = end && end[1] == ' ' && end[2] != 'R';
+    }
+    w->looked_busy_since_ms = busy_since;
+    w->looked_at_ms = now;
+    w->looked_waiting = waiting;
+    return waiting;
+}
+
 /* Tells a worker that we took some of its connections, so that it closes its
  * copies now rather than when something else wakes it. */
 static void wake_worker(struct holder *h, uint32_t index)
@@ -337,7 +374,8 @@ static struct scan_result scan_workers(struct holder *h, uint64_t now)
                 int64_t left = (int64_t)(h->settings.steal_after_ms - busy_for);
                 if (result.next_deadline < 0 || left < result.next_deadline)
                     result.next_deadline = left;
-            } else if (any_free) {
+            } else if (any_free || worker_is_waiting(h, i, atomic_load(&w->pid),
+                                                      atomic_load(&w->busy_since_ms), now)) {
                 steal_all = 1;
             } else {
                 result.stuck_waiting = 1;
