@@ -662,6 +662,9 @@ sub headless_chromium {
     my $pid = open(my $out, '-|') // die "fork: $!";
     if (!$pid) {
         open(STDERR, '>&', $errors) or POSIX::_exit(111);
+        # tools/test-sanitized preloads ASan into every process it starts;
+        # Chromium (a browser, not Serow) does not run under it.
+        delete $ENV{LD_PRELOAD};
         { exec { $command[0] } @command }
         POSIX::_exit(112);
     }
