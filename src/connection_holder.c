@@ -352,9 +352,9 @@ struct scan_result {
     int64_t next_deadline;  /* ms until a busy worker reaches steal_after; -1: none */
 };
 
-/* Idle connections of workers busy for longer than steal_after while another
- * worker is free (see shared_worth_stealing), and those idle longer than
- * idle_handoff anywhere. */
+/* Idle connections of workers busy for longer than steal_after that are
+ * waiting in their request, or while another worker is free (see
+ * worker_is_waiting), and those idle longer than idle_handoff anywhere. */
 static struct scan_result scan_workers(struct holder *h, uint64_t now)
 {
     struct scan_result result = {0, -1};

@@ -48,15 +48,3 @@ int shared_any_worker_free(struct shared_state *shared)
     }
     return 0;
 }
-
-int shared_worth_stealing(struct shared_state *shared, uint64_t now_ms, uint64_t steal_after_ms)
-{
-    int stuck = 0;
-    for (uint32_t i = 0; i < shared->max_workers && !stuck; i++) {
-        struct worker_slot *w = &shared->workers[i];
-        stuck = atomic_load(&w->pid) > 0 && atomic_load(&w->busy) &&
-                atomic_load(&w->idle_connections) > 0 &&
-                now_ms - atomic_load(&w->busy_since_ms) >= steal_after_ms;
-    }
-    return stuck && shared_any_worker_free(shared);
-}

@@ -103,12 +103,8 @@ size_t shared_state_size(uint32_t max_workers);
 /* Monotonic milliseconds: the clock every timestamp in the mapping uses. */
 uint64_t shared_clock_ms(void);
 
-/* Whether taking idle connections away from a busy worker would help now:
- * some worker has been busy for at least steal_after_ms with idle
- * connections while another one waits with nothing to do.  (Without a free
- * worker the taken connections would only wait elsewhere: on a saturated
- * core the "busy" worker is often merely preempted.) */
-int shared_worth_stealing(struct shared_state *shared, uint64_t now_ms, uint64_t steal_after_ms);
+/* Whether some worker waits with nothing to do, free to take a connection the
+ * holder took from a busy one (see connection_holder.c, scan_workers). */
 int shared_any_worker_free(struct shared_state *shared);
 
 #endif
