@@ -33,7 +33,7 @@ use File::Temp ();
 use IO::Socket::IP ();
 use Net::EmptyPort ();
 use POSIX ();
-use Time::HiRes ();
+use Serow::Test ();
 use Serow::Test::NginxConfig ();
 
 our @EXPORT_OK = qw(start_nginx origin_config);
@@ -125,19 +125,15 @@ sub _launch {
 # Until nginx accepts connections on its port (1), or has exited (0).
 sub _wait_listening {
     my ($self) = @_;
-    my $deadline = Time::HiRes::time + START_TIMEOUT;
-    my $interval = 0.01;
-    while (Time::HiRes::time < $deadline) {
+    my $listening = Serow::Test::wait_until(sub {
         if (waitpid($self->{pid}, POSIX::WNOHANG()) == $self->{pid}) {
             $self->{exit_status} = $?;
-            return 0;
+            return 'exited';
         }
         # A connect, not a bind test: the port is bound before nginx listens.
-        return 1 if IO::Socket::IP->new(PeerHost => '127.0.0.1', PeerPort => $self->{port});
-        Time::HiRes::usleep($interval * 1e6);
-        $interval *= 2 if $interval < 0.2;
-    }
-    return 0;
+        return IO::Socket::IP->new(PeerHost => '127.0.0.1', PeerPort => $self->{port}) ? 'listening' : 0;
+    }, START_TIMEOUT);
+    return ($listening || '') eq 'listening' ? 1 : 0;
 }
 
 sub port { $_[0]{port} }
@@ -160,14 +156,12 @@ sub stop {
     my ($self) = @_;
     return $self->{exit_status} if defined $self->{exit_status} || !$self->{pid};
     kill 'QUIT', $self->{pid};
-    my ($status, $deadline) = (undef, Time::HiRes::time + STOP_TIMEOUT);
-    while (Time::HiRes::time < $deadline) {
-        if (waitpid($self->{pid}, POSIX::WNOHANG()) == $self->{pid}) {
-            $status = $?;
-            last;
-        }
-        Time::HiRes::usleep(20_000);
-    }
+    my $status;
+    Serow::Test::wait_until(sub {
+        waitpid($self->{pid}, POSIX::WNOHANG()) == $self->{pid} or return 0;
+        $status = $?;
+        return 1;
+    }, STOP_TIMEOUT);
     if (!defined $status) {
         # The whole group: a worker would outlive a killed master.
         kill 'KILL', -$self->{pid};
