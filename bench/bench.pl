@@ -616,14 +616,26 @@ sub check_alive {
         . ')' . ($log =~ /(received SIG\w+)/ ? ": it $1 from outside the benchmark" : '') . "\n";
 }
 
+# Starts $server with %$start, runs $body->($p) and stops the server, also
+# when the body dies (the error is passed on).  Returns what the body returned.
+sub with_server {
+    my ($server, $start, $body) = @_;
+    my ($p, $err) = start($server, %$start);
+    die "$err\n" unless $p;
+    my $r = eval { $body->($p) };
+    my $e = $@;
+    stop($p);
+    die $e unless $r;
+    return $r;
+}
+
 # One wrk measurement of a server started with %start; warm-up first.
 sub measure_wrk {
     my ($server, %o) = @_;
-    my ($p, $err) = start($server, %{ $o{start} });
-    die "$err\n" unless $p;
-    my %w = (addr => $p->{listen}, path => $o{path} // '/', conns => $o{conns},
-        close => $o{close}, script => $o{script});
-    my $r = eval {
+    return with_server($server, $o{start}, sub {
+        my ($p) = @_;
+        my %w = (addr => $p->{listen}, path => $o{path} // '/', conns => $o{conns},
+            close => $o{close}, script => $o{script});
         wrk(%w, duration => $WARMUP);
         my $opens = passive_opens();
         my $probe = probe_start($p);
@@ -635,11 +647,7 @@ sub measure_wrk {
         die "no request was answered: " . ($r->{output} =~ s/\s+/ /gr) . "\n" unless $r->{requests} > 0;
         $o{after}->($p, $r) if $o{after};
         $r;
-    };
-    my $e = $@;
-    stop($p);
-    die $e unless $r;
-    return $r;
+    });
 }
 
 # ---- throughput scenarios -----------------------------------------------------
@@ -852,9 +860,8 @@ sub scenario_blocking_10ms {
     my $clients = $QUICK ? 50 : 200;
     rounds('blocking_10ms', \@servers, sub {
         my ($server) = @_;
-        my ($p, $err) = start($server, app => 'sleep', workers => 8);
-        die "$err\n" unless $p;
-        my $r = eval {
+        return with_server($server, { app => 'sleep', workers => 8 }, sub {
+            my ($p) = @_;
             wrk(addr => $p->{listen}, path => '/', conns => 8, duration => $WARMUP);
             my $probe = probe_start($p);
             my $r = client_load(addr => $p->{listen}, conns => $clients, duration => $DURATION);
@@ -865,11 +872,7 @@ sub scenario_blocking_10ms {
                 $r->{p50_ms}, $r->{longest_wait_ms}, $r->{answers_min}, $r->{answers_median},
                 $r->{answers_max}, $r->{connections_unserved};
             $r;
-        };
-        my $e = $@;
-        stop($p);
-        die $e unless $r;
-        return $r;
+        });
     });
 }
 
@@ -881,9 +884,8 @@ sub scenario_slow_2pct {
     my $clients = $QUICK ? 16 : 64;
     rounds('slow_2pct', \@servers, sub {
         my ($server) = @_;
-        my ($p, $err) = start($server, app => 'mixed', workers => 8);
-        die "$err\n" unless $p;
-        my $r = eval {
+        return with_server($server, { app => 'mixed', workers => 8 }, sub {
+            my ($p) = @_;
             wrk(addr => $p->{listen}, path => '/', conns => $clients, duration => $WARMUP);
             my $fast = wrk(addr => $p->{listen}, path => '/', conns => $clients, duration => $DURATION);
             my $probe = probe_start($p);
@@ -898,11 +900,7 @@ sub scenario_slow_2pct {
                 $r->{capacity}, $r->{fast_rps}, $r->{p50_ms}, $r->{p90_ms}, $r->{longest_wait_ms},
                 $r->{answers_min}, $r->{connections_unserved};
             $r;
-        };
-        my $e = $@;
-        stop($p);
-        die $e unless $r;
-        return $r;
+        });
     });
 }
 
