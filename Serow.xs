@@ -497,6 +497,8 @@ shared_reset_worker(Serow::Shared shared, unsigned int index)
         atomic_store(&w->free, 0);
         atomic_store(&w->stolen_head, 0);
         atomic_store(&w->stolen_tail, 0);
+        memset((void *)w->stolen, 0, sizeof(w->stolen));
+        atomic_store(&w->stopping, 0);
         w->current_request[0] = '\0';
     }
 
@@ -563,7 +565,6 @@ shared_run_holder(Serow::Shared shared, int ready_channel, int handback_channel,
   CODE:
     struct holder_settings s;
     s.keepalive_timeout_ms = (uint64_t)(setting(aTHX_ settings, "keepalive_timeout", 5) * 1000);
-    s.steal_after_ms = (uint64_t)setting(aTHX_ settings, "steal_after_ms", 2);
     s.idle_handoff_ms = (uint64_t)setting(aTHX_ settings, "idle_handoff_ms", 500);
     s.max_keepalive_connections = (uint32_t)setting(aTHX_ settings, "max_keepalive_connections", 0);
     RETVAL = run_connection_holder(shared, ready_channel, handback_channel, &s);

@@ -18,6 +18,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "connection_transfer.h"
 #include "fd_passing.h"
 #include "log.h"
 
@@ -39,12 +40,9 @@ struct held_connection {
     struct held_connection *prev, *next; /* oldest first */
 };
 
-struct worker_handle {
-    int32_t pid;
-    int pidfd;
-    int wake_fd; /* our copy of the worker's eventfd */
-    /* the last look at whether it was waiting in its request (see
-     * worker_is_waiting): for which busy period, when, and what it said */
+/* The last look at whether a worker was waiting in its request (see
+ * worker_is_waiting): for which busy period, when, and what it said. */
+struct worker_look {
     uint64_t looked_busy_since_ms, looked_at_ms;
     int looked_waiting;
 };
@@ -69,6 +67,7 @@ struct holder {
     int ready_channel_watched;
 
     struct worker_handle workers[SHARED_MAX_WORKERS];
+    struct worker_look looks[SHARED_MAX_WORKERS];
     uint64_t last_handoff_scan_ms;
 };
 
@@ -239,21 +238,6 @@ static void connection_readable(struct holder *h, struct held_connection *c)
 
 /* ---- taking connections from workers ----------------------------------- */
 
-static int worker_pidfd(struct holder *h, uint32_t index, int32_t pid)
-{
-    struct worker_handle *w = &h->workers[index];
-    if (w->pid != pid) {
-        if (w->pidfd >= 0)
-            close(w->pidfd);
-        if (w->wake_fd >= 0)
-            close(w->wake_fd);
-        w->pid = pid;
-        w->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-        w->wake_fd = -1;
-    }
-    return w->pidfd;
-}
-
 /* A busy worker is either computing (running, or runnable and waiting for a
  * core) or waiting in its request: sleeping on a database, a lock, a
  * sleep().  Only a waiting one is stuck for sure: its idle connections are
@@ -266,7 +250,7 @@ static int worker_pidfd(struct holder *h, uint32_t index, int32_t pid)
 static int worker_is_waiting(struct holder *h, uint32_t index, int32_t pid,
                              uint64_t busy_since, uint64_t now)
 {
-    struct worker_handle *w = &h->workers[index];
+    struct worker_look *w = &h->looks[index];
     if (w->looked_busy_since_ms == busy_since && now - w->looked_at_ms < RELOOK_MS)
         return w->looked_waiting;
     char path[64], buf[512];
@@ -287,59 +271,23 @@ static int worker_is_waiting(struct holder *h, uint32_t index, int32_t pid,
     return waiting;
 }
 
-/* Tells a worker that we took some of its connections, so that it closes its
- * copies now rather than when something else wakes it. */
-static void wake_worker(struct holder *h, uint32_t index)
-{
-    struct worker_handle *w = &h->workers[index];
-    if (w->wake_fd < 0 && w->pidfd >= 0) {
-        int32_t fd = atomic_load(&h->shared->workers[index].wake_fd);
-        w->wake_fd = fd >= 0 ? (int)syscall(SYS_pidfd_getfd, w->pidfd, fd, 0) : -1;
-        if (w->wake_fd >= 0)
-            fcntl(w->wake_fd, F_SETFD, FD_CLOEXEC);
-    }
-    if (w->wake_fd >= 0) {
-        uint64_t one = 1;
-        ssize_t ignored = write(w->wake_fd, &one, sizeof(one));
-        (void)ignored;
-    }
-}
-
 /*
- * Takes one idle connection out of a worker.  The compare-and-swap decides
- * between us and the worker: if the worker claimed it first, we leave it.
+ * Takes one idle connection out of a worker (connection_transfer.c): the
+ * compare-and-swap decides between us and the worker.
  */
 static int steal_connection(struct holder *h, uint32_t worker_index, uint32_t slot_index)
 {
-    struct worker_slot *w = &h->shared->workers[worker_index];
-    struct connection_slot *s = &w->connections_table[slot_index];
-    uint32_t head = atomic_load(&w->stolen_head);
-    if (head - atomic_load(&w->stolen_tail) >= SHARED_STOLEN_RING)
-        return 0; /* the worker has not caught up: it would not learn of this one */
-
-    uint32_t expected = SLOT_IDLE;
-    if (!atomic_compare_exchange_strong(&s->state, &expected, SLOT_STEALING))
-        return 0;
-    int32_t pid = atomic_load(&w->pid);
-    int pidfd = pid > 0 ? worker_pidfd(h, worker_index, pid) : -1;
-    int fd = pidfd >= 0 ? (int)syscall(SYS_pidfd_getfd, pidfd, s->fd, 0) : -1;
-    if (fd < 0) {
-        if (errno == EPERM || errno == ENOSYS) {
-            serow_log_error("connection holder: cannot take connections from workers "
-                            "(pidfd_getfd: %s); busy workers keep their idle connections",
-                            strerror(errno));
-            h->can_steal = 0;
-        }
-        atomic_store(&s->state, SLOT_IDLE);
-        return 0;
+    struct passed_connection info;
+    int fd = take_parked_connection(h->shared, &h->workers[worker_index], worker_index,
+                                    slot_index, &info);
+    if (fd == TAKE_REFUSED) {
+        serow_log_error("connection holder: cannot take connections from workers "
+                        "(pidfd_getfd: %s); busy workers keep their idle connections",
+                        strerror(errno));
+        h->can_steal = 0;
     }
-    fcntl(fd, F_SETFD, FD_CLOEXEC);
-    struct passed_connection info = {s->requests_served, s->listener_index,
-                                     atomic_load(&s->idle_since_ms)};
-    atomic_store(&s->state, SLOT_STOLEN);
-    w->stolen[head % SHARED_STOLEN_RING] = slot_index;
-    atomic_store(&w->stolen_head, head + 1);
-    atomic_fetch_sub(&w->idle_connections, 1);
+    if (fd < 0)
+        return 0;
     atomic_fetch_add(&h->shared->connections_stolen, 1);
     if (hold(h, fd, &info) != 0)
         close(fd);
@@ -349,10 +297,10 @@ static int steal_connection(struct holder *h, uint32_t worker_index, uint32_t sl
 /* What the scan of the workers found, for choosing how long to wait. */
 struct scan_result {
     int stuck_waiting;      /* a worker is stuck with idle connections, no worker is free */
-    int64_t next_deadline;  /* ms until a busy worker reaches steal_after; -1: none */
+    int64_t next_deadline;  /* ms until a busy worker reaches SHARED_STUCK_AFTER_MS; -1: none */
 };
 
-/* Idle connections of workers busy for longer than steal_after that are
+/* Idle connections of workers busy for longer than SHARED_STUCK_AFTER_MS that are
  * waiting in their request, or while another worker is free (see
  * worker_is_waiting), and those idle longer than idle_handoff anywhere. */
 static struct scan_result scan_workers(struct holder *h, uint64_t now)
@@ -370,8 +318,8 @@ static struct scan_result scan_workers(struct holder *h, uint64_t now)
         int steal_all = 0;
         if (atomic_load(&w->busy) && has_idle && h->can_steal) {
             uint64_t busy_for = now - atomic_load(&w->busy_since_ms);
-            if (busy_for < h->settings.steal_after_ms) {
-                int64_t left = (int64_t)(h->settings.steal_after_ms - busy_for);
+            if (busy_for < SHARED_STUCK_AFTER_MS) {
+                int64_t left = (int64_t)(SHARED_STUCK_AFTER_MS - busy_for);
                 if (result.next_deadline < 0 || left < result.next_deadline)
                     result.next_deadline = left;
             } else if (any_free || worker_is_waiting(h, i, atomic_load(&w->pid),
@@ -398,7 +346,7 @@ static struct scan_result scan_workers(struct holder *h, uint64_t now)
                 stolen += steal_connection(h, i, k);
         }
         if (stolen && !atomic_load(&w->busy))
-            wake_worker(h, i); /* a busy worker looks when it is done */
+            wake_worker(h->shared, &h->workers[i], i); /* a busy worker looks when it is done */
     }
     return result;
 }
@@ -454,9 +402,9 @@ static void receive_handed_back(struct holder *h)
 
 /*
  * How long to wait for events.  While a busy worker has idle connections, until
- * it has been busy for steal_after.  A worker stuck past that while no worker
+ * it has been busy for SHARED_STUCK_AFTER_MS.  A worker stuck past that while no worker
  * is free: until a worker becomes free (it rings wake_fd when it sees
- * holder_awaits_free) or, at the latest, steal_after (busy periods that begin
+ * holder_awaits_free) or, at the latest, SHARED_STUCK_AFTER_MS (busy periods that begin
  * meanwhile are not announced to us).  Otherwise long, with holder_sleeping set
  * so that the next worker to become busy wakes us (see worker_loop.c).  Each
  * flag is set before the state is looked at again, and workers set their own
@@ -472,7 +420,7 @@ static int choose_timeout(struct holder *h, const struct scan_result *scan)
             atomic_store(&h->shared->holder_awaits_free, 0);
             return 0;
         }
-        int64_t t = (int64_t)h->settings.steal_after_ms;
+        int64_t t = (int64_t)SHARED_STUCK_AFTER_MS;
         if (scan->next_deadline >= 0 && scan->next_deadline < t)
             t = scan->next_deadline;
         return t < 1 ? 1 : (int)t;
@@ -506,8 +454,7 @@ int run_connection_holder(struct shared_state *shared, int ready_channel, int ha
     h->handback_channel = handback_channel;
     h->can_steal = 1;
     h->wake_fd = shared->holder_wake_fd;
-    for (int i = 0; i < SHARED_MAX_WORKERS; i++)
-        h->workers[i].pidfd = h->workers[i].wake_fd = -1;
+    worker_handles_init(h->workers, SHARED_MAX_WORKERS);
 
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));

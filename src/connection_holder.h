@@ -16,7 +16,6 @@
 
 struct holder_settings {
     uint64_t keepalive_timeout_ms;
-    uint64_t steal_after_ms;   /* a worker busy this long loses its idle connections */
     uint64_t idle_handoff_ms;  /* idle this long in a worker: moves here */
     uint32_t max_keepalive_connections; /* 0: no cap */
 };

@@ -34,7 +34,7 @@ struct shared_state *shared_state_create(uint32_t max_workers)
 uint64_t shared_clock_ms(void)
 {
     struct timespec ts;
-    /* Not the coarse clock: its 4 ms ticks are longer than steal_after. */
+    /* Not the coarse clock: its 4 ms ticks are longer than SHARED_STUCK_AFTER_MS. */
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }

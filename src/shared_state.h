@@ -12,9 +12,10 @@
  *   with pidfd_getfd(2) and mark it SLOT_STOLEN: whoever wins the swap owns
  *   the connection, so a request is never read by two processes and never
  *   lost.  The holder steals the idle connections of a worker that has been
- *   busy in one request for longer than steal_after while another worker is
- *   free, and any connection idle
- *   for longer than idle_handoff; it queues the stolen slot numbers for the
+ *   busy in one request for longer than SHARED_STUCK_AFTER_MS while another
+ *   worker is free, and any connection idle for longer than idle_handoff; a
+ *   worker that has a CPU takes those of workers waiting for the same CPU
+ *   (gathering, worker_loop.c).  Takers queue the stolen slot numbers for the
  *   worker, which closes its copies the next time it looks.
  *
  * The same memory carries what the status page shows: per worker its pid,
@@ -39,6 +40,12 @@
 #define SHARED_SLOTS_PER_WORKER 16384
 /* Stolen slot numbers waiting for their worker to close its copies. */
 #define SHARED_STOLEN_RING 4096
+/* A worker busy in one request for this long is stuck rather than quick:
+ * the holder takes its parked connections (when it waits in the request, or
+ * another worker is free), and gathering workers stop counting it as one
+ * that has the CPU.  Well above a fast request (tens of microseconds), well
+ * below what a client notices. */
+#define SHARED_STUCK_AFTER_MS 2
 /* The request line shown on the status page. */
 #define SHARED_REQUEST_TEXT 120
 
@@ -63,6 +70,7 @@ struct worker_slot {
     _Atomic int32_t generation;
     _Atomic uint32_t busy;            /* 1 while a request is being answered */
     _Atomic uint32_t free;            /* 1 while it waits with nothing to do */
+    _Atomic uint32_t stopping;        /* it takes no new work: gather nothing to it */
     _Atomic uint64_t busy_since_ms;
     _Atomic uint64_t requests_served;
     _Atomic uint32_t slots_high_water; /* slots in use are below this */
@@ -70,9 +78,14 @@ struct worker_slot {
     _Atomic uint32_t connections;      /* all it owns */
     _Atomic int32_t wake_fd;          /* its eventfd: the holder rings it after a steal */
     char current_request[SHARED_REQUEST_TEXT];
-    _Atomic uint32_t stolen_head;     /* ring written by the holder */
-    _Atomic uint32_t stolen_tail;     /* ring read by the worker */
-    uint32_t stolen[SHARED_STOLEN_RING];
+    /* Slots taken from this worker, for it to close its copies.  Several
+     * takers (the holder, gathering workers) may write at once: each reserves
+     * an entry by advancing stolen_head, then writes the slot number + 1
+     * there; the worker reads entries in order up to the first still 0 (its
+     * taker is between the two steps) and zeroes what it read. */
+    _Atomic uint32_t stolen_head;
+    _Atomic uint32_t stolen_tail;     /* read by the worker only */
+    _Atomic uint32_t stolen[SHARED_STOLEN_RING];
     /* written by this worker only; never reset: the next worker in the
      * slot counts on (request_metrics.h) */
     struct request_counters counters;
@@ -92,6 +105,8 @@ struct shared_state {
     _Atomic uint64_t connections_stolen;
     _Atomic uint64_t requests_total;
     _Atomic uint64_t worker_restarts; /* written by the master only */
+    _Atomic uint64_t connections_gathered; /* moved to a worker that had the CPU */
+    _Atomic uint32_t worker_slots_used;  /* slots below this have had a worker */
     uint32_t max_workers;
     struct worker_slot workers[];
 };

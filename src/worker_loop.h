@@ -20,6 +20,7 @@
 
 #include "access_log.h"
 #include "connection.h"
+#include "connection_transfer.h"
 #include "http_parser.h"
 #include "shared_state.h"
 
@@ -95,6 +96,13 @@ struct worker_loop {
     int handback_channel;   /* sending end: idle connections given back on stop */
     int wake_fd;            /* rung by the holder when it took connections */
     struct connection **slot_owner; /* slot index -> connection */
+    uint32_t worker_index;
+    /* gathering the connections of workers waiting for the same CPUs (see
+     * gather_connections in worker_loop.c) */
+    int usable_cpus;              /* CPUs this worker may run on; 0: never gather */
+    uint64_t cpus_counted_ms;
+    uint64_t gather_looked_ms;    /* the last look at the other workers */
+    struct worker_handle *gather_handles; /* per worker slot; made on first use */
     uint32_t *free_slots;
     uint32_t free_slot_count;
 

@@ -8,11 +8,8 @@ use Serow ();
 # that keeps idle keep-alive connections so that they cost no worker, and
 # passes each one that has a request to whichever worker is free.
 
-# A worker busy in one request this long loses its idle connections to the
-# holder, so that other workers serve them.  Short enough that a request
-# queued behind a slow one waits little; long enough that a fast request
-# (tens of microseconds) never triggers it.
-use constant STEAL_AFTER_MS => 2;
+# (A worker busy in one request for SHARED_STUCK_AFTER_MS, src/shared_state.h,
+# loses its idle connections to the holder, so that other workers serve them.)
 # A connection idle this long in a worker moves to the holder.
 use constant IDLE_HANDOFF_MS => 500;
 
@@ -47,7 +44,6 @@ sub run {
     return $self->{shared}->run_holder($self->{ready_send}, $self->{handback_receive}, {
         keepalive_timeout         => $options->{keepalive_timeout},
         max_keepalive_connections => $options->{max_keepalive_connections},
-        steal_after_ms            => STEAL_AFTER_MS,
         idle_handoff_ms           => IDLE_HANDOFF_MS,
     });
 }

@@ -1,0 +1,53 @@
+/*
+ * connection_transfer.h - taking a parked connection out of a worker without
+ * the worker doing anything (see shared_state.h for the slot protocol).
+ *
+ * Two kinds of process take connections this way: the connection holder
+ * (idle ones, and those of a worker stuck in a request) and a worker that
+ * gathers the connections of workers waiting for the same CPU (see
+ * worker_loop.c, gather_connections).  Both win or lose each connection by
+ * one compare-and-swap on its slot, so the owner never reads a connection
+ * that was taken, and nobody takes one the owner is reading.
+ */
+#ifndef SEROW_CONNECTION_TRANSFER_H
+#define SEROW_CONNECTION_TRANSFER_H
+
+#include <stdint.h>
+
+#include "fd_passing.h"
+#include "shared_state.h"
+
+/* What the taker keeps open to reach one worker: a pidfd to copy its
+ * descriptors, and a copy of its eventfd to wake it.  Renewed when another
+ * process takes the worker slot. */
+struct worker_handle {
+    int32_t pid;
+    int pidfd;
+    int wake_fd;
+};
+
+void worker_handles_init(struct worker_handle *handles, uint32_t count);
+void worker_handles_close(struct worker_handle *handles, uint32_t count);
+
+/* take_parked_connection's answers besides a descriptor */
+#define TAKE_LOST (-1)    /* the worker claimed it first (or cannot learn of it yet) */
+#define TAKE_REFUSED (-2) /* the kernel refuses pidfd_getfd here: stop trying */
+
+/*
+ * Takes connection slot_index of worker worker_index if it is still parked
+ * (SLOT_IDLE).  Returns our own descriptor for it (close-on-exec), with what
+ * its new owner needs in *info, or TAKE_LOST or TAKE_REFUSED.  The worker
+ * learns of it through its stolen ring and closes its copy when it next looks
+ * (wake_worker makes that now).
+ */
+int take_parked_connection(struct shared_state *shared, struct worker_handle *handle,
+                           uint32_t worker_index, uint32_t slot_index,
+                           struct passed_connection *info);
+
+/* Rings the worker's eventfd, so that a worker waiting in epoll closes the
+ * copies of what was taken from it rather than keeping them open until
+ * something else wakes it. */
+void wake_worker(struct shared_state *shared, struct worker_handle *handle,
+                 uint32_t worker_index);
+
+#endif
