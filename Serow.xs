@@ -550,6 +550,8 @@ shared_metrics(Serow::Shared shared)
     hv_stores(m, "duration_sum", newSVnv((double)t.duration_sum_ns / 1e9));
     hv_stores(m, "connections_accepted", newSVnv((double)t.connections_accepted));
     hv_stores(m, "worker_restarts", newSVnv((double)atomic_load(&shared->worker_restarts)));
+    hv_stores(m, "connections_stolen", newSVnv((double)atomic_load(&shared->connections_stolen)));
+    hv_stores(m, "connections_gathered", newSVnv((double)atomic_load(&shared->connections_gathered)));
     hv_stores(m, "busy_workers", newSVuv(busy));
     hv_stores(m, "idle_workers", newSVuv(idle));
     hv_stores(m, "idle_connections", newSVuv(waiting));
@@ -609,6 +611,7 @@ shared_status(Serow::Shared shared)
     hv_stores(status, "held_by_holder", newSVuv(atomic_load(&shared->held_connections)));
     hv_stores(status, "open_connections", newSVuv(atomic_load(&shared->open_connections)));
     hv_stores(status, "connections_stolen", newSVnv((double)atomic_load(&shared->connections_stolen)));
+    hv_stores(status, "connections_gathered", newSVnv((double)atomic_load(&shared->connections_gathered)));
     hv_stores(status, "requests_total", newSVnv((double)atomic_load(&shared->requests_total)));
     hv_stores(status, "started", newSVnv((double)shared->started_ms / 1000.0));
     hv_stores(status, "holder_pid", newSViv(atomic_load(&shared->holder_pid)));

@@ -75,6 +75,12 @@ my @SINGLE = (
         'queued_connections'],
     [serow_connections_open => gauge => 'Client connections open now.', 'open_connections'],
     [serow_connections_accepted_total => counter => 'Connections accepted.', 'connections_accepted'],
+    [serow_connections_stolen_total => counter =>
+        'Idle connections the holder took from workers (idle long, or their worker stuck in a request).',
+        'connections_stolen'],
+    [serow_connections_gathered_total => counter =>
+        'Idle connections a worker that had a CPU took from workers waiting for one (docs/keepalive.md).',
+        'connections_gathered'],
     [serow_worker_restarts_total => counter =>
         'Workers replaced while the server ran (--max-requests, psgix.harakiri, HUP, crashes).',
         'worker_restarts'],
@@ -151,6 +157,13 @@ C<_count> equals the sum of C<serow_requests_total>.
 
 Idle keep-alive connections (in the connection holder or in workers),
 connections with a request waiting for a free worker, and all open ones.
+
+=item serow_connections_stolen_total, serow_connections_gathered_total
+
+Idle connections moved between processes: taken by the connection holder
+(idle for long, or their worker stuck in a request), and taken by a worker
+that had a CPU from workers waiting for one (F<docs/keepalive.md>,
+"Gathering").
 
 =item serow_connections_accepted_total, serow_worker_restarts_total, serow_uptime_seconds
 

@@ -74,6 +74,7 @@ sub _as_text {
         ['Open Connections', $s->{open_connections}],
         ['Held by the connection holder', $s->{held_by_holder}],
         ['Taken from busy or idle workers', $s->{connections_stolen}],
+        ['Gathered by workers with a CPU', $s->{connections_gathered}],
     );
     $text .= sprintf "\n%-8s %-5s %9s %6s  %-10s %s\n", 'PID', 'State', 'Requests', 'Conns', 'Busy for', 'Request';
     for my $w (sort { $a->{pid} <=> $b->{pid} } @{ $s->{workers} }) {

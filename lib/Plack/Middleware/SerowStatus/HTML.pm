@@ -98,6 +98,7 @@ use constant PAGE => <<'HTML';
   <div class="card"><div class="label">Open connections</div><div class="value" data-key="open_connections">-</div></div>
   <div class="card"><div class="label">Held by the holder</div><div class="value" data-key="held_by_holder">-</div></div>
   <div class="card"><div class="label">Taken from workers</div><div class="value" data-key="connections_stolen">-</div></div>
+  <div class="card"><div class="label">Gathered where the CPU is</div><div class="value" data-key="connections_gathered">-</div></div>
 </section>
 <h2>Workers (<span data-key="worker_count">-</span>)</h2>
 <table>
@@ -190,7 +191,7 @@ use constant SCRIPT => <<'JS';
 
   function render(s, now) {
     ['processing', 'waiting', 'queued', 'requests_total', 'open_connections',
-     'held_by_holder', 'connections_stolen', 'holder_pid'].forEach(function (k) { set(k, s[k]); });
+     'held_by_holder', 'connections_stolen', 'connections_gathered', 'holder_pid'].forEach(function (k) { set(k, s[k]); });
     set('uptime', duration(s.uptime));
     set('started', clock(s.started));
     if (previous && now > previous.at) {
