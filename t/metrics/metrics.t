@@ -78,7 +78,8 @@ cmp_ok value($m, 'serow_connections_accepted_total'), '>=', 4 + 1, 'connections 
 is value($m, 'serow_worker_restarts_total'), 0, 'no worker restarted';
 cmp_ok value($m, 'serow_uptime_seconds'), '>=', 0, 'uptime';
 is $m->{families}{$_}{type}, 'counter', "$_ is a counter"
-    for qw(serow_requests_total serow_connections_accepted_total serow_worker_restarts_total);
+    for qw(serow_requests_total serow_connections_accepted_total serow_worker_restarts_total
+           serow_connections_stolen_total serow_connections_gathered_total);
 is $m->{families}{serow_request_duration_seconds}{type}, 'histogram', 'the duration is a histogram';
 is $m->{families}{$_}{type}, 'gauge', "$_ is a gauge"
     for qw(serow_workers_busy serow_workers_idle serow_connections_idle serow_connections_queued);
