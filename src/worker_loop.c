@@ -906,8 +906,11 @@ static uint32_t gather_from(struct worker_loop *loop, uint32_t from, uint32_t sh
     }
     if (taken) {
         atomic_fetch_add(&loop->shared->connections_gathered, taken);
-        if (atomic_load(&w->free))
-            wake_worker(loop->shared, &loop->gather_handles[from], from);
+        /* Its copies must go now, not when it next wakes: until then a
+         * connection we close stays open (the client would wait for the end
+         * of a response that ends with the connection).  Not only when it
+         * says it is free: it may be between that look and its wait. */
+        wake_worker(loop->shared, &loop->gather_handles[from], from);
     }
     return taken;
 }
