@@ -460,8 +460,11 @@ sub client_load {
     my $out = run_capture(@cmd);
     my %r = map { split ' ', $_, 2 } grep { /\S/ } split /\n/, $out;
     $r{rps} = $r{req_per_sec} // 0;
-    $r{errors} = 0;
-    $r{errors} += $r{$_} // 0 for qw(errors_connect errors_read errors_write errors_timeout non2xx);
+    # the same kinds as wrk's, so that an error says what it was
+    @r{qw(err_connect err_read err_write err_timeout)} =
+        map { $r{$_} // 0 } qw(errors_connect errors_read errors_write errors_timeout);
+    $r{non2xx} //= 0;
+    $r{errors} = $r{err_connect} + $r{err_read} + $r{err_write} + $r{err_timeout} + $r{non2xx};
     return \%r;
 }
 
@@ -1104,14 +1107,7 @@ sub report {
         for my $s (@tp) {
             for my $server (@SERVERS) {
                 next unless rs($s, $server);
-                my $errors = 0;
-                $errors += $_->{errors} for @{ rs($s, $server) };
-                if ($errors) {
-                    my %k;
-                    for my $r (@{ rs($s, $server) }) { $k{$_} += $r->{"err_$_"} // 0 for qw(connect read write timeout) }
-                    $k{'non-2xx'} += $_->{non2xx} // 0 for @{ rs($s, $server) };
-                    $errors .= ' (' . join(', ', map { "$_ $k{$_}" } grep { $k{$_} } qw(connect read write timeout non-2xx)) . ')';
-                }
+                my $errors = errors_by_kind(rs($s, $server));
                 my $cpr = med_of($s, $server, 'conn_per_req');
                 my @rs = grep { defined $_->{conns_seen} } @{ rs($s, $server) };
                 my $answered = '';
@@ -1264,6 +1260,18 @@ EOF
     return $md;
 }
 
+# The errors of some rounds added up, with their kinds: "3 (read 2, timeout 1)".
+sub errors_by_kind {
+    my ($rounds) = @_;
+    my $errors = 0;
+    $errors += $_->{errors} for @$rounds;
+    return $errors unless $errors;
+    my %k;
+    for my $r (@$rounds) { $k{$_} += $r->{"err_$_"} // 0 for qw(connect read write timeout) }
+    $k{'non-2xx'} += $_->{non2xx} // 0 for @$rounds;
+    return "$errors (" . join(', ', map { "$_ $k{$_}" } grep { $k{$_} } qw(connect read write timeout non-2xx)) . ')';
+}
+
 sub fairness_table {
     my ($scenario, $res, $ideal) = @_;
     my @rows;
@@ -1278,7 +1286,8 @@ sub fairness_table {
             fmt_ms($m->('p50_ms')), fmt_ms($m->('p90_ms')), fmt_ms($m->('p99_ms')),
             sprintf('%.0f ms', $worst->('longest_wait_ms')),
             "$best_min / " . $m->('answers_median') . ' / ' . $m->('answers_max'),
-            $worst->('connections_unserved'), $worst->('errors')];
+            $worst->('connections_unserved'),
+            errors_by_kind([(sort { $b->{errors} <=> $a->{errors} } @$rs)[0]])];
     }
     return table(['server', 'req/s', 'of ideal/capacity', 'p50', 'p90', 'p99',
         'longest wait (incl. unanswered)', 'answers per connection min / median / max',
