@@ -40,11 +40,12 @@ struct held_connection {
     struct held_connection *prev, *next; /* oldest first */
 };
 
-/* The last look at whether a worker was waiting in its request (see
- * worker_is_waiting): for which busy period, when, and what it said. */
+/* The last look at what a busy worker was doing (see look_at_busy_worker):
+ * for which busy period, when, and what it said. */
 struct worker_look {
     uint64_t looked_busy_since_ms, looked_at_ms;
-    int looked_waiting;
+    int looked_kind;        /* enum busy_kind */
+    uint64_t looked_cpu_ns; /* its CPU time then (schedstat) */
 };
 
 struct holder {
@@ -238,37 +239,73 @@ static void connection_readable(struct holder *h, struct held_connection *c)
 
 /* ---- taking connections from workers ----------------------------------- */
 
-/* A busy worker is either computing (running, or runnable and waiting for a
- * core) or waiting in its request: sleeping on a database, a lock, a
- * sleep().  Only a waiting one is stuck for sure: its idle connections are
- * better off with whichever worker is done first, even when none is free
- * yet.  A computing one only loses them to a free worker (on a saturated
- * core a "busy" worker is mostly one that is waiting for its turn).  Read
- * from /proc/PID/stat (the state after the command name), at most every
- * RELOOK_MS for one busy period. */
+/*
+ * What a worker busy for longer than SHARED_STUCK_AFTER_MS is doing:
+ *
+ * - waiting in its request (sleeping on a database, a lock, a sleep()): its
+ *   parked connections are better off with whichever worker is done first,
+ *   even when none is free yet;
+ * - computing a long request: they are better off with a free worker, which
+ *   serves them on another CPU, or on the same one in turns with the long
+ *   request (the scheduler shares a CPU among runnable workers);
+ * - waiting for a CPU: its request is quick, but other processes (or other
+ *   workers) have the CPU.  Moving its connections buys nothing (a free
+ *   worker would wait for a CPU too) and undoes gathering (worker_loop.c):
+ *   on a loaded machine a gatherer would lose its connections every time it
+ *   was preempted for a few milliseconds.
+ *
+ * Told apart from /proc: the state in /proc/PID/stat (R: running or
+ * runnable), and for a runnable one, the CPU time in /proc/PID/schedstat
+ * over two looks: computing if it got at least half of the time between
+ * them.  Looked at no more often than every RELOOK_MS per busy period (after
+ * a first look, sooner: the second look decides).
+ */
+enum busy_kind { BUSY_NOT_KNOWN_YET, BUSY_WAITING, BUSY_COMPUTING, BUSY_WAITING_FOR_CPU };
 #define RELOOK_MS 10
-static int worker_is_waiting(struct holder *h, uint32_t index, int32_t pid,
-                             uint64_t busy_since, uint64_t now)
+#define SECOND_LOOK_MS 1
+
+static int read_proc_file(int32_t pid, const char *name, char *buf, size_t size)
 {
-    struct worker_look *w = &h->looks[index];
-    if (w->looked_busy_since_ms == busy_since && now - w->looked_at_ms < RELOOK_MS)
-        return w->looked_waiting;
-    char path[64], buf[512];
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+    ssize_t n = fd >= 0 ? read(fd, buf, size - 1) : -1;
     if (fd >= 0)
         close(fd);
-    int waiting = 0;
-    if (n > 0) {
-        buf[n] = '\0';
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    return 0;
+}
+
+static enum busy_kind look_at_busy_worker(struct holder *h, uint32_t index, int32_t pid,
+                                          uint64_t busy_since, uint64_t now)
+{
+    struct worker_look *w = &h->looks[index];
+    int same_period = w->looked_busy_since_ms == busy_since;
+    if (same_period && now - w->looked_at_ms <
+                           (w->looked_kind == BUSY_NOT_KNOWN_YET ? SECOND_LOOK_MS : RELOOK_MS))
+        return w->looked_kind;
+    char buf[512];
+    enum busy_kind kind = BUSY_NOT_KNOWN_YET;
+    uint64_t cpu_ns = 0;
+    if (read_proc_file(pid, "stat", buf, sizeof(buf)) == 0) {
         const char *end = strrchr(buf, ')'); /* the name may hold spaces and ')' */
-        waiting = end && end[1] == ' ' && end[2] != 'R';
+        if (end && end[1] == ' ' && end[2] != 'R')
+            kind = BUSY_WAITING;
+    }
+    if (kind != BUSY_WAITING && read_proc_file(pid, "schedstat", buf, sizeof(buf)) == 0) {
+        cpu_ns = strtoull(buf, NULL, 10);
+        if (same_period && now > w->looked_at_ms && w->looked_cpu_ns)
+            kind = (cpu_ns - w->looked_cpu_ns) * 2 >= (now - w->looked_at_ms) * 1000000
+                       ? BUSY_COMPUTING
+                       : BUSY_WAITING_FOR_CPU;
     }
     w->looked_busy_since_ms = busy_since;
     w->looked_at_ms = now;
-    w->looked_waiting = waiting;
-    return waiting;
+    w->looked_kind = kind;
+    w->looked_cpu_ns = cpu_ns;
+    return kind;
 }
 
 /*
@@ -301,8 +338,8 @@ struct scan_result {
 };
 
 /* Idle connections of workers busy for longer than SHARED_STUCK_AFTER_MS that are
- * waiting in their request, or while another worker is free (see
- * worker_is_waiting), and those idle longer than idle_handoff anywhere. */
+ * waiting in their request, or computing while another worker is free (see
+ * look_at_busy_worker), and those idle longer than idle_handoff anywhere. */
 static struct scan_result scan_workers(struct holder *h, uint64_t now)
 {
     struct scan_result result = {0, -1};
@@ -322,11 +359,18 @@ static struct scan_result scan_workers(struct holder *h, uint64_t now)
                 int64_t left = (int64_t)(SHARED_STUCK_AFTER_MS - busy_for);
                 if (result.next_deadline < 0 || left < result.next_deadline)
                     result.next_deadline = left;
-            } else if (any_free || worker_is_waiting(h, i, atomic_load(&w->pid),
-                                                      atomic_load(&w->busy_since_ms), now)) {
-                steal_all = 1;
             } else {
-                result.stuck_waiting = 1;
+                enum busy_kind kind = look_at_busy_worker(h, i, atomic_load(&w->pid),
+                                                          atomic_load(&w->busy_since_ms), now);
+                if (kind == BUSY_WAITING || (kind == BUSY_COMPUTING && any_free)) {
+                    steal_all = 1;
+                } else if (kind == BUSY_COMPUTING) {
+                    result.stuck_waiting = 1; /* until a worker is free */
+                } else {
+                    int64_t again = kind == BUSY_NOT_KNOWN_YET ? SECOND_LOOK_MS : RELOOK_MS;
+                    if (result.next_deadline < 0 || again < result.next_deadline)
+                        result.next_deadline = again;
+                }
             }
         }
         /* When the whole server stops, workers serve their idle connections
