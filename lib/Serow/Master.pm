@@ -36,6 +36,22 @@ my %ON_SIGNAL = (
     USR1 => 'reopen_logs',
 );
 
+# Signals that came before run set the master's handlers (while the app
+# loads, the sockets open, the pid file is written): without a handler, TERM,
+# INT, QUIT, HUP and USR1 would kill the process (leaving the pid file
+# behind) and TTIN, TTOU stop it.  The handlers early_signal_handlers
+# returns (name => handler), set from the start, queue them instead, and run
+# handles them before anything else: a stop that came early stops the master
+# before it has started any process.
+my @EARLY_SIGNALS;
+
+sub early_signal_handlers {
+    my ($class) = @_;
+    return map { $_ => \&_early_signal } grep { $_ ne 'CHLD' } @SIGNALS;
+}
+
+sub _early_signal { push @EARLY_SIGNALS, $_[0] }
+
 sub new {
     my ($class, %args) = @_;
     my $workers = $args{options}{workers};
@@ -87,11 +103,15 @@ sub run {
     local $0 = "serow master";
     local @SIG{@SIGNALS} = map { my $sig = $_; sub { push @{ $self->{pending} }, $sig } } @SIGNALS;
     local $SIG{PIPE} = 'IGNORE';
+    unshift @{ $self->{pending} }, splice(@EARLY_SIGNALS);
     $self->{pid} = $$;
     $self->{on_ready}->() if $self->{on_ready};
 
-    $self->spawn_holder;
-    $self->spawn_missing_workers;
+    $self->handle_signals; # those that came early: after a stop, nothing starts
+    if (!$self->{stopping}) {
+        $self->spawn_holder;
+        $self->spawn_missing_workers;
+    }
     until ($self->{stopping} && !%{ $self->{workers} } && !$self->{holder_pid}) {
         $self->wait_for_event;
         # Signals first: a TERM or INT sent to the whole process group (^C in

@@ -83,6 +83,11 @@ sub open_listeners {
 
 sub run {
     my ($self, $app) = @_;
+    # Until the master sets its own handlers, signals wait for it (a stop
+    # then stops it before it starts any process) instead of killing this
+    # process with the pid file and sockets left behind.
+    my %early = Serow::Master->early_signal_handlers;
+    local @SIG{keys %early} = values %early;
     my $options = $self->{options};
     $self->open_error_log($options->{error_log}) if defined $options->{error_log};
     # Refused before binding: the address of a running Serow would be busy,
