@@ -68,7 +68,9 @@ subtest '--user nobody --group nogroup: workers and holder switch, the master do
     is_deeply [(stat $path)[4, 5]], [$uid, $gid], 'so does the UNIX socket Serow made';
     is http_get({ path => $path }, '/from-unix')->{status}, 200, 'which is served';
 
-    my @children = all_child_pids($server->pid);
+    # (the second worker may still be starting when the first has answered)
+    my @children;
+    wait_until(sub { @children = all_child_pids($server->pid); @children == 3 });
     is scalar(@children), 3, 'two workers and the holder';
     for my $pid (@children) {
         my $what = is_connection_holder($pid) ? 'holder' : 'worker';
