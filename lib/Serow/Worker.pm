@@ -256,8 +256,15 @@ sub handle_request {
 
     # After the response is out (and the connection kept or closed): the
     # client does not wait for these.
-    for my $handler (@{ $env->{'psgix.cleanup.handlers'} || [] }) {
-        eval { $handler->($env); 1 } or Serow::Log->error("a psgix.cleanup handler died: $@");
+    my $handlers = $env->{'psgix.cleanup.handlers'};
+    if ($handlers && @$handlers) {
+        for my $handler (@$handlers) {
+            eval { $handler->($env); 1 } or Serow::Log->error("a psgix.cleanup handler died: $@");
+        }
+        # Run, they go: a handler that closes over $env would otherwise keep
+        # it alive through the env's own array (a cycle, never freed), and
+        # the env could not be reused for the next request.
+        @$handlers = ();
     }
     return !$env->{'psgix.harakiri.commit'};
 }
