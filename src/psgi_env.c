@@ -281,7 +281,9 @@ static int same_value(SV *a, SV *b)
         return 0;
     if (SvROK(b))
         return SvRV(a) == SvRV(b);
-    if (SvPOK(b) && (SvCUR(a) != SvCUR(b) || memcmp(SvPVX(a), SvPVX(b), SvCUR(b)) != 0))
+    /* (most template strings are empty: no memcmp call for those) */
+    if (SvPOK(b) && (SvCUR(a) != SvCUR(b) ||
+                     (SvCUR(b) != 0 && memcmp(SvPVX(a), SvPVX(b), SvCUR(b)) != 0)))
         return 0;
     if (SvIOK(b) && SvIVX(a) != SvIVX(b))
         return 0;

@@ -235,7 +235,9 @@ sub handle_request {
     } elsif (ref $res eq 'ARRAY') {
         # The usual triple, with an array body, in one call; the rest (a
         # handle as the body, a malformed triple) in send_array_response.
-        my $sent = $loop->send_array_triple($res, $env->{'psgix.harakiri.commit'});
+        # (The flag as a value: a hash element passed as an argument is made
+        # a deferred element, magic and all, when the key does not exist.)
+        my $sent = $loop->send_array_triple($res, $env->{'psgix.harakiri.commit'} ? 1 : 0);
         if (!$sent) {
             $self->send_array_response($env, $res);
         } elsif ($sent ne '1') {
