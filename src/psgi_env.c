@@ -482,11 +482,29 @@ static void store_new(pTHX_ HV *env, struct env_slot *slot, SV *value)
     (void)hv_store_ent(env, slot->key, value, SvSHARED_HASH(slot->key));
 }
 
-/* Bytes (never characters: a kept value may have been UTF-8). */
+/* The flags of a scalar that holds only a string of bytes, or only an
+ * integer, with no magic. */
+#define VALUE_FLAGS (SVf_OK | SVf_UTF8 | SVf_IVisUV | SVs_GMG | SVs_SMG | SVs_RMG)
+#define ONLY_BYTES (SVf_POK | SVp_POK)
+#define ONLY_INTEGER (SVf_IOK | SVp_IOK)
+
+/* Bytes (never characters: a kept value may have been UTF-8).  A kept
+ * value that holds them already (the same method, protocol, host, user
+ * agent as the last request: the usual case) is left as it is. */
 static void set_bytes(pTHX_ SV *sv, const char *bytes, size_t len)
 {
+    if ((SvFLAGS(sv) & VALUE_FLAGS) == ONLY_BYTES && SvCUR(sv) == len &&
+        memcmp(SvPVX(sv), bytes, len) == 0)
+        return;
     sv_setpvn(sv, bytes, len);
     SvUTF8_off(sv);
+}
+
+static void set_integer(pTHX_ SV *sv, IV n)
+{
+    if ((SvFLAGS(sv) & VALUE_FLAGS) == ONLY_INTEGER && SvIVX(sv) == n)
+        return;
+    sv_setiv(sv, n);
 }
 
 static void set_key_bytes(pTHX_ HV *env, enum env_key key, const char *bytes, size_t len)
@@ -585,8 +603,9 @@ static void set_decoded_path(pTHX_ SV *sv, const char *path, size_t len)
     set_bytes(aTHX_ sv, path, len);
     if (memchr(path, '%', len) == NULL)
         return;
-    /* In place: the decoded path is never longer. */
-    char *out = SvPVX(sv);
+    /* In place: the decoded path is never longer.  (Forced: a kept value
+     * left as it was may share its buffer with a copy the app made.) */
+    char *out = SvPV_force_nomg_nolen(sv);
     size_t o = 0;
     for (size_t i = 0; i < len; i++) {
         int hi, lo;
@@ -814,9 +833,9 @@ HV *build_psgi_env(pTHX_ struct worker_loop *loop)
 
     set_key_bytes(aTHX_ env, KEY_SERVER_NAME, listener->server_name,
                   strlen(listener->server_name));
-    sv_setiv(slot_value(aTHX_ env, &request_slots[KEY_SERVER_PORT]), listener->server_port);
+    set_integer(aTHX_ slot_value(aTHX_ env, &request_slots[KEY_SERVER_PORT]), listener->server_port);
     set_key_bytes(aTHX_ env, KEY_REMOTE_ADDR, conn->remote_addr, strlen(conn->remote_addr));
-    sv_setiv(slot_value(aTHX_ env, &request_slots[KEY_REMOTE_PORT]), conn->remote_port);
+    set_integer(aTHX_ slot_value(aTHX_ env, &request_slots[KEY_REMOTE_PORT]), conn->remote_port);
 
     set_socket_handle(aTHX_ env, conn->fd);
     struct env_slot *cleanup = &request_slots[KEY_PSGIX_CLEANUP_HANDLERS];

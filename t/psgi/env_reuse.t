@@ -43,7 +43,7 @@ sub describe {
 }
 
 # What the app kept between requests (in the worker).
-my ($kept_env, $kept_closure, $weak_env, $kept_value_ref, $cleanup_saw, $kept_writer);
+my ($kept_env, $kept_closure, $weak_env, $kept_value_ref, $cleanup_saw, $kept_writer, $copy);
 
 my %routes = (
     '/show' => sub { return },
@@ -97,6 +97,11 @@ my %routes = (
     '/weak-kept' => sub { return { defined => defined $weak_env ? 1 : 0 } },
     '/value-ref' => sub { $kept_value_ref = \$_[0]{PATH_INFO}; return },
     '/value-ref-kept' => sub { return { value => $$kept_value_ref } },
+    # A copy of a value (perl shares the buffer of a string this long with
+    # the env's value until one of them changes).
+    '/%41/a-path-long-enough-to-be-copied-on-write' => sub { $copy = $_[0]{PATH_INFO}; return },
+    '/A/a-path-long-enough-to-be-copied-on-write' => sub { return },
+    '/copy' => sub { return { copy => $copy } },
     '/cleanup' => sub {
         my ($env) = @_;
         # A handler that closes over the env (a reference cycle while it waits).
@@ -244,6 +249,17 @@ subtest 'a reference to a value of the env' => sub {
     is ask($sock, "GET /value-ref-kept HTTP/1.1\r\nHost: x\r\n\r\n")->{value}, '/value-ref',
         'keeps its value: the next request did not overwrite it';
     is_deeply ask($sock, $show), $fresh, 'the request after';
+};
+
+subtest 'a copy of a value the app keeps' => sub {
+    my $path = '/a-path-long-enough-to-be-copied-on-write';
+    is ask($sock, "GET /%2541$path HTTP/1.1\r\nHost: x\r\n\r\n")->{PATH_INFO}, "/%41$path",
+        'PATH_INFO decoded once';
+    # The next PATH_INFO starts as the same bytes as the copy, then is decoded.
+    is ask($sock, "GET /%41$path HTTP/1.1\r\nHost: x\r\n\r\n")->{PATH_INFO}, "/A$path",
+        'the next one';
+    is ask($sock, "GET /copy HTTP/1.1\r\nHost: x\r\n\r\n")->{copy}, "/%41$path",
+        'the copy kept its value';
 };
 
 subtest 'a psgix.cleanup handler that holds the env' => sub {
