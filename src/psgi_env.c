@@ -195,9 +195,15 @@ static struct slot_table_entry {
     struct env_slot *slot;
 } *slot_table;
 static size_t slot_table_mask;
-/* The slots whose entry the reused env kept (see psgi_env_retire). */
+/* The slots whose entry the reused env kept (see psgi_env_retire), template
+ * values aside, and how many of them the build has taken so far: when it
+ * has taken them all, no entry is left to delete. */
 static struct env_slot **kept_slots;
 static size_t kept_count;
+static size_t kept_taken;
+/* How many template values the reused env kept: all of them, and the build
+ * has nothing to do for those. */
+static size_t kept_constants;
 /* The kept slots whose value holds something of the app's to drop. */
 static struct env_slot **reset_slots;
 
@@ -385,6 +391,10 @@ static void forget_kept_entries(void)
     for (size_t i = 0; i < kept_count; i++)
         kept_slots[i]->kept = NULL;
     kept_count = 0;
+    kept_taken = 0;
+    kept_constants = 0;
+    /* Template values kept were marked as set for the next build: no longer. */
+    env_generation++;
 }
 
 static void forget_last_env(pTHX)
@@ -418,19 +428,28 @@ void psgi_env_retire(pTHX)
     STRLEN last_bucket = HvMAX(env);
     STRLEN removed = 0;
     size_t kept = 0; /* (kept_count in a local: stores through link could change it) */
+    size_t constants = 0;
     size_t resets = 0;
+    unsigned long next_generation = env_generation + 1;
     if (buckets != NULL) {
         for (STRLEN i = 0; i <= last_bucket; i++) {
             HE **link = &buckets[i];
             HE *entry;
             while ((entry = *link) != NULL) {
                 struct env_slot *slot = HeKLEN(entry) == HEf_SVKEY ? NULL : slot_of(HeKEY_hek(entry));
-                enum entry_fate fate = slot != NULL && slot->kept == NULL
-                                           ? entry_fate(aTHX_ slot, HeVAL(entry))
-                                           : ENTRY_DROPPED;
+                /* (A hash has one entry per key: no slot matches two.) */
+                enum entry_fate fate =
+                    slot != NULL ? entry_fate(aTHX_ slot, HeVAL(entry)) : ENTRY_DROPPED;
                 if (fate != ENTRY_DROPPED) {
-                    slot->kept = entry;
-                    kept_slots[kept++] = slot;
+                    slot->value = HeVAL(entry);
+                    if (slot->kind == SLOT_CONSTANT) {
+                        /* Its value is the next build's already. */
+                        slot->generation = next_generation;
+                        constants++;
+                    } else {
+                        slot->kept = entry;
+                        kept_slots[kept++] = slot;
+                    }
                     if (fate == ENTRY_KEPT_AFTER_RESET)
                         reset_slots[resets++] = slot;
                     link = &HeNEXT(entry);
@@ -445,10 +464,12 @@ void psgi_env_retire(pTHX)
     }
     HvTOTALKEYS(env) -= removed;
     kept_count = kept;
+    kept_taken = 0;
+    kept_constants = constants;
     last_env_ready = 1;
     /* The hash is whole: values can be freed. */
     for (size_t i = 0; i < resets; i++)
-        reset_kept_value(aTHX_ reset_slots[i], HeVAL(reset_slots[i]->kept));
+        reset_kept_value(aTHX_ reset_slots[i], reset_slots[i]->value);
     while (unlinked != NULL) {
         HE *next = HeNEXT(unlinked);
         hv_free_ent(env, unlinked);
@@ -466,6 +487,7 @@ static SV *slot_value(pTHX_ HV *env, struct env_slot *slot)
     if (slot->kept != NULL) {
         slot->value = HeVAL(slot->kept);
         slot->kept = NULL;
+        kept_taken++;
     } else {
         slot->value = newSV(0);
         (void)hv_store_ent(env, slot->key, slot->value, SvSHARED_HASH(slot->key));
@@ -515,14 +537,16 @@ static void set_key_bytes(pTHX_ HV *env, enum env_key key, const char *bytes, si
 /* Entries kept for keys this request does not have. */
 static void delete_unused_kept_entries(pTHX_ HV *env)
 {
-    for (size_t i = 0; i < kept_count; i++) {
+    for (size_t i = 0; kept_taken < kept_count && i < kept_count; i++) {
         struct env_slot *slot = kept_slots[i];
         if (slot->kept != NULL) {
             slot->kept = NULL;
             (void)hv_delete_ent(env, slot->key, G_DISCARD, SvSHARED_HASH(slot->key));
+            kept_taken++;
         }
     }
     kept_count = 0;
+    kept_taken = 0;
 }
 
 void psgi_env_init(pTHX)
@@ -796,13 +820,14 @@ HV *build_psgi_env(pTHX_ struct worker_loop *loop)
     last_env_ready = 0;
     env_generation++;
 
-    for (size_t i = 0; i < constant_count; i++) {
+    /* Template values psgi_env_retire kept (reset if the app changed them)
+     * are marked as set for this build. */
+    for (size_t i = 0; kept_constants < constant_count && i < constant_count; i++) {
         struct env_slot *slot = &constant_slots[i];
-        if (slot->kept != NULL) /* its value reset by psgi_env_retire */
-            (void)slot_value(aTHX_ env, slot);
-        else
+        if (slot->generation != env_generation)
             store_new(aTHX_ env, slot, copy_value(aTHX_ slot->constant));
     }
+    kept_constants = 0;
     set_key_bytes(aTHX_ env, KEY_REQUEST_METHOD, head->method, head->method_len);
     set_key_bytes(aTHX_ env, KEY_SERVER_PROTOCOL, head->minor_version ? "HTTP/1.1" : "HTTP/1.0",
                   8);
