@@ -101,7 +101,10 @@ static int hold(struct holder *h, int fd, const struct passed_connection *info)
     c->fd = fd;
     c->info = *info;
     struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP, .data.u64 = (uint64_t)fd};
-    if (epoll_ctl(h->epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+    /* (EEXIST: an entry left from when we held this socket under the same
+     * number before; see track_connection in worker_loop.c) */
+    if (epoll_ctl(h->epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0 &&
+        (errno != EEXIST || epoll_ctl(h->epoll_fd, EPOLL_CTL_MOD, fd, &ev) != 0)) {
         free(c);
         return -1;
     }
@@ -326,8 +329,11 @@ static int steal_connection(struct holder *h, uint32_t worker_index, uint32_t sl
     if (fd < 0)
         return 0;
     atomic_fetch_add(&h->shared->connections_stolen, 1);
-    if (hold(h, fd, &info) != 0)
+    if (hold(h, fd, &info) != 0) {
+        serow_log_error("connection holder: a connection taken from a worker could not be "
+                        "held and is closed (%s)", strerror(errno));
         close(fd);
+    }
     return 1;
 }
 

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "fd_passing.h"
+#include "log.h"
 #include "request_accounting.h"
 
 /* Events taken from one epoll_wait: enough to amortise the call. */
@@ -475,7 +476,13 @@ static int track_connection(struct worker_loop *loop, struct connection *conn)
         loop->connections_size = size;
     }
     struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP, .data.u64 = (uint64_t)conn->fd};
-    if (epoll_ctl(loop->epoll_fd, EPOLL_CTL_ADD, conn->fd, &ev) != 0)
+    /* EEXIST: epoll forgets a descriptor only when the last copy of its
+     * file is closed, so a connection this worker once held under the same
+     * number, and closed while another process still had it, is still
+     * watched: the entry is this very socket's, set it anew rather than
+     * drop a connection that comes back. */
+    if (epoll_ctl(loop->epoll_fd, EPOLL_CTL_ADD, conn->fd, &ev) != 0 &&
+        (errno != EEXIST || epoll_ctl(loop->epoll_fd, EPOLL_CTL_MOD, conn->fd, &ev) != 0))
         return -1;
     loop->connections[conn->fd] = conn;
     loop->num_connections++;
@@ -770,6 +777,9 @@ static struct connection *adopt_connection(struct worker_loop *loop, int fd,
     struct listener *l = &loop->listeners[listener_index];
     struct connection *conn = connection_new(fd, l->is_unix ? NULL : addr, addr_len, l->is_unix);
     if (conn == NULL || track_connection(loop, conn) != 0) {
+        /* (a client loses its connection here: say so, it should not happen) */
+        serow_log_error("worker: a connection could not be watched and is closed (%s)",
+                        conn ? strerror(errno) : "out of memory");
         if (conn)
             connection_free(conn);
         close(fd);
