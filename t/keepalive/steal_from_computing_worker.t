@@ -10,6 +10,18 @@ use Serow::Test qw(start_server raw_connect read_response wait_until);
 # for a CPU keeps them: moving them would buy nothing; see
 # docs/keepalive.md.)  The long request spins until the test opens a gate.
 
+# Placing connections on chosen workers needs them to stay put: on one CPU,
+# workers gather each other's parked connections (t/keepalive/gathering.t).
+sub usable_cpus {
+    open(my $fh, '<', '/proc/self/status') or return 0;
+    my ($list) = map { /^Cpus_allowed_list:\s*(\S+)/ ? $1 : () } <$fh>;
+    return 0 unless defined $list;
+    my $n = 0;
+    for (split /,/, $list) { my ($a, $b) = split /-/; $n += defined $b ? $b - $a + 1 : 1 }
+    return $n;
+}
+plan skip_all => 'needs two CPUs (on one, workers gather connections)' if usable_cpus() < 2;
+
 my $gate = Serow::Test::gate();
 my $hold = Serow::Test::gate();
 my $app = sub {
