@@ -814,6 +814,23 @@ static int accept_connection(struct worker_loop *loop, int listener_index)
     return 1;
 }
 
+/* Starts watching a connection another process passed or gave up, with the
+ * count of requests it has served.  NULL when it could not be tracked. */
+static struct connection *adopt_passed_connection(struct worker_loop *loop, int fd,
+                                                  const struct passed_connection *info)
+{
+    uint32_t listener = info->listener_index < (uint32_t)loop->num_listeners ? info->listener_index : 0;
+    struct sockaddr_storage addr;
+    socklen_t addr_len = sizeof(addr);
+    if (getpeername(fd, (struct sockaddr *)&addr, &addr_len) != 0)
+        addr_len = 0;
+    struct connection *conn = adopt_connection(loop, fd, addr_len ? (struct sockaddr *)&addr : NULL,
+                                               addr_len, (int)listener);
+    if (conn)
+        conn->requests_served = info->requests_served;
+    return conn;
+}
+
 /* Takes connections with a request waiting from the holder. */
 static void receive_ready_connection(struct worker_loop *loop)
 {
@@ -822,18 +839,9 @@ static void receive_ready_connection(struct worker_loop *loop)
     if (receive_connections(loop->ready_channel, &fd, &info, 1) != 1)
         return; /* another worker was quicker */
     atomic_fetch_sub(&loop->shared->queued_connections, 1);
-    if (info.listener_index >= (uint32_t)loop->num_listeners)
-        info.listener_index = 0;
-    struct sockaddr_storage addr;
-    socklen_t addr_len = sizeof(addr);
-    if (getpeername(fd, (struct sockaddr *)&addr, &addr_len) != 0)
-        addr_len = 0;
-    struct connection *conn = adopt_connection(loop, fd, addr_len ? (struct sockaddr *)&addr : NULL,
-                                               addr_len, (int)info.listener_index);
-    if (conn == NULL)
-        return;
-    conn->requests_served = info.requests_served;
-    read_connection(loop, conn);
+    struct connection *conn = adopt_passed_connection(loop, fd, &info);
+    if (conn)
+        read_connection(loop, conn);
 }
 
 /* ---- gathering connections where the CPU is ------------------------------
@@ -873,22 +881,22 @@ static int worker_is_stuck(struct worker_slot *w, uint64_t now)
 static void adopt_gathered_connection(struct worker_loop *loop, int fd,
                                       const struct passed_connection *info)
 {
-    uint32_t listener = info->listener_index < (uint32_t)loop->num_listeners ? info->listener_index : 0;
-    struct sockaddr_storage addr;
-    socklen_t addr_len = sizeof(addr);
-    if (getpeername(fd, (struct sockaddr *)&addr, &addr_len) != 0)
-        addr_len = 0;
-    struct connection *conn = adopt_connection(loop, fd, addr_len ? (struct sockaddr *)&addr : NULL,
-                                               addr_len, (int)listener);
+    struct connection *conn = adopt_passed_connection(loop, fd, info);
     if (conn == NULL)
         return;
-    conn->requests_served = info->requests_served;
     conn->state = CONNECTION_IDLE;
     uint64_t now_ms = shared_clock_ms();
     uint64_t idle_ms = now_ms > info->idle_since_ms ? now_ms - info->idle_since_ms : 0;
     timer_append(loop, conn, TIMER_IDLE,
                  now_seconds() + loop->settings.keepalive_timeout - (double)idle_ms / 1000.0);
     slot_park(loop, conn, info->idle_since_ms);
+}
+
+/* Gatherers rank by connections owned, ties to the lower slot: whether the
+ * worker in slot i with c connections ranks ahead of us. */
+static int ranks_ahead(const struct worker_loop *loop, uint32_t i, uint32_t c, uint32_t mine)
+{
+    return c > mine || (c == mine && i < loop->worker_index);
 }
 
 /* Takes worker `from`'s parked connections while this worker holds fewer
@@ -957,8 +965,7 @@ static void gather_connections(struct worker_loop *loop)
         if (i == me || atomic_load(&w->stopping) || worker_is_stuck(w, now))
             continue;
         counting++;
-        if (c > my_connections || (c == my_connections && i < me))
-            ahead++;
+        ahead += ranks_ahead(loop, i, c, my_connections);
     }
     if (ahead >= cpus || counting + 1 <= cpus)
         return; /* not a gatherer, or every worker that counts has a CPU */
@@ -978,8 +985,7 @@ static void gather_connections(struct worker_loop *loop)
         if (i == me || atomic_load(&w->pid) <= 0 || atomic_load(&w->stopping) ||
             atomic_load(&w->busy) || atomic_load(&w->idle_connections) == 0)
             continue;
-        uint32_t c = atomic_load(&w->connections);
-        if (c > my_connections || (c == my_connections && i < me))
+        if (ranks_ahead(loop, i, atomic_load(&w->connections), my_connections))
             continue; /* ahead of us: a gatherer too, or about to be */
         gather_from(loop, i, share);
     }
