@@ -601,7 +601,8 @@ shared_status(Serow::Shared shared)
             memcpy(text, w->current_request, sizeof(text));
             text[sizeof(text) - 1] = '\0';
             hv_stores(h, "request", newSVpv(text, 0));
-            hv_stores(h, "busy_for_ms", newSVnv((double)(shared_clock_ms() - atomic_load(&w->busy_since_ms))));
+            uint64_t since = atomic_load(&w->busy_since_ms);
+            hv_stores(h, "busy_for_ms", newSVnv((double)shared_ms_since(shared_clock_ms(), since)));
         }
         av_push(workers, newRV_noinc((SV *)h));
     }

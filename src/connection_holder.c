@@ -360,7 +360,7 @@ static struct scan_result scan_workers(struct holder *h, uint64_t now)
         int has_idle = atomic_load(&w->idle_connections) > 0;
         int steal_all = 0;
         if (atomic_load(&w->busy) && has_idle && h->can_steal) {
-            uint64_t busy_for = now - atomic_load(&w->busy_since_ms);
+            uint64_t busy_for = shared_busy_for_ms(w, now);
             if (busy_for < SHARED_STUCK_AFTER_MS) {
                 int64_t left = (int64_t)(SHARED_STUCK_AFTER_MS - busy_for);
                 if (result.next_deadline < 0 || left < result.next_deadline)
@@ -392,7 +392,8 @@ static struct scan_result scan_workers(struct holder *h, uint64_t now)
             struct connection_slot *s = &w->connections_table[k];
             if (atomic_load(&s->state) != SLOT_IDLE)
                 continue;
-            if (steal_all || now - atomic_load(&s->idle_since_ms) >= h->settings.idle_handoff_ms)
+            if (steal_all ||
+                shared_ms_since(now, atomic_load(&s->idle_since_ms)) >= h->settings.idle_handoff_ms)
                 stolen += steal_connection(h, i, k);
         }
         if (stolen && !atomic_load(&w->busy))
@@ -415,7 +416,11 @@ static uint32_t idle_in_workers(struct holder *h)
 static void expire_and_cap(struct holder *h, uint64_t now)
 {
     struct held_connection *c = h->oldest;
-    while (c && now - c->info.idle_since_ms >= h->settings.keepalive_timeout_ms) {
+    /* (A connection taken in this turn may have been parked after now was
+     * read: its age is 0, not a wrapped-around difference.  That mistake
+     * closed a kept-alive connection the moment it was taken, under the
+     * client's next request: found by t/hardening/soak.t.) */
+    while (c && shared_ms_since(now, c->info.idle_since_ms) >= h->settings.keepalive_timeout_ms) {
         struct held_connection *next = c->next;
         if (c->in_epoll)
             close_held(h, c);

@@ -39,6 +39,21 @@ uint64_t shared_clock_ms(void)
     return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+uint64_t shared_ms_since(uint64_t now, uint64_t then)
+{
+    return now > then ? now - then : 0;
+}
+
+uint64_t shared_busy_for_ms(struct worker_slot *w, uint64_t now)
+{
+    return atomic_load(&w->busy) ? shared_ms_since(now, atomic_load(&w->busy_since_ms)) : 0;
+}
+
+int shared_worker_is_stuck(struct worker_slot *w, uint64_t now)
+{
+    return shared_busy_for_ms(w, now) >= SHARED_STUCK_AFTER_MS;
+}
+
 int shared_any_worker_free(struct shared_state *shared)
 {
     for (uint32_t i = 0; i < shared->max_workers; i++) {

@@ -118,6 +118,17 @@ size_t shared_state_size(uint32_t max_workers);
 /* Monotonic milliseconds: the clock every timestamp in the mapping uses. */
 uint64_t shared_clock_ms(void);
 
+/* Milliseconds from then to now, 0 when then is later.  Every process reads
+ * the clock on its own: a timestamp another process wrote after we read the
+ * clock (a connection parked, a request begun meanwhile) is later than our
+ * now, and a plain now - then would make it billions of years old. */
+uint64_t shared_ms_since(uint64_t now, uint64_t then);
+
+/* How long the worker has been in its current request (0 when it is in
+ * none), and whether that is SHARED_STUCK_AFTER_MS or more. */
+uint64_t shared_busy_for_ms(struct worker_slot *w, uint64_t now);
+int shared_worker_is_stuck(struct worker_slot *w, uint64_t now);
+
 /* Whether some worker waits with nothing to do, free to take a connection the
  * holder took from a busy one (see connection_holder.c, scan_workers). */
 int shared_any_worker_free(struct shared_state *shared);

@@ -872,11 +872,6 @@ static void receive_ready_connection(struct worker_loop *loop)
 /* How often the CPUs are counted again (an operator's taskset). */
 #define RECOUNT_CPUS_MS 1000
 
-static int worker_is_stuck(struct worker_slot *w, uint64_t now)
-{
-    return atomic_load(&w->busy) && now - atomic_load(&w->busy_since_ms) >= SHARED_STUCK_AFTER_MS;
-}
-
 /* A parked connection taken from another worker: idle here as it was there. */
 static void adopt_gathered_connection(struct worker_loop *loop, int fd,
                                       const struct passed_connection *info)
@@ -885,8 +880,7 @@ static void adopt_gathered_connection(struct worker_loop *loop, int fd,
     if (conn == NULL)
         return;
     conn->state = CONNECTION_IDLE;
-    uint64_t now_ms = shared_clock_ms();
-    uint64_t idle_ms = now_ms > info->idle_since_ms ? now_ms - info->idle_since_ms : 0;
+    uint64_t idle_ms = shared_ms_since(shared_clock_ms(), info->idle_since_ms);
     timer_append(loop, conn, TIMER_IDLE,
                  now_seconds() + loop->settings.keepalive_timeout - (double)idle_ms / 1000.0);
     slot_park(loop, conn, info->idle_since_ms);
@@ -962,7 +956,7 @@ static void gather_connections(struct worker_loop *loop)
             continue;
         uint32_t c = atomic_load(&w->connections);
         total += c;
-        if (i == me || atomic_load(&w->stopping) || worker_is_stuck(w, now))
+        if (i == me || atomic_load(&w->stopping) || shared_worker_is_stuck(w, now))
             continue;
         counting++;
         ahead += ranks_ahead(loop, i, c, my_connections);
