@@ -364,6 +364,23 @@ static int slot_claim(struct worker_loop *loop, struct connection *conn)
     return 0;
 }
 
+/* A parked connection claimed for a read that found nothing: an event that
+ * was not its own (epoll keeps a closed connection's entry while another
+ * process holds a copy, and reports it under the number a new connection now
+ * has; or a batch of events was older than the connection).  Left claimed,
+ * it could never be taken again (handed to the holder after idle_handoff, or
+ * gathered): it goes back to being parked, idle since when it was. */
+static void park_again_if_nothing_came(struct worker_loop *loop, struct connection *conn)
+{
+    if (conn->slot < 0 || conn->state != CONNECTION_IDLE || conn->buffer_len > 0)
+        return;
+    struct connection_slot *s = &loop->slot->connections_table[conn->slot];
+    if (atomic_load(&s->state) != SLOT_IN_WORKER)
+        return; /* parked already (stray empty lines) */
+    connection_release_buffer(conn); /* (the read made one) */
+    slot_park(loop, conn, atomic_load(&s->idle_since_ms));
+}
+
 static void close_connection(struct worker_loop *loop, struct connection *conn);
 static void forget_connection(struct worker_loop *loop, struct connection *conn);
 static void hand_back_connections(struct worker_loop *loop, struct connection **conns, size_t n);
@@ -387,7 +404,6 @@ static void drop_stolen_connections(struct worker_loop *loop)
         if (conn == NULL || conn->slot != (int32_t)index ||
             atomic_load(&loop->slot->connections_table[index].state) != SLOT_STOLEN)
             continue;
-        epoll_ctl(loop->epoll_fd, EPOLL_CTL_DEL, conn->fd, NULL);
         forget_connection(loop, conn);
     }
     atomic_store(&loop->slot->stolen_tail, tail);
@@ -476,11 +492,10 @@ static int track_connection(struct worker_loop *loop, struct connection *conn)
         loop->connections_size = size;
     }
     struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP, .data.u64 = (uint64_t)conn->fd};
-    /* EEXIST: epoll forgets a descriptor only when the last copy of its
-     * file is closed, so a connection this worker once held under the same
-     * number, and closed while another process still had it, is still
-     * watched: the entry is this very socket's, set it anew rather than
-     * drop a connection that comes back. */
+    /* EEXIST: an entry for this very socket under this number is left (epoll
+     * forgets one only with the socket's last copy; forget_connection removes
+     * its own, but a copy inherited across a fork may not be): set it anew
+     * rather than drop a connection that comes back. */
     if (epoll_ctl(loop->epoll_fd, EPOLL_CTL_ADD, conn->fd, &ev) != 0 &&
         (errno != EEXIST || epoll_ctl(loop->epoll_fd, EPOLL_CTL_MOD, conn->fd, &ev) != 0))
         return -1;
@@ -497,8 +512,13 @@ static void forget_connection(struct worker_loop *loop, struct connection *conn)
     if (loop->current == conn)
         loop->current = NULL;
     slot_release(loop, conn);
-    /* close() also removes it from epoll when no other process holds it;
-     * a stolen one was removed explicitly before */
+    /* close() removes a descriptor from epoll only with the last copy of its
+     * socket, and other copies are common: the app's psgix.io handle, a
+     * connection taken away whose old owner has not closed its copy yet.
+     * Left in, the entry reports that socket's events under this number,
+     * which the next connection here gets: a worker would spin on a socket
+     * the app keeps with unread input. */
+    epoll_ctl(loop->epoll_fd, EPOLL_CTL_DEL, conn->fd, NULL);
     close(conn->fd);
     loop->connections[conn->fd] = NULL;
     loop->num_connections--;
@@ -1252,8 +1272,8 @@ static void handle_event(struct worker_loop *loop, const struct epoll_event *eve
         drain_lingering(loop, conn);
         break;
     case CONNECTION_IDLE:
-        if (slot_claim(loop, conn))
-            read_connection(loop, conn);
+        if (slot_claim(loop, conn) && read_connection(loop, conn) == 0)
+            park_again_if_nothing_came(loop, conn);
         break;
     case CONNECTION_READING_HEAD:
         read_connection(loop, conn);
