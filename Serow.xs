@@ -148,8 +148,12 @@ loop_set_empty_input(Serow::Loop loop, SV *handle)
 SV *
 loop_next_request(Serow::Loop loop)
   CODE:
+    /* The worker's reference to the previous env is gone (its loop's
+     * scope ended): it may be reused, and what the app left in it is freed
+     * before the wait, not after it. */
+    psgi_env_retire(aTHX);
     if (worker_loop_next_request(loop))
-        RETVAL = newRV_noinc((SV *)build_psgi_env(aTHX_ loop));
+        RETVAL = newRV_inc((SV *)build_psgi_env(aTHX_ loop));
     else
         RETVAL = &PL_sv_undef;
   OUTPUT:

@@ -22,12 +22,22 @@ void psgi_env_set_template(pTHX_ HV *template);
 void psgi_env_set_empty_input(pTHX_ SV *handle);
 
 /*
- * A new env for loop->current: the template's keys plus the request's own,
+ * The env for loop->current: the template's keys plus the request's own,
  * psgix.io included (made on first use), an empty psgix.cleanup.handlers
  * and, without a body, the empty psgi.input while that handle is open;
- * else psgi.input is the Perl worker's to add.
+ * else psgi.input is the Perl worker's to add.  The hash stays referenced
+ * here too (the caller takes a reference of its own): it is the previous
+ * request's env, made ready by psgi_env_retire, when nothing else held that
+ * one any more.
  */
 HV *build_psgi_env(pTHX_ struct worker_loop *loop);
+
+/* The request of the last env is over and the worker dropped its reference:
+ * if no other is left, the env is emptied of what the app added or changed
+ * (freed now, as it was when every env was freed here) and kept for the next
+ * request; else it is left to whoever holds it.  Call before waiting for the
+ * next request; again before the build it is a no-op. */
+void psgi_env_retire(pTHX);
 
 /* psgix.io is made on first use by this Perl code: it gets the socket's
  * descriptor and returns a handle on a duplicate of it (or undef). */

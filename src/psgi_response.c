@@ -62,11 +62,43 @@ const char *psgi_bytes(pTHX_ SV *sv, STRLEN *len)
     return SvPV_nomg(copy, *len);
 }
 
+/* Header values that are integers (Content-Length => length $body) are
+ * formatted here, up to this many per response: perl's SvPV would turn the
+ * app's integer into a string too (an upgrade and an allocation, freed with
+ * the response). */
+#define INTEGER_VALUES 4
+/* Digits of an IV, its sign included. */
+#define INTEGER_DIGITS 24
+
 struct header_list {
     struct response_header stack[STACK_HEADERS];
     struct response_header *items;
     size_t count;
+    char integers[INTEGER_VALUES][INTEGER_DIGITS];
+    size_t integers_used;
 };
+
+/* Whether an SV holds an integer and nothing else (no string, number,
+ * reference or unsigned flag): its decimal digits are its string. */
+static int only_integer(SV *sv)
+{
+    return (SvFLAGS(sv) & (SVf_IOK | SVf_POK | SVf_NOK | SVf_ROK | SVf_IVisUV)) == SVf_IOK;
+}
+
+/* n in decimal, at the end of buffer (INTEGER_DIGITS bytes). */
+static const char *integer_digits(IV n, char *buffer, STRLEN *len)
+{
+    char *end = buffer + INTEGER_DIGITS, *p = end;
+    UV u = n < 0 ? (UV)0 - (UV)n : (UV)n;
+    do {
+        *--p = (char)('0' + u % 10);
+        u /= 10;
+    } while (u != 0);
+    if (n < 0)
+        *--p = '-';
+    *len = (STRLEN)(end - p);
+    return p;
+}
 
 static void free_header_list(struct header_list *list)
 {
@@ -92,6 +124,7 @@ static int collect_headers(pTHX_ SV *headers, struct header_list *list, SV **bad
 {
     list->items = list->stack;
     list->count = 0;
+    list->integers_used = 0;
     SvGETMAGIC(headers);
     if (!SvROK(headers) || SvTYPE(SvRV(headers)) != SVt_PVAV)
         return RESPONSE_BAD_HEADER_LIST;
@@ -123,6 +156,8 @@ static int collect_headers(pTHX_ SV *headers, struct header_list *list, SV **bad
             r = RESPONSE_WIDE_CHARACTER;
         else if ((h->name_len = len, !value || !SvOK(*value)))
             r = RESPONSE_BAD_HEADER_VALUE; /* PSGI: values MUST be defined */
+        else if (only_integer(*value) && list->integers_used < INTEGER_VALUES)
+            h->value = integer_digits(SvIVX(*value), list->integers[list->integers_used++], &len);
         else if ((h->value = psgi_bytes(aTHX_ *value, &len)) == NULL)
             r = RESPONSE_WIDE_CHARACTER;
         if (r != RESPONSE_OK) {
@@ -143,6 +178,8 @@ static int status_of(pTHX_ SV *status)
     SvGETMAGIC(status);
     if (!SvOK(status))
         return -1;
+    if (only_integer(status)) /* 200: no string made of it */
+        return SvIVX(status) >= 100 && SvIVX(status) <= 999 ? (int)SvIVX(status) : -1;
     const char *p = SvPV_nomg(status, len);
     if (len != 3)
         return -1;

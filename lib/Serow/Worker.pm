@@ -129,8 +129,11 @@ sub run {
 
     $loop->set_env_template($template);
 
+    # The calls made for every request name their sub (Serow::Loop::next_request($loop))
+    # rather than call a method ($loop->next_request): a method call looks
+    # its name up in the class's stash each time.
     for (;;) {
-        my $env = $loop->next_request;
+        my $env = Serow::Loop::next_request($loop);
         if (!$env) {
             last if $loop->is_stopping && $loop->is_drained;
             next; # a signal: its handler has run
@@ -140,7 +143,7 @@ sub run {
         if ($limit && ++$self->{served} >= $limit) {
             $self->stop("served its $limit requests (--max-requests)");
         }
-        $self->handle_request($env) or $self->stop('psgix.harakiri');
+        handle_request($self, $env) or $self->stop('psgix.harakiri');
     }
     return 0;
 }
@@ -235,7 +238,10 @@ sub handle_request {
     } elsif (ref $res eq 'ARRAY') {
         # The usual triple, with an array body, in one call; the rest (a
         # handle as the body, a malformed triple) in send_array_response.
-        my $sent = $loop->send_array_triple($res, $env->{'psgix.harakiri.commit'});
+        # (The flag as a value: a hash element passed as an argument is made
+        # a deferred element, magic and all, when the key does not exist.)
+        my $sent = Serow::Loop::send_array_triple($loop, $res,
+            $env->{'psgix.harakiri.commit'} ? 1 : 0);
         if (!$sent) {
             $self->send_array_response($env, $res);
         } elsif ($sent ne '1') {
@@ -252,12 +258,19 @@ sub handle_request {
         if $self->{access_log} && defined $env->{REMOTE_USER};
     # The usual end in one call: the body had the length announced and the
     # app did not read psgix.io.  Else end_request sees to it.
-    $loop->finish_plain_request or $self->end_request($env);
+    Serow::Loop::finish_plain_request($loop) or $self->end_request($env);
 
     # After the response is out (and the connection kept or closed): the
     # client does not wait for these.
-    for my $handler (@{ $env->{'psgix.cleanup.handlers'} || [] }) {
-        eval { $handler->($env); 1 } or Serow::Log->error("a psgix.cleanup handler died: $@");
+    my $handlers = $env->{'psgix.cleanup.handlers'};
+    if ($handlers && @$handlers) {
+        for my $handler (@$handlers) {
+            eval { $handler->($env); 1 } or Serow::Log->error("a psgix.cleanup handler died: $@");
+        }
+        # Run, they go: a handler that closes over $env would otherwise keep
+        # it alive through the env's own array (a cycle, never freed), and
+        # the env could not be reused for the next request.
+        @$handlers = ();
     }
     return !$env->{'psgix.harakiri.commit'};
 }
