@@ -92,10 +92,6 @@ done_testing;
 
 # user + system CPU time of a process, in clock ticks
 sub cpu_ticks {
-    my ($pid) = @_;
-    open(my $fh, '<', "/proc/$pid/stat") or return 0;
-    my $stat = <$fh>;
-    $stat =~ s/\A.*\) //s;
-    my @f = split ' ', $stat;
-    return $f[11] + $f[12]; # fields 14 and 15 of the line
+    my @f = Serow::Test::proc_stat_fields($_[0]);
+    return @f ? $f[11] + $f[12] : 0;
 }

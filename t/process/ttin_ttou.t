@@ -78,11 +78,6 @@ subtest 'TTIN and TTOU sent to the whole process group do not stop the workers' 
     is $server->stop, 0;
 };
 
-sub _state {
-    my ($pid) = @_;
-    open(my $fh, '<', "/proc/$pid/stat") or return '';
-    my $line = <$fh> // return '';
-    return substr($line, rindex($line, ')') + 2, 1);
-}
+sub _state { (Serow::Test::proc_stat_fields($_[0]))[0] // '' }
 
 done_testing;

@@ -528,14 +528,17 @@ sub all_child_pids {
     return @children;
 }
 
-sub _parent_pid {
+# The fields of /proc/PID/stat from the state on (state, ppid, ...; utime and
+# stime are the 12th and 13th), or () when the process is gone.  The line is
+# "pid (comm) state ppid ...", and comm may hold spaces and parentheses.
+sub proc_stat_fields {
     my ($pid) = @_;
-    open(my $fh, '<', "/proc/$pid/stat") or return 0;
-    my $line = <$fh> // return 0;
-    # "pid (comm) state ppid ...": comm may hold spaces and parentheses
-    my ($ppid) = substr($line, rindex($line, ')') + 2) =~ /\A\S (\d+)/;
-    return $ppid // 0;
+    open(my $fh, '<', "/proc/$pid/stat") or return ();
+    my $line = <$fh> // return ();
+    return split ' ', substr($line, rindex($line, ')') + 2);
 }
+
+sub _parent_pid { (proc_stat_fields($_[0]))[1] // 0 }
 
 sub _cmdline {
     my ($pid) = @_;
@@ -562,12 +565,9 @@ sub is_connection_holder {
 sub child_pids {
     my ($pid) = @_;
     my @children;
-    for my $stat (glob '/proc/[0-9]*/stat') {
-        open(my $fh, '<', $stat) or next; # the process may be gone already
-        my $line = <$fh> // next;
-        # "pid (comm) state ppid ...": comm may hold spaces and parentheses
-        my ($state, $ppid) = substr($line, rindex($line, ')') + 2) =~ /\A(\S) (\d+)/ or next;
-        my ($child) = $line =~ /\A(\d+)/;
+    for my $dir (glob '/proc/[0-9]*') {
+        my ($child) = $dir =~ /(\d+)\z/;
+        my ($state, $ppid) = proc_stat_fields($child) or next; # the process may be gone already
         push @children, $child if $ppid == $pid && $state ne 'Z' && !is_connection_holder($child);
     }
     @children = sort { $a <=> $b } @children;
@@ -576,10 +576,8 @@ sub child_pids {
 
 # Whether $pid runs (a zombie does not).
 sub process_alive {
-    my ($pid) = @_;
-    open(my $fh, '<', "/proc/$pid/stat") or return 0;
-    my $line = <$fh> // return 0;
-    return substr($line, rindex($line, ')') + 2, 1) ne 'Z';
+    my ($state) = proc_stat_fields($_[0]);
+    return defined $state && $state ne 'Z';
 }
 
 sub worker_pids { child_pids($_[0]{pid}) }
