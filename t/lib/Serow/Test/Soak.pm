@@ -274,12 +274,17 @@ sub problems {
         for my $kind (sort keys %{ $now->{fd_kinds} }) {
             my $was = $then->{fd_kinds}{$kind} // 0;
             my $is = $now->{fd_kinds}{$kind};
-            # The holder opens a pidfd and a copy of the wake eventfd of a
-            # worker the first time it takes a connection from it: one each
-            # per worker at most (and its own eventfd), so not a leak.
+            # The holder, and a worker that gathers parked connections, open
+            # a pidfd and a copy of the wake eventfd of another worker the
+            # first time they take a connection from it: one each per worker
+            # at most, so not a leak.  Besides those copies the holder has
+            # its own eventfd; a worker has its own and the holder's.
             my $bound = $was;
-            if ($then->{role} eq 'holder') {
-                my $most = $kind =~ /pidfd/ ? $r->{workers} : $kind =~ /eventfd/ ? $r->{workers} + 1 : 0;
+            my %own_eventfds = (holder => 1, worker => 2);
+            if (exists $own_eventfds{ $then->{role} }) {
+                my $others = $then->{role} eq 'holder' ? $r->{workers} : $r->{workers} - 1;
+                my $most = $kind =~ /pidfd/ ? $others
+                    : $kind =~ /eventfd/ ? $others + $own_eventfds{ $then->{role} } : 0;
                 $bound = $most if $most > $bound;
             }
             push @problems, "$then->{role} $pid holds $is descriptors of kind $kind, $was before"
