@@ -25,8 +25,9 @@ use Time::HiRes ();
 
 my $ROOT;
 BEGIN { $ROOT = Cwd::abs_path(File::Basename::dirname(__FILE__) . '/..') }
-use lib "$ROOT/t/lib";
+use lib "$ROOT/t/lib", "$ROOT/bench/lib";
 use Serow::Test::NginxConfig ();
+use Serow::Bench::CpuStalls ();
 chdir $ROOT or die "$ROOT: $!\n";
 my $BENCH = "$ROOT/bench";
 my $CLIENT = "$BENCH/.build/client";
@@ -509,6 +510,22 @@ sub group_ticks {
     return $ticks;
 }
 
+# wrk, recording what else ran on CPU 0 meanwhile (Serow::Bench::CpuStalls,
+# when perf can): adds stall_ms (CPU 0's time given to other processes, per
+# second of the run), stall_longest_ms and stall_longest_by.
+sub wrk_recording_stalls {
+    my ($p, %w) = @_;
+    my $rec = Serow::Bench::CpuStalls::start(0, 1);
+    my $r = wrk(%w);
+    my $s = Serow::Bench::CpuStalls::stop($rec, [map { $_->{pid} } group_processes($p)]);
+    if ($s && $s->{seconds} > 0) {
+        $r->{stall_ms} = $s->{other_ms} / $s->{seconds};
+        $r->{stall_longest_ms} = $s->{longest_ms};
+        $r->{stall_longest_by} = $s->{longest_by};
+    }
+    return $r;
+}
+
 sub probe_start {
     my (@groups) = @_;
     my ($busy0, $total0) = cpu_ticks(0);
@@ -798,7 +815,7 @@ sub scenario_idle_10k {
         my $r = eval {
             my %w = (addr => $p->{listen}, path => '/', conns => $QUICK ? 8 : 32);
             wrk(%w, duration => $WARMUP);
-            my $base = wrk(%w, duration => $DURATION);
+            my $base = wrk_recording_stalls($p, %w, duration => $DURATION);
             my %before = map { $_->{pid} => $_ } group_processes($p);
             $client_pid = IPC::Open2::open2($client_out, $client_in, 'taskset', '-c', '1', $CLIENT,
                 'idle', '--port', $port, '--conns', $IDLE, '--timeout', 10);
@@ -811,7 +828,7 @@ sub scenario_idle_10k {
             Time::HiRes::sleep(1.5); # Serow moves connections idle for 0.5 s to its holder
             my @after = group_processes($p);
             my $probe = probe_start($p);
-            my $loaded = wrk(%w, duration => $DURATION);
+            my $loaded = wrk_recording_stalls($p, %w, duration => $DURATION);
             probe_end($probe, $loaded, $loaded->{requests});
             print {$client_in} "go\n";
             close $client_in;
@@ -825,6 +842,10 @@ sub scenario_idle_10k {
             my %r = (rps => $loaded->{rps}, p99 => $loaded->{p99}, errors => $loaded->{errors},
                 cpu0_other => $loaded->{cpu0_other}, cpu1_other => $loaded->{cpu1_other},
                 base_rps => $base->{rps}, base_p99 => $base->{p99}, base_errors => $base->{errors},
+                stall_ms => $loaded->{stall_ms}, stall_longest_ms => $loaded->{stall_longest_ms},
+                stall_longest_by => $loaded->{stall_longest_by},
+                base_stall_ms => $base->{stall_ms}, base_stall_longest_ms => $base->{stall_longest_ms},
+                base_stall_longest_by => $base->{stall_longest_by},
                 opened => $c{opened} // 0, again_ok => $c{again_ok} // 0,
                 again_closed => $c{again_closed} // 0, again_failed => $c{again_failed} // 0,
                 closed_while_idle => $c{closed_while_idle} // 0);
@@ -922,6 +943,20 @@ sub med_of {
     my ($scenario, $server, $key) = @_;
     my $rs = rs($scenario, $server) or return undef;
     return median(map { $_->{$key} } @$rs);
+}
+
+# "3.1 ms/s; longest 17.9 (tokio-rt-worker) / 2.9 (kdamond.0)" from the
+# rounds' CPU 0 stall records (wrk_recording_stalls), fields under $prefix.
+sub stalls_cell {
+    my ($rs, $prefix) = @_;
+    my $per_s = median(map { $_->{"${prefix}stall_ms"} } @$rs);
+    return '—' unless defined $per_s;
+    my @longest;
+    for my $r (@$rs) {
+        my ($ms, $by) = ($r->{"${prefix}stall_longest_ms"}, $r->{"${prefix}stall_longest_by"});
+        push @longest, !defined $ms ? '?' : $by ? sprintf('%.1f (%s)', $ms, $by) : sprintf('%.1f', $ms);
+    }
+    return sprintf('%.1f ms/s; longest %s', $per_s, join(' / ', @longest));
 }
 
 sub fmt_rps {
@@ -1168,12 +1203,17 @@ sub report {
                 "min " . $min->('again_ok') . ", median " . $m->('again_ok'),
                 $m->('again_closed') . ' / ' . $m->('again_failed'),
                 defined $m->('bytes_per_idle') ? sprintf('%.0f', $m->('bytes_per_idle')) : '—',
-                defined $m->('server_pss_per_idle') ? sprintf('%.0f', $m->('server_pss_per_idle')) : '—'];
+                defined $m->('server_pss_per_idle') ? sprintf('%.0f', $m->('server_pss_per_idle')) : '—',
+                stalls_cell($rs, 'base_'), stalls_cell($rs, '')];
         }
         $md .= table(['server', 'req/s without idle', 'p99 without', 'req/s with idle', 'p99 with (per round, ms)',
             'wrk errors', 'idle opened', 'idle answered again', 'closed / failed again',
-            'bytes per idle connection (holder or nginx worker RSS)', 'bytes per idle connection (all processes, PSS)'], @rows);
+            'bytes per idle connection (holder or nginx worker RSS)', 'bytes per idle connection (all processes, PSS)',
+            'CPU 0 to other processes, without idle', 'CPU 0 to other processes, with idle'], @rows);
         $md .= "\nThe memory is what the process's RSS grew by while it held the idle connections; kernel socket buffers are not in it.\n";
+        $md .= "CPU 0 to other processes: how much of the server's CPU went to processes not the server's while wrk ran "
+            . "(median ms per second; per round, the longest stretch in ms and who ran in it), from the scheduler's "
+            . "switches (perf); a p99 of 1-2 ms follows these stretches.\n";
         if (my $rs = $res->{serow}) {
             $md .= sprintf "Serow's holder had %s descriptors open with the idle connections (median).\n",
                 med_of('idle_10k', 'serow', 'holder_fds') // '?';
