@@ -63,23 +63,34 @@ void connection_free(struct connection *conn)
     free(conn);
 }
 
-/* Buffers of CONNECTION_READ_SIZE given back by idle connections, kept for the
- * next connection that reads, so that a busy keep-alive connection does not
- * pay a malloc and a free per request. */
+/* Buffers given back by idle connections, kept for the next connection that
+ * reads, so that a busy keep-alive connection does not pay a malloc and a free
+ * per request.  Not only those of CONNECTION_READ_SIZE: a request whose small
+ * body is read ahead (worker_loop.c, PREREAD_BODY_MAX) grows its buffer to
+ * the head plus the body, and freeing that one on every request made glibc
+ * give the top of the heap back to the kernel (it trims above 128 KiB free)
+ * and take it again, page fault by page fault, for the next: POST 64 KiB ran
+ * at 25k requests a second instead of 39k.  Up to SPARE_BUFFERS of them, none
+ * larger than SPARE_BUFFER_MAX_SIZE (a worker keeps at most 2 MiB so). */
 #define SPARE_BUFFERS 16
-static char *spare_buffers[SPARE_BUFFERS];
+#define SPARE_BUFFER_MAX_SIZE (2 * CONNECTION_READ_SIZE)
+static struct spare_buffer {
+    char *data;
+    size_t size;
+} spare_buffers[SPARE_BUFFERS];
 static int spare_buffer_count;
 
 size_t connection_reserve(struct connection *conn, size_t max_size)
 {
     if (conn->buffer == NULL && spare_buffer_count > 0 && max_size >= CONNECTION_READ_SIZE) {
-        conn->buffer = spare_buffers[--spare_buffer_count];
-        conn->buffer_size = CONNECTION_READ_SIZE;
+        struct spare_buffer *spare = &spare_buffers[--spare_buffer_count];
+        conn->buffer = spare->data;
+        conn->buffer_size = spare->size;
     }
     /* A buffer with room for half a read is not grown: growing copies all
      * it holds (a request body read after its head would otherwise make a
-     * 64 KiB buffer 64 KiB larger, and copy it, on every request), and a
-     * buffer of another size is not kept among the spares. */
+     * 64 KiB buffer 64 KiB larger, and copy it, on every request), and one
+     * over SPARE_BUFFER_MAX_SIZE is not kept among the spares. */
     if (conn->buffer_size - conn->buffer_len >= CONNECTION_READ_SIZE / 2)
         return conn->buffer_size - conn->buffer_len;
     size_t want = conn->buffer_len + CONNECTION_READ_SIZE;
@@ -111,8 +122,9 @@ void connection_consume(struct connection *conn, size_t n)
 void connection_release_buffer(struct connection *conn)
 {
     if (conn->buffer_len == 0 && conn->buffer != NULL) {
-        if (conn->buffer_size == CONNECTION_READ_SIZE && spare_buffer_count < SPARE_BUFFERS)
-            spare_buffers[spare_buffer_count++] = conn->buffer;
+        if (conn->buffer_size >= CONNECTION_READ_SIZE && conn->buffer_size <= SPARE_BUFFER_MAX_SIZE &&
+            spare_buffer_count < SPARE_BUFFERS)
+            spare_buffers[spare_buffer_count++] = (struct spare_buffer){conn->buffer, conn->buffer_size};
         else
             free(conn->buffer);
         conn->buffer = NULL;

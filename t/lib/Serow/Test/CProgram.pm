@@ -1,0 +1,80 @@
+package Serow::Test::CProgram;
+# The C test programs (t/parser/guard_page.c, t/connection/buffers.c): built
+# with the system C compiler from Serow's own sources, with ASan and UBSan when
+# their runtimes work here, and run with their reports made fatal.  A program
+# prints "ok - NAME" or "not ok - NAME" per check; report() turns those into
+# Test::More tests.
+use strict;
+use warnings;
+use File::Temp ();
+use POSIX ();
+use Test::More ();
+use Serow::Test ();
+
+my @FLAGS = ('-std=gnu11', '-O1', '-g', '-Wall', '-Wextra');
+my @SANITIZE = ('-fsanitize=address,undefined', '-fno-sanitize-recover=all', '-fno-omit-frame-pointer');
+
+# build(name => NAME, sources => [paths from the repository's root],
+#       includes => [dirs from the root])
+# Returns { binary, sanitized, status, output, compiler }; binary is undef
+# when no C compiler works here.
+sub build {
+    my (%o) = @_;
+    my $root = Serow::Test::root();
+    my $dir = File::Temp::tempdir(CLEANUP => 1);
+    my $cc = (grep { compiler_works($dir, $_) } 'gcc', 'cc')[0]
+        or return { binary => undef };
+    # The sanitizers need their runtime libraries (libasan, libubsan): tried on
+    # a program first, so that a machine without them still runs the checks.
+    my $sanitized = compiler_works($dir, $cc, @SANITIZE);
+    my $binary = "$dir/$o{name}";
+    my $out = run($cc, @FLAGS, (map { "-I$root/$_" } @{ $o{includes} || ['src'] }),
+        ($sanitized ? @SANITIZE : ()), '-o', $binary, map { "$root/$_" } @{ $o{sources} });
+    return { %$out, binary => $out->{status} == 0 ? $binary : undef, sanitized => $sanitized,
+        compiler => $cc };
+}
+
+# Runs a command with the sanitizers' reports fatal (leaks in a short-lived
+# test program are no finding); its exit status (or 128 + signal) and its
+# output, both streams.
+sub run {
+    my @cmd = @_;
+    local $ENV{ASAN_OPTIONS} = join ':', 'detect_leaks=0', 'abort_on_error=1',
+        grep { length } $ENV{ASAN_OPTIONS} // '';
+    local $ENV{UBSAN_OPTIONS} = 'halt_on_error=1:print_stacktrace=1';
+    my $pid = open my $fh, '-|';
+    die "fork: $!" unless defined $pid;
+    if (!$pid) {
+        open STDERR, '>&', \*STDOUT or die;
+        exec @cmd or do { print "exec $cmd[0]: $!\n"; POSIX::_exit(127) };
+    }
+    local $/;
+    my $output = <$fh> // '';
+    close $fh;
+    my $status = $? & 127 ? 128 + ($? & 127) : $? >> 8;
+    return { status => $status, output => $output };
+}
+
+# One Test::More test per "ok - NAME" / "not ok - NAME" line of a run's output,
+# then one that the program ran to its end.
+sub report {
+    my ($out, $what) = @_;
+    for my $line (split /\n/, $out->{output}) {
+        my ($not, $name) = $line =~ /^(not )?ok - (.*)/ or next;
+        Test::More::ok(!$not, $name);
+    }
+    Test::More::is($out->{status}, 0, "$what ran to its end") or Test::More::diag($out->{output});
+}
+
+sub compiler_works {
+    my ($dir, $cc, @flags) = @_;
+    my $src = "$dir/probe.c";
+    open my $fh, '>', $src or die "$src: $!";
+    print $fh "int main(void) { return 0; }\n";
+    close $fh;
+    my $exe = "$dir/probe";
+    unlink $exe;
+    return run($cc, @flags, '-o', $exe, $src)->{status} == 0 && run($exe)->{status} == 0;
+}
+
+1;
