@@ -71,7 +71,9 @@ sub stop {
     return undef unless $rec;
     kill 'INT', $rec->{pid};
     waitpid $rec->{pid}, 0;
-    open my $fh, '-|', 'perf', 'script', '-F', 'time,trace', '-i', $rec->{file}
+    # (perf script warns on stderr that 'trace' is no field of other kinds
+    # of events: there are none here)
+    open my $fh, '-|', 'sh', '-c', 'exec perf script -F time,trace -i "$1" 2>/dev/null', 'sh', $rec->{file}
         or return undef;
     my @lines = <$fh>;
     close $fh;
