@@ -29,6 +29,16 @@ use constant LONG_STRETCH_MS => 1;
 
 my $available;
 
+# Recorders still running when the program ends (it died between start and
+# stop) are stopped, not left recording for ever.  (A ^C reaches them anyway:
+# they are in the terminal's process group.)  Only by the process that
+# started them: a child forked meanwhile that exits runs this END too.
+my %recording; # recorder pid => pid of the process that started it
+END {
+    my @mine = grep { $recording{$_} == $$ } keys %recording;
+    kill 'INT', @mine if @mine;
+}
+
 # Whether perf can record scheduler switches here (it needs the tracepoint,
 # which root or perf_event_paranoid <= -1 may read).
 sub available {
@@ -50,8 +60,6 @@ sub start {
     if (!$pid) {
         open STDOUT, '>', '/dev/null';
         open STDERR, '>', '/dev/null';
-        # its own process group: the ^C of the run is the bench's to handle
-        POSIX::setpgid(0, 0);
         { exec 'taskset', '-c', $recorder_cpu, 'perf', 'record', '-q', '-e', 'sched:sched_switch',
             '-C', $cpu, '-o', $file }
         POSIX::_exit(127);
@@ -62,8 +70,11 @@ sub start {
         last if -s $file;
         select undef, undef, undef, 0.01;
     }
+    $recording{$pid} = $$;
     return { pid => $pid, file => $file, dir => $dir };
 }
+
+
 
 # Stops the recording and summarises it for the processes in @$server_pids.
 sub stop {
@@ -71,6 +82,7 @@ sub stop {
     return undef unless $rec;
     kill 'INT', $rec->{pid};
     waitpid $rec->{pid}, 0;
+    delete $recording{ $rec->{pid} };
     # (perf script warns on stderr that 'trace' is no field of other kinds
     # of events: there are none here)
     open my $fh, '-|', 'sh', '-c', 'exec perf script -F time,trace -i "$1" 2>/dev/null', 'sh', $rec->{file}
