@@ -4,7 +4,7 @@
  * grown past CONNECTION_READ_SIZE for a body read ahead, so that a busy
  * worker does not free and allocate 64 KiB and more per request (freed, glibc
  * gave the top of the heap back to the kernel and took it again, page fault by
- * page fault: POST 64 KiB ran at 25k requests a second instead of 49k).
+ * page fault: POST 64 KiB ran at half the speed, 25k requests a second against 53k).
  * Prints "ok - NAME" / "not ok - NAME" per check (t/connection/buffers.t).
  */
 #include <stdio.h>

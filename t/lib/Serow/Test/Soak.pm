@@ -279,12 +279,12 @@ sub problems {
             # first time they take a connection from it: one each per worker
             # at most, so not a leak.  Besides those copies the holder has
             # its own eventfd; a worker has its own and the holder's.
+            my %takers = (holder => { others => $r->{workers}, own_eventfds => 1 },
+                          worker => { others => $r->{workers} - 1, own_eventfds => 2 });
             my $bound = $was;
-            my %own_eventfds = (holder => 1, worker => 2);
-            if (exists $own_eventfds{ $then->{role} }) {
-                my $others = $then->{role} eq 'holder' ? $r->{workers} : $r->{workers} - 1;
-                my $most = $kind =~ /pidfd/ ? $others
-                    : $kind =~ /eventfd/ ? $others + $own_eventfds{ $then->{role} } : 0;
+            if (my $taker = $takers{ $then->{role} }) {
+                my $most = $kind =~ /pidfd/ ? $taker->{others}
+                    : $kind =~ /eventfd/ ? $taker->{others} + $taker->{own_eventfds} : 0;
                 $bound = $most if $most > $bound;
             }
             push @problems, "$then->{role} $pid holds $is descriptors of kind $kind, $was before"
