@@ -50,6 +50,7 @@ enum result { RES_NONE, RES_OK, RES_BAD_STATUS, RES_CLOSED, RES_ERROR, RES_TIMEO
 struct conn {
     int fd;
     int in_epoll;
+    uint32_t events; /* what epoll watches for it, while in_epoll */
     int kept; /* idle mode: answered its first request, kept open */
     enum conn_state state;
     char *buf;
@@ -116,6 +117,7 @@ static int open_conn(struct conn *c) {
     if (epoll_ctl(epfd, EPOLL_CTL_ADD, c->fd, &ev) < 0)
         die("epoll_ctl");
     c->in_epoll = 1;
+    c->events = ev.events;
     return 0;
 }
 
@@ -130,7 +132,9 @@ static void close_conn(struct conn *c) {
     c->state = C_CLOSED;
 }
 
-/* events 0: out of the epoll set (an idle connection nobody waits on). */
+/* events 0: out of the epoll set (an idle connection nobody waits on).  No
+ * system call when epoll already watches for these events: in a keep-alive
+ * loop a connection is watched for input from its first request on. */
 static void want(struct conn *c, uint32_t events) {
     struct epoll_event ev = { .events = events, .data.ptr = c };
     if (!events) {
@@ -139,11 +143,22 @@ static void want(struct conn *c, uint32_t events) {
         c->in_epoll = 0;
         return;
     }
+    if (c->in_epoll && c->events == events)
+        return;
     epoll_ctl(epfd, c->in_epoll ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, c->fd, &ev);
     c->in_epoll = 1;
+    c->events = events;
 }
 
-static void start_request(struct conn *c, const char *req) {
+static int write_some(struct conn *c);
+
+/* Sends a request at once: a small request fits the socket's buffer, so the
+ * client waits neither for EPOLLOUT nor on epoll_ctl.  Every turn of its own
+ * loop is time the answers it measures wait for it on a CPU it shares with
+ * the rest of the machine (docs/keepalive.md, "The load generator's share").
+ * Only a request that did not all go waits for the socket to be writable.
+ * Returns write_some's answer: 1 sent (now C_READING), 0 waiting, -1 error. */
+static int start_request(struct conn *c, const char *req) {
     c->req = req;
     c->req_len = strlen(req);
     c->req_off = 0;
@@ -151,7 +166,14 @@ static void start_request(struct conn *c, const char *req) {
     c->have_head = 0;
     c->sent_ns = now_ns();
     c->state = C_WRITING;
-    want(c, EPOLLOUT | EPOLLRDHUP);
+    int w = write_some(c);
+    if (w == 1) {
+        c->state = C_READING;
+        want(c, EPOLLIN | EPOLLRDHUP);
+    } else if (w == 0) {
+        want(c, EPOLLOUT | EPOLLRDHUP);
+    }
+    return w;
 }
 
 /* Case-insensitive search for a header field's value in the head. */
@@ -345,7 +367,11 @@ static int run_load(void) {
                 const char *req = (slow_every > 0 && issued % slow_every == (uint64_t)slow_every - 1)
                                       ? slow_req : fast_req;
                 issued++;
-                start_request(c, req);
+                if (start_request(c, req) < 0) {
+                    err_write++;
+                    close_conn(c);
+                }
+                continue; /* the answer comes with a later event */
             }
             if (c->state == C_WRITING && (ev & (EPOLLOUT | EPOLLERR | EPOLLHUP))) {
                 int w = write_some(c);
@@ -400,7 +426,10 @@ static int run_load(void) {
                 const char *req = (slow_every > 0 && issued % slow_every == (uint64_t)slow_every - 1)
                                       ? slow_req : fast_req;
                 issued++;
-                start_request(c, req);
+                if (start_request(c, req) < 0) {
+                    err_write++;
+                    close_conn(c);
+                }
             }
         }
         /* timeouts and reconnects, ten times a second */
@@ -469,6 +498,11 @@ static int run_load(void) {
 
 /* ---- idle mode ------------------------------------------------------- */
 
+/* What a failed write of a request says about its connection. */
+static enum result write_failure(void) {
+    return errno == EPIPE || errno == ECONNRESET ? RES_CLOSED : RES_ERROR;
+}
+
 /* Drives the given connections until each one has an answer or failed, or
  * the deadline passes.  Connections in C_CLOSED are left alone. */
 static void drive(struct conn *cs, int n, const char *req, uint64_t deadline) {
@@ -477,8 +511,10 @@ static void drive(struct conn *cs, int n, const char *req, uint64_t deadline) {
         if (cs[i].state != C_CLOSED) {
             cs[i].last = RES_NONE;
             pending++;
-            if (cs[i].state == C_IDLE)
-                start_request(&cs[i], req);
+            if (cs[i].state == C_IDLE && start_request(&cs[i], req) < 0) {
+                cs[i].last = write_failure();
+                pending--;
+            }
         }
     struct epoll_event events[256];
     while (pending > 0) {
@@ -500,12 +536,16 @@ static void drive(struct conn *cs, int n, const char *req, uint64_t deadline) {
                     pending--;
                     continue;
                 }
-                start_request(c, req);
+                if (start_request(c, req) < 0) {
+                    c->last = write_failure();
+                    pending--;
+                }
+                continue; /* the answer comes with a later event */
             }
             if (c->state == C_WRITING) {
                 int w = write_some(c);
                 if (w < 0) {
-                    c->last = errno == EPIPE || errno == ECONNRESET ? RES_CLOSED : RES_ERROR;
+                    c->last = write_failure();
                     pending--;
                     continue;
                 }
