@@ -1,7 +1,9 @@
 /*
  * Serow.xs - the Perl face of the C core: Serow::Loop wraps one worker's
  * event loop (src/worker_loop.c) and the response writer.  Glue only: every
- * decision is made in src/.
+ * decision is made in src/, except serve_request's, which takes the Perl
+ * worker's steps for the usual request (lib/Serow/Worker.pm,
+ * go_on_with_request) without a Perl op around the app.
  */
 #define PERL_NO_GET_CONTEXT
 #include "EXTERN.h"
@@ -89,6 +91,66 @@ static void note_response_outcome(struct worker_loop *loop)
     int status = psgi_response_outcome(&body_bytes);
     request_accounting_note_response(loop, status, body_bytes);
 }
+
+/* The usual response, [status, headers, [parts]], in one call: &PL_sv_yes
+ * when it went out (or the client left), &PL_sv_no when res is no such
+ * triple, else a mortal string saying why it cannot be sent.  last_one
+ * (psgix.harakiri.commit): the loop stops first, so that the response
+ * closes or hands over the connection. */
+static SV *send_array_triple(pTHX_ struct worker_loop *loop, SV *res, int last_one)
+{
+    AV *triple = SvROK(res) && SvTYPE(SvRV(res)) == SVt_PVAV ? (AV *)SvRV(res) : NULL;
+    SV **body = triple && av_count(triple) == 3 && !SvRMAGICAL((SV *)triple)
+                    ? av_fetch(triple, 2, 0) : NULL;
+    if (body == NULL || SvGMAGICAL(*body) || !SvROK(*body) || SvTYPE(SvRV(*body)) != SVt_PVAV ||
+        SvOBJECT(SvRV(*body)))
+        return &PL_sv_no;
+    SV *bad = NULL;
+    if (last_one)
+        worker_loop_stop(loop);
+    SV **status = av_fetch(triple, 0, 0), **headers = av_fetch(triple, 1, 0);
+    int r = send_psgi_response(aTHX_ loop, status ? *status : &PL_sv_undef,
+                               headers ? *headers : &PL_sv_undef, (AV *)SvRV(*body), &bad);
+    SV *error = response_error(aTHX_ r, bad);
+    return error ? error : &PL_sv_yes;
+}
+
+/* Ends the request when there is nothing for the worker to look at: the
+ * body had its Content-Length and psgix.io was not made.  1 when done (or
+ * no request is current), 0 when the worker must see to it. */
+static int finish_plain_request(pTHX_ struct worker_loop *loop)
+{
+    uint64_t announced, given;
+    if (psgi_response_length_mismatch(&announced, &given) || psgi_env_socket_handle_made())
+        return 0;
+    if (loop->current) {
+        note_response_outcome(loop);
+        worker_loop_finish_request(loop, psgi_response_keeps_alive());
+        reset_psgi_response();
+    }
+    psgi_env_request_done(aTHX);
+    return 1;
+}
+
+/* A value of the env, or NULL. */
+static SV *env_value(pTHX_ HV *env, const char *key, I32 len)
+{
+    SV **v = hv_fetch(env, key, len, 0);
+    return v ? *v : NULL;
+}
+#define ENV_VALUE(env, key) env_value(aTHX_ (env), "" key "", sizeof(key) - 1)
+
+/* Where serve_request left a request for the Perl worker to go on with
+ * (go_on_with_request in lib/Serow/Worker.pm, whose STAGE_ constants are
+ * these numbers). */
+enum serve_stage {
+    SERVE_DONE = 0,    /* answered, finished, nothing left to do */
+    SERVE_HANDLE,      /* nothing done: the body is to be read first */
+    SERVE_RESPOND,     /* the app ran (or died): its answer is the worker's to send */
+    SERVE_BAD_RESPONSE,/* the triple could not be sent: why, for the log */
+    SERVE_SENT,        /* sent; finishing is the worker's (remote user, length, psgix.io) */
+    SERVE_FINISHED,    /* finished; cleanup handlers or psgix.harakiri.commit remain */
+};
 
 MODULE = Serow    PACKAGE = Serow::Loop    PREFIX = loop_
 
@@ -259,29 +321,75 @@ loop_send_informational(Serow::Loop loop, SV *status, SV *headers)
 SV *
 loop_send_array_triple(Serow::Loop loop, SV *res, SV *last_one)
   CODE:
-    /* The usual response, [status, headers, [parts]], in one call.  Returns
-     * 1 when it went out (or the client left), 0 when res is no such triple
-     * (the worker sends it its own way, or says what is wrong), else why
-     * it cannot be sent.  last_one true (psgix.harakiri.commit): the loop
-     * stops first, so that the response closes or hands over the connection. */
-    AV *triple = SvROK(res) && SvTYPE(SvRV(res)) == SVt_PVAV ? (AV *)SvRV(res) : NULL;
-    SV **body = triple && av_count(triple) == 3 && !SvRMAGICAL((SV *)triple)
-                    ? av_fetch(triple, 2, 0) : NULL;
-    if (body == NULL || SvGMAGICAL(*body) || !SvROK(*body) || SvTYPE(SvRV(*body)) != SVt_PVAV ||
-        SvOBJECT(SvRV(*body))) {
-        RETVAL = &PL_sv_no;
-    } else {
-        SV *bad = NULL;
-        if (SvTRUE(last_one))
-            worker_loop_stop(loop);
-        SV **status = av_fetch(triple, 0, 0), **headers = av_fetch(triple, 1, 0);
-        int r = send_psgi_response(aTHX_ loop, status ? *status : &PL_sv_undef,
-                                   headers ? *headers : &PL_sv_undef, (AV *)SvRV(*body), &bad);
-        SV *error = response_error(aTHX_ r, bad);
-        RETVAL = error ? SvREFCNT_inc_simple_NN(error) : &PL_sv_yes;
-    }
+    /* 1 sent (or the client left), 0 not such a triple (the worker sends
+     * it its own way, or says what is wrong), else why it cannot be sent */
+    RETVAL = send_array_triple(aTHX_ loop, res, SvTRUE(last_one));
+    SvREFCNT_inc_simple_void_NN(RETVAL); /* (a macro: its argument is evaluated twice) */
   OUTPUT:
     RETVAL
+
+void
+loop_serve_request(Serow::Loop loop, SV *app, SV *env_ref, int note_remote_user)
+  PPCODE:
+    /* The usual request in one call, with no Perl op of the worker's
+     * around the app: no body to read first, an answer of [status,
+     * headers, [parts]] that goes out whole, nothing left for the worker
+     * to look at.  Returns nothing then; else (stage, answer, error): how
+     * far it got (enum serve_stage), for the worker to go on from there
+     * with the same steps it takes for any request (lib/Serow/Worker.pm).
+     * note_remote_user: the access log wants REMOTE_USER. */
+    HV *env = (HV *)SvRV(env_ref);
+    SV *input = ENV_VALUE(env, "psgi.input");
+    enum serve_stage stage = SERVE_DONE;
+    SV *answer = NULL, *error = NULL;
+    if (input == NULL || !SvOK(input)) {
+        stage = SERVE_HANDLE; /* a body (src/psgi_env.c gives bodiless requests their input) */
+    } else {
+        ENTER;
+        SAVETMPS;
+        PUSHMARK(SP);
+        XPUSHs(env_ref);
+        PUTBACK;
+        /* as `my $res = eval { $app->($env) }`: scalar context, $@ set */
+        call_sv(app, G_SCALAR | G_EVAL);
+        SPAGAIN;
+        answer = newSVsv(POPs);
+        PUTBACK;
+        FREETMPS;
+        LEAVE;
+        sv_2mortal(answer);
+        if (SvTRUE(ERRSV) || !SvROK(answer) || SvTYPE(SvRV(answer)) != SVt_PVAV) {
+            stage = SERVE_RESPOND;
+            error = sv_mortalcopy(ERRSV);
+        } else {
+            SV *last_one = ENV_VALUE(env, "psgix.harakiri.commit");
+            SV *sent = send_array_triple(aTHX_ loop, answer, last_one && SvTRUE(last_one));
+            if (sent == &PL_sv_no) {
+                stage = SERVE_RESPOND; /* the worker's own way: a handle body, ... */
+            } else if (sent != &PL_sv_yes) {
+                stage = SERVE_BAD_RESPONSE;
+                error = sent;
+            } else {
+                SV *user = note_remote_user ? ENV_VALUE(env, "REMOTE_USER") : NULL;
+                if ((user && SvOK(user)) || !finish_plain_request(aTHX_ loop)) {
+                    stage = SERVE_SENT;
+                } else {
+                    SV *handlers = ENV_VALUE(env, "psgix.cleanup.handlers");
+                    last_one = ENV_VALUE(env, "psgix.harakiri.commit");
+                    if ((handlers && SvROK(handlers) && SvTYPE(SvRV(handlers)) == SVt_PVAV &&
+                         av_count((AV *)SvRV(handlers)) > 0) ||
+                        (last_one && SvTRUE(last_one)))
+                        stage = SERVE_FINISHED;
+                }
+            }
+        }
+    }
+    if (stage != SERVE_DONE) {
+        EXTEND(SP, 3);
+        mPUSHi(stage);
+        PUSHs(answer ? answer : &PL_sv_undef);
+        PUSHs(error ? error : &PL_sv_undef);
+    }
 
 void
 loop_length_mismatch(Serow::Loop loop)
@@ -336,21 +444,9 @@ loop_finish_request(Serow::Loop loop)
 int
 loop_finish_plain_request(Serow::Loop loop)
   CODE:
-    /* finish_request when there is nothing for the worker to look at: the
-     * body had its Content-Length and psgix.io was not made.  1 when done
-     * (or no request is current), 0 when the worker must see to it. */
-    uint64_t announced, given;
-    if (psgi_response_length_mismatch(&announced, &given) || psgi_env_socket_handle_made()) {
-        RETVAL = 0;
-    } else {
-        if (loop->current) {
-            note_response_outcome(loop);
-            worker_loop_finish_request(loop, psgi_response_keeps_alive());
-            reset_psgi_response();
-        }
-        psgi_env_request_done(aTHX);
-        RETVAL = 1;
-    }
+    /* finish_request when there is nothing for the worker to look at: 1
+     * done (or no request is current), 0 the worker must see to it */
+    RETVAL = finish_plain_request(aTHX_ loop);
   OUTPUT:
     RETVAL
 

@@ -132,6 +132,7 @@ sub run {
     # The calls made for every request name their sub (Serow::Loop::next_request($loop))
     # rather than call a method ($loop->next_request): a method call looks
     # its name up in the class's stash each time.
+    my ($app, $note_remote_user) = ($self->{app}, $self->{access_log} ? 1 : 0);
     for (;;) {
         my $env = Serow::Loop::next_request($loop);
         if (!$env) {
@@ -143,7 +144,12 @@ sub run {
         if ($limit && ++$self->{served} >= $limit) {
             $self->stop("served its $limit requests (--max-requests)");
         }
-        handle_request($self, $env) or $self->stop('psgix.harakiri');
+        # The usual request, whole, in C (Serow.xs, serve_request): the steps
+        # of go_on_with_request in one call.  Any other request goes on with
+        # them from where it stopped.
+        my ($stage, $res, $error) = Serow::Loop::serve_request($loop, $app, $env, $note_remote_user);
+        next unless $stage;
+        go_on_with_request($self, $env, $stage, $res, $error) or $self->stop('psgix.harakiri');
     }
     return 0;
 }
@@ -220,45 +226,69 @@ sub stop {
     Serow::Log->info("worker $$ stopping ($why): finishing in-flight requests");
 }
 
-# Answers one request.  Returns false when the worker should stop after it
+# How far Serow::Loop::serve_request took a request (enum serve_stage in
+# Serow.xs): the C path takes the steps of go_on_with_request for the usual
+# request and stops at the first one it does not take itself.
+use constant {
+    STAGE_HANDLE       => 1, # nothing done: the body is to be read
+    STAGE_RESPOND      => 2, # the app ran (or died): send its answer
+    STAGE_BAD_RESPONSE => 3, # its triple could not be sent: say why
+    STAGE_SENT         => 4, # sent: finish the request
+    STAGE_FINISHED     => 5, # finished: cleanup handlers, harakiri
+};
+
+# Answers a request from where serve_request left it, one step after the
+# other.  Returns false when the worker should stop after it
 # (psgix.harakiri.commit).
-sub handle_request {
-    my ($self, $env) = @_;
+sub go_on_with_request {
+    my ($self, $env, $stage, $res, $error) = @_;
     my $loop = $self->{loop};
 
-    # (psgix.cleanup.handlers is in the env already, and psgi.input when
-    # there is no body: src/psgi_env.c)
-    $env->{'psgi.input'} //= $loop->request_body_framing
-        ? $self->buffer_request_body($env) // return 1
-        : _new_empty_input($loop);
-
-    my $res = eval { $self->{app}->($env) };
-    if (my $error = $@) {
-        $self->app_failed($env, "the app died: $error");
-    } elsif (ref $res eq 'ARRAY') {
-        # The usual triple, with an array body, in one call; the rest (a
-        # handle as the body, a malformed triple) in send_array_response.
-        # (The flag as a value: a hash element passed as an argument is made
-        # a deferred element, magic and all, when the key does not exist.)
-        my $sent = Serow::Loop::send_array_triple($loop, $res,
-            $env->{'psgix.harakiri.commit'} ? 1 : 0);
-        if (!$sent) {
-            $self->send_array_response($env, $res);
-        } elsif ($sent ne '1') {
-            $self->app_failed($env, "bad response: $sent");
-        }
-    } elsif (ref $res eq 'CODE') {
-        $self->run_streaming_response($env, $res);
-    } else {
-        $self->app_failed($env, "the app returned " . (defined $res ? "'$res'" : 'undef')
-            . " instead of an array or a code reference");
+    if ($stage == STAGE_HANDLE) {
+        # (psgix.cleanup.handlers is in the env already, and psgi.input when
+        # there is no body: src/psgi_env.c)
+        $env->{'psgi.input'} //= $loop->request_body_framing
+            ? $self->buffer_request_body($env) // return 1
+            : _new_empty_input($loop);
+        $res = eval { $self->{app}->($env) };
+        ($stage, $error) = (STAGE_RESPOND, $@);
     }
-    # Set by the app (an authentication middleware) for the access log.
-    $loop->note_remote_user($env->{REMOTE_USER})
-        if $self->{access_log} && defined $env->{REMOTE_USER};
-    # The usual end in one call: the body had the length announced and the
-    # app did not read psgix.io.  Else end_request sees to it.
-    Serow::Loop::finish_plain_request($loop) or $self->end_request($env);
+
+    if ($stage == STAGE_RESPOND) {
+        if ($error) {
+            $self->app_failed($env, "the app died: $error");
+        } elsif (ref $res eq 'ARRAY') {
+            # The usual triple, with an array body, in one call; the rest (a
+            # handle as the body, a malformed triple) in send_array_response.
+            # (The flag as a value: a hash element passed as an argument is made
+            # a deferred element, magic and all, when the key does not exist.)
+            my $sent = Serow::Loop::send_array_triple($loop, $res,
+                $env->{'psgix.harakiri.commit'} ? 1 : 0);
+            if (!$sent) {
+                $self->send_array_response($env, $res);
+            } elsif ($sent ne '1') {
+                $self->app_failed($env, "bad response: $sent");
+            }
+        } elsif (ref $res eq 'CODE') {
+            $self->run_streaming_response($env, $res);
+        } else {
+            $self->app_failed($env, "the app returned " . (defined $res ? "'$res'" : 'undef')
+                . " instead of an array or a code reference");
+        }
+        $stage = STAGE_SENT;
+    } elsif ($stage == STAGE_BAD_RESPONSE) {
+        $self->app_failed($env, "bad response: $error");
+        $stage = STAGE_SENT;
+    }
+
+    if ($stage == STAGE_SENT) {
+        # Set by the app (an authentication middleware) for the access log.
+        $loop->note_remote_user($env->{REMOTE_USER})
+            if $self->{access_log} && defined $env->{REMOTE_USER};
+        # The usual end in one call: the body had the length announced and the
+        # app did not read psgix.io.  Else end_request sees to it.
+        Serow::Loop::finish_plain_request($loop) or $self->end_request($env);
+    }
 
     # After the response is out (and the connection kept or closed): the
     # client does not wait for these.
