@@ -362,8 +362,10 @@ loop_serve_request(Serow::Loop loop, SV *app, SV *env_ref, int note_remote_user)
             stage = SERVE_RESPOND;
             error = sv_mortalcopy(ERRSV);
         } else {
-            SV *last_one = ENV_VALUE(env, "psgix.harakiri.commit");
-            SV *sent = send_array_triple(aTHX_ loop, answer, last_one && SvTRUE(last_one));
+            /* (set by the app, which has run: read once) */
+            SV *harakiri = ENV_VALUE(env, "psgix.harakiri.commit");
+            int last_one = harakiri && SvTRUE(harakiri);
+            SV *sent = send_array_triple(aTHX_ loop, answer, last_one);
             if (sent == &PL_sv_no) {
                 stage = SERVE_RESPOND; /* the worker's own way: a handle body, ... */
             } else if (sent != &PL_sv_yes) {
@@ -375,10 +377,9 @@ loop_serve_request(Serow::Loop loop, SV *app, SV *env_ref, int note_remote_user)
                     stage = SERVE_SENT;
                 } else {
                     SV *handlers = ENV_VALUE(env, "psgix.cleanup.handlers");
-                    last_one = ENV_VALUE(env, "psgix.harakiri.commit");
-                    if ((handlers && SvROK(handlers) && SvTYPE(SvRV(handlers)) == SVt_PVAV &&
-                         av_count((AV *)SvRV(handlers)) > 0) ||
-                        (last_one && SvTRUE(last_one)))
+                    if (last_one || (handlers && SvROK(handlers) &&
+                                     SvTYPE(SvRV(handlers)) == SVt_PVAV &&
+                                     av_count((AV *)SvRV(handlers)) > 0))
                         stage = SERVE_FINISHED;
                 }
             }

@@ -1211,13 +1211,18 @@ sub report {
 
     if (my $res = $RESULTS{idle_10k}) {
         $md .= "\n## (a) $IDLE idle keep-alive connections + " . ($QUICK ? 8 : 32) . " active (wrk)\n\n";
-        my @rows;
+        my (@rows, @client_rows);
         for my $server (@SERVERS) {
             my $rs = $res->{$server} or next;
             my $m = sub { med_of('idle_10k', $server, $_[0]) };
             my $min = sub { my $k = shift; (sort { $a <=> $b } map { $_->{$k} } @$rs)[0] };
-            my $errors = 0;
+            my ($errors, $client_errors) = (0, 0);
             $errors += $_->{errors} for @$rs;
+            $client_errors += ($_->{client_errors} // 0) + ($_->{base_client_errors} // 0) for @$rs;
+            push @client_rows, [$TITLE{$server}, fmt_rps($m->('base_client_rps')), fmt_ms($m->('base_client_p99')),
+                fmt_rps($m->('client_rps')), fmt_ms($m->('client_p99')) . ' ('
+                    . join(' / ', map { defined $_->{client_p99} ? sprintf('%.1f', $_->{client_p99}) : '?' } @$rs) . ')',
+                $client_errors];
             push @rows, [$TITLE{$server}, fmt_rps($m->('base_rps')), fmt_ms($m->('base_p99')),
                 fmt_rps($m->('rps')), fmt_ms($m->('p99')) . ' (' . join(' / ', map { defined $_->{p99} ? sprintf('%.1f', $_->{p99}) : '?' } @$rs) . ')', $errors,
                 "min " . $min->('opened') . ", median " . $m->('opened'),
@@ -1243,17 +1248,6 @@ sub report {
             . "each), right after each wrk run, with the same idle connections open or not.  At these rates it "
             . "keeps CPU 1 less busy than wrk (about 72% against 87%); how the two p99s differ is in "
             . "docs/keepalive.md.\n\n";
-        my @client_rows;
-        for my $server (@SERVERS) {
-            my $rs = $res->{$server} or next;
-            my $m = sub { med_of('idle_10k', $server, $_[0]) };
-            my $errors = 0;
-            $errors += ($_->{client_errors} // 0) + ($_->{base_client_errors} // 0) for @$rs;
-            push @client_rows, [$TITLE{$server}, fmt_rps($m->('base_client_rps')), fmt_ms($m->('base_client_p99')),
-                fmt_rps($m->('client_rps')), fmt_ms($m->('client_p99')) . ' ('
-                    . join(' / ', map { defined $_->{client_p99} ? sprintf('%.1f', $_->{client_p99}) : '?' } @$rs) . ')',
-                $errors];
-        }
         $md .= table(['server', 'req/s without idle', 'p99 without', 'req/s with idle', 'p99 with (per round, ms)',
             'errors'], @client_rows);
     }

@@ -321,6 +321,14 @@ static double pct(uint64_t *v, size_t n, double p) {
 
 /* ---- load mode ------------------------------------------------------- */
 
+/* The request to send next: every slow_every-th one (counted over all
+ * connections) goes to the slow path. */
+static const char *next_request(uint64_t *issued, const char *fast_req, const char *slow_req) {
+    int slow = slow_every > 0 && *issued % slow_every == (uint64_t)slow_every - 1;
+    (*issued)++;
+    return slow ? slow_req : fast_req;
+}
+
 static int run_load(void) {
     struct conn *conns = calloc(nconns, sizeof *conns);
     char *fast_req = make_request(path);
@@ -364,10 +372,7 @@ static int run_load(void) {
                     close_conn(c);
                     continue;
                 }
-                const char *req = (slow_every > 0 && issued % slow_every == (uint64_t)slow_every - 1)
-                                      ? slow_req : fast_req;
-                issued++;
-                if (start_request(c, req) < 0) {
+                if (start_request(c, next_request(&issued, fast_req, slow_req)) < 0) {
                     err_write++;
                     close_conn(c);
                 }
@@ -423,10 +428,7 @@ static int run_load(void) {
                     c->state = C_IDLE;
                     continue;
                 }
-                const char *req = (slow_every > 0 && issued % slow_every == (uint64_t)slow_every - 1)
-                                      ? slow_req : fast_req;
-                issued++;
-                if (start_request(c, req) < 0) {
+                if (start_request(c, next_request(&issued, fast_req, slow_req)) < 0) {
                     err_write++;
                     close_conn(c);
                 }
