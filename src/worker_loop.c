@@ -607,17 +607,16 @@ static size_t max_head_bytes(const struct worker_loop *loop)
 }
 
 /*
- * Follows the line ends in the buffer from offset from on: where the line
- * still arriving begins, and whether the request line has ended (any line but an empty one:
- * a malformed line is rejected by the parse that its line end causes).
- * Returns whether a line ended.
+ * Follows the line ends in the buffer from offset from up to offset to: where
+ * the line still arriving begins, and whether the request line has ended (any
+ * line but an empty one: a malformed line is rejected by the parse that its
+ * line end causes).  Returns whether a line ended.
  */
-static int track_line_ends(struct connection *conn, size_t from)
+static int track_line_ends(struct connection *conn, size_t from, size_t to)
 {
     int ended = 0;
     const char *lf;
-    while (from < conn->buffer_len &&
-           (lf = memchr(conn->buffer + from, '\n', conn->buffer_len - from)) != NULL) {
+    while (from < to && (lf = memchr(conn->buffer + from, '\n', to - from)) != NULL) {
         size_t end = (size_t)(lf - conn->buffer);
         if (!(end == conn->line_start + 1 && conn->buffer[conn->line_start] == '\r'))
             conn->request_line_ended = 1;
@@ -680,14 +679,20 @@ static void examine_buffered_head(struct worker_loop *loop, struct connection *c
     }
     size_t scan = conn->head_scan_from > 3 ? conn->head_scan_from - 3 : 0;
     int complete = 0, new_line = 0;
+    /* Where the head ends if it is complete; lines are followed no further:
+     * the bytes after it are a body read with the head (a read takes up to
+     * the head's limits, 72 KiB by default), and looking for line ends in
+     * them cost a POST a scan of its whole first read. */
+    size_t head_end = conn->buffer_len;
     for (size_t i = scan; i + 3 < conn->buffer_len; i++) {
         if (conn->buffer[i] == '\r' && conn->buffer[i + 1] == '\n' &&
             conn->buffer[i + 2] == '\r' && conn->buffer[i + 3] == '\n') {
             complete = 1;
+            head_end = i + 4;
             break;
         }
     }
-    new_line = track_line_ends(conn, new_bytes_from);
+    new_line = track_line_ends(conn, new_bytes_from, head_end);
     conn->head_scan_from = conn->buffer_len;
 
     if (complete) {
