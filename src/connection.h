@@ -64,6 +64,7 @@ struct connection {
     int timer_list;            /* which list timer_link is in, or -1 */
 
     unsigned long requests_served;
+    unsigned pipelined_in_a_row; /* requests answered in a row with the next one buffered */
     int32_t slot;              /* its slot in the shared table, or -1 */
     void *perl_io;             /* the psgix.io handle (an SV*), made on demand */
 };

@@ -54,6 +54,13 @@
 /* While the holder still has connections during that time, a stopping worker
  * looks this often whether they became ready (it may hold none of its own). */
 #define STOP_GRACE_POLL_MS 20
+/* A client that pipelines gets this many requests answered in a row; then
+ * the worker looks at its other connections and listen sockets before the
+ * next one (look_around).  One read takes up to the head limits, 72 KiB by
+ * default: a thousand small requests, which would otherwise all go before
+ * any other connection of the worker.  The look costs an epoll_wait that
+ * does not block, once per this many pipelined requests. */
+#define PIPELINED_REQUESTS_PER_TURN 8
 
 static double now_seconds(void)
 {
@@ -509,6 +516,8 @@ static void forget_connection(struct worker_loop *loop, struct connection *conn)
 {
     timer_remove(loop, conn);
     ready_remove(loop, conn);
+    if (loop->turn_over == conn)
+        loop->turn_over = NULL;
     if (loop->current == conn)
         loop->current = NULL;
     slot_release(loop, conn);
@@ -1288,11 +1297,35 @@ static void handle_event(struct worker_loop *loop, const struct epoll_event *eve
     }
 }
 
+/*
+ * A pipelining connection's turn is over: the events from the last wait not
+ * handled yet, or if there are none the events of a wait that does not
+ * block, are handled now (the connections that have a request join the ready
+ * queue, new connections are accepted), and only then is the pipelining
+ * connection's next request looked at: it goes behind them.
+ */
+static void look_around(struct worker_loop *loop)
+{
+    if (loop->pending_next >= loop->pending_count) {
+        int n = wait_for_events(loop, loop->pending_events, 0);
+        loop->pending_next = 0;
+        loop->pending_count = n > 0 ? n : 0; /* (EINTR: the loop's next wait says) */
+    }
+    while (loop->pending_next < loop->pending_count)
+        handle_event(loop, &loop->pending_events[loop->pending_next++]);
+    struct connection *conn = loop->turn_over;
+    loop->turn_over = NULL;
+    if (conn != NULL && conn->state == CONNECTION_READING_HEAD && !conn->in_ready_queue)
+        examine_buffered_head(loop, conn, 0);
+}
+
 int worker_loop_next_request(struct worker_loop *loop)
 {
     for (;;) {
         drop_stolen_connections(loop);
         gather_connections(loop);
+        if (loop->turn_over)
+            look_around(loop);
         while (loop->ready_first) {
             if (start_request(loop, loop->ready_first))
                 return 1;
@@ -1561,8 +1594,14 @@ void worker_loop_finish_request(struct worker_loop *loop, int keep_alive)
         /* pipelined: the next request is (partly) here already */
         conn->state = CONNECTION_READING_HEAD;
         timer_append(loop, conn, TIMER_READING_HEAD, now_seconds() + loop->settings.header_timeout);
-        examine_buffered_head(loop, conn, 0);
+        if (++conn->pipelined_in_a_row < PIPELINED_REQUESTS_PER_TURN) {
+            examine_buffered_head(loop, conn, 0);
+        } else {
+            conn->pipelined_in_a_row = 0;
+            loop->turn_over = conn;
+        }
     } else {
+        conn->pipelined_in_a_row = 0;
         park_idle_connection(loop, conn);
     }
 }

@@ -88,6 +88,9 @@ struct worker_loop {
      * available to the holder while it answers a request */
     struct epoll_event *pending_events;
     int pending_count, pending_next;
+    /* a pipelining connection whose turn is over: its next request is
+     * looked at once the others have had theirs (look_around) */
+    struct connection *turn_over;
 
     /* sharing connections with the holder (NULL/-1 when running alone) */
     struct shared_state *shared;

@@ -20,7 +20,7 @@ use Test::More ();
 
 our @EXPORT_OK = qw(start_server raw_request raw_connect read_response parse_response
                     wait_until read_until_close read_until_match echo_app rejects answered_and_closed
-                    send_all
+                    send_all parse_response_head
                     need_debian_packages run_serow);
 
 # Generous: the machine is shared and slow; these bound a wait, never pace it.
