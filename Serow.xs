@@ -207,6 +207,20 @@ loop_set_empty_input(Serow::Loop loop, SV *handle)
     PERL_UNUSED_VAR(loop);
     psgi_env_set_empty_input(aTHX_ handle);
 
+void
+loop_set_body_input(Serow::Loop loop, SV *handle, double max)
+  CODE:
+    PERL_UNUSED_VAR(loop);
+    psgi_env_set_body_input(aTHX_ handle, max > 0 ? (size_t)max : 0);
+
+int
+loop_has_body_input(Serow::Loop loop)
+  CODE:
+    PERL_UNUSED_VAR(loop);
+    RETVAL = psgi_env_has_body_input();
+  OUTPUT:
+    RETVAL
+
 SV *
 loop_next_request(Serow::Loop loop)
   CODE:

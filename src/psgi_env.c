@@ -12,6 +12,7 @@
 #include "psgi_env.h"
 
 #include "XSUB.h"
+#include "perliol.h" /* the layer of an in-memory handle (in_memory_scalar) */
 
 /* What an entry of the env holds, which says how a kept entry is made ready
  * for the next request. */
@@ -144,6 +145,109 @@ void psgi_env_set_empty_input(pTHX_ SV *handle)
     SV *old = empty_input;
     empty_input = SvOK(handle) ? newSVsv(handle) : NULL;
     SvREFCNT_dec(old);
+}
+
+/* psgi.input of a request whose body came whole with its head (a form, a
+ * JSON document): one in-memory handle the worker opened, filled with the
+ * body and rewound for each such request, so that the common small POST
+ * neither opens a handle nor goes through the Perl worker to read its body.
+ * Kept: the handle (a reference to its glob) and the scalar it reads. */
+static SV *body_input;
+static SV *body_input_scalar;
+static size_t body_input_max;
+
+/* The largest body the handle takes: its scalar keeps its buffer between
+ * requests, so this is memory each worker may keep. */
+#define BODY_INPUT_MAX (64 * 1024)
+
+/* The scalar an in-memory handle reads (a new reference), or NULL when the
+ * handle is not open on one alone: closed, another layer on top, or
+ * characters (:utf8) instead of bytes. */
+static SV *in_memory_scalar(pTHX_ PerlIO *fp)
+{
+    if (fp == NULL || !PerlIOValid(fp) || PerlIO_isutf8(fp))
+        return NULL;
+    PerlIO_funcs *layer = PerlIOBase(fp)->tab;
+    if (layer == NULL || strcmp(layer->name, "scalar") != 0 || layer->Getarg == NULL)
+        return NULL;
+    SV *ref = layer->Getarg(aTHX_ fp, NULL, 0); /* a reference to the scalar */
+    if (ref == NULL || !SvROK(ref)) {
+        SvREFCNT_dec(ref);
+        return NULL;
+    }
+    SV *scalar = SvREFCNT_inc_simple_NN(SvRV(ref));
+    SvREFCNT_dec(ref);
+    return scalar;
+}
+
+void psgi_env_set_body_input(pTHX_ SV *handle, size_t max)
+{
+    SV *old = body_input, *old_scalar = body_input_scalar;
+    body_input = NULL;
+    body_input_scalar = NULL;
+    body_input_max = max < BODY_INPUT_MAX ? max : BODY_INPUT_MAX;
+    if (SvROK(handle) && SvTYPE(SvRV(handle)) == SVt_PVGV) {
+        IO *io = GvIO((GV *)SvRV(handle));
+        body_input_scalar = io ? in_memory_scalar(aTHX_ IoIFP(io)) : NULL;
+        if (body_input_scalar != NULL)
+            body_input = newSVsv(handle);
+    }
+    SvREFCNT_dec(old);
+    SvREFCNT_dec(old_scalar);
+}
+
+int psgi_env_has_body_input(void)
+{
+    return body_input != NULL;
+}
+
+/* The glob of the body handle when it can take the next body: nothing but
+ * us holds it (an app that kept it, or kept an env with it, would see its
+ * contents change), and it still reads its own scalar, as bytes.  A handle
+ * the app closed, pushed a layer on or opened again is let go (the worker
+ * makes another); one it holds is only passed over. */
+static GV *refillable_body_input(pTHX)
+{
+    if (body_input == NULL)
+        return NULL;
+    GV *gv = (GV *)SvRV(body_input);
+    IO *io = GvIO(gv);
+    if (SvREFCNT(gv) != 1 || GvGP(gv) == NULL || GvGP(gv)->gp_refcnt != 1 || io == NULL ||
+        SvREFCNT(io) != 1)
+        return NULL;
+    SV *scalar = in_memory_scalar(aTHX_ IoIFP(io));
+    SvREFCNT_dec(scalar); /* (only compared: the handle holds it) */
+    if (scalar != body_input_scalar || SvREFCNT(scalar) != 2 || SvTYPE(scalar) >= SVt_PVMG ||
+        SvREADONLY(scalar)) {
+        /* (2: the handle's and ours) */
+        psgi_env_set_body_input(aTHX_ &PL_sv_undef, body_input_max);
+        return NULL;
+    }
+    return gv;
+}
+
+/* The body handle filled with the current request's body, rewound, when the
+ * body is all buffered and small enough, and the handle free; else NULL (the
+ * Perl worker reads the body).  Reads the body: the request has none left. */
+static SV *filled_body_input(pTHX_ struct worker_loop *loop)
+{
+    if (!worker_loop_body_buffered(loop, body_input_max))
+        return NULL;
+    GV *gv = refillable_body_input(aTHX);
+    if (gv == NULL)
+        return NULL;
+    size_t len = (size_t)loop->head.content_length, got = 0;
+    SV *scalar = body_input_scalar;
+    sv_setpvs(scalar, "");
+    char *p = SvGROW(scalar, len + 1);
+    /* (all of it is buffered: one call takes it, and cannot fail) */
+    if (worker_loop_read_body(loop, p, len, &got) != 0 || got != len)
+        return NULL;
+    p[len] = '\0';
+    SvCUR_set(scalar, len);
+    if (PerlIO_seek(IoIFP(GvIO(gv)), 0, SEEK_SET) != 0)
+        return NULL;
+    return (SV *)gv;
 }
 
 /* The glob of the empty handle, rewound, when it is still open (an app may
@@ -868,13 +972,19 @@ HV *build_psgi_env(pTHX_ struct worker_loop *loop)
         (void)slot_value(aTHX_ env, cleanup);
     else
         store_new(aTHX_ env, cleanup, newRV_noinc((SV *)newAV()));
+    struct env_slot *input_slot = &request_slots[KEY_PSGI_INPUT];
     if (head->framing == HTTP_BODY_NONE) {
         SV *input = rewound_empty_input(aTHX);
-        struct env_slot *slot = &request_slots[KEY_PSGI_INPUT];
-        if (input != NULL && slot->kept != NULL) /* the same handle */
-            (void)slot_value(aTHX_ env, slot);
+        if (input != NULL && input_slot->kept != NULL) /* the same handle */
+            (void)slot_value(aTHX_ env, input_slot);
         else if (input != NULL)
-            store_new(aTHX_ env, slot, newRV_inc(input));
+            store_new(aTHX_ env, input_slot, newRV_inc(input));
+    } else {
+        SV *input = filled_body_input(aTHX_ loop);
+        if (input != NULL && input_slot->kept != NULL) /* the empty handle's entry */
+            sv_setrv_inc(slot_value(aTHX_ env, input_slot), input);
+        else if (input != NULL)
+            store_new(aTHX_ env, input_slot, newRV_inc(input));
     }
 
     for (size_t i = 0; i < head->num_headers; i++)

@@ -21,11 +21,23 @@ void psgi_env_set_template(pTHX_ HV *template);
  * glob reference), rewound for each request.  undef: none. */
 void psgi_env_set_empty_input(pTHX_ SV *handle);
 
+/* psgi.input for requests whose body (Content-Length, up to max bytes and
+ * at most 64 KiB) came whole with the head: an in-memory handle (a glob
+ * reference) opened on a scalar, filled with the body and rewound for each
+ * such request while nothing else holds it.  undef: none. */
+void psgi_env_set_body_input(pTHX_ SV *handle, size_t max);
+
+/* Whether the body handle is still there: one the app closed, opened again
+ * or pushed a layer on is let go, and the worker gives another. */
+int psgi_env_has_body_input(void);
+
 /*
  * The env for loop->current: the template's keys plus the request's own,
  * psgix.io included (made on first use), an empty psgix.cleanup.handlers
  * and, without a body, the empty psgi.input while that handle is open;
- * else psgi.input is the Perl worker's to add.  The hash stays referenced
+ * with a small body all buffered, the body handle filled with it (the body
+ * is read: nothing of it is left to read from the loop); else psgi.input
+ * is the Perl worker's to add.  The hash stays referenced
  * here too (the caller takes a reference of its own): it is the previous
  * request's env, made ready by psgi_env_retire, when nothing else held that
  * one any more.

@@ -1549,6 +1549,14 @@ int worker_loop_read_body(struct worker_loop *loop, char *out, size_t cap, size_
     }
 }
 
+int worker_loop_body_buffered(const struct worker_loop *loop, size_t max)
+{
+    const struct connection *conn = loop->current;
+    return conn != NULL && loop->head.framing == HTTP_BODY_LENGTH && !loop->body_done &&
+           loop->head.content_length <= max && loop->body_received == 0 &&
+           conn->buffer_len - loop->head_len >= loop->head.content_length;
+}
+
 int worker_loop_may_keep_alive(struct worker_loop *loop)
 {
     struct connection *conn = loop->current;

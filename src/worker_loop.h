@@ -165,6 +165,11 @@ int worker_loop_next_request(struct worker_loop *loop);
  * "100 Continue" first when the client asked for it. */
 int worker_loop_read_body(struct worker_loop *loop, char *out, size_t cap, size_t *got);
 
+/* Whether the current request's body has a Content-Length of at most max
+ * bytes and is all in the connection's buffer: worker_loop_read_body then
+ * takes it whole in one call, without waiting. */
+int worker_loop_body_buffered(const struct worker_loop *loop, size_t max);
+
 /* Writes all of iov to the current connection, waiting up to write_timeout
  * for progress.  0 on success, -1 when the client is gone or too slow. */
 int worker_loop_write(struct worker_loop *loop, struct iovec *iov, int iovcnt);

@@ -57,6 +57,19 @@ sub _new_empty_input {
     return $input;
 }
 
+# psgi.input of a request whose body (up to --body-memory-limit and 64 KiB)
+# came whole with its head: one in-memory handle, filled with the body and
+# rewound for each such request (src/psgi_env.c), so that a small POST is
+# answered without a handle opened or a step in Perl.  Made when the first
+# body comes, and again when an app closed that handle, opened it again or
+# pushed a layer on it.
+sub _new_body_input {
+    my ($loop, $max) = @_;
+    my $body = '';
+    open(my $input, '<', \$body) or die "cannot open an in-memory handle: $!";
+    $loop->set_body_input($input, $max);
+}
+
 sub new {
     my ($class, %args) = @_;
     return bless {
@@ -246,10 +259,15 @@ sub go_on_with_request {
 
     if ($stage == STAGE_HANDLE) {
         # (psgix.cleanup.handlers is in the env already, and psgi.input when
-        # there is no body: src/psgi_env.c)
-        $env->{'psgi.input'} //= $loop->request_body_framing
-            ? $self->buffer_request_body($env) // return 1
-            : _new_empty_input($loop);
+        # there is no body, or a small one that came whole with the head, and
+        # its handle is free: src/psgi_env.c)
+        if (!$loop->request_body_framing) {
+            $env->{'psgi.input'} //= _new_empty_input($loop);
+        } elsif (!defined $env->{'psgi.input'}) {
+            _new_body_input($loop, $self->{options}{body_memory_limit})
+                unless $loop->has_body_input;
+            $env->{'psgi.input'} = $self->buffer_request_body($env) // return 1;
+        }
         $res = eval { $self->{app}->($env) };
         ($stage, $error) = (STAGE_RESPOND, $@);
     }
