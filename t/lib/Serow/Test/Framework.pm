@@ -42,12 +42,16 @@ sub smoke {
         like $res && $res->{body}, qr/^hello serow from \d+$/, 'the parameter reached the action';
     };
 
-    subtest 'a POST form' => sub {
-        my $form = 'name=a+form%21';
-        my $res = request($server, "POST /form HTTP/1.1\r\nHost: x\r\nContent-Type: "
-            . "application/x-www-form-urlencoded\r\nContent-Length: " . length($form) . "\r\n", $form);
-        is $res && $res->{status}, 200, 'status 200';
-        is $res && $res->{body}, 'form name=a form!', 'the decoded field';
+    subtest 'POST forms' => sub {
+        # Several, each its own: a worker refills one psgi.input handle for
+        # small bodies while nothing else holds it (src/psgi_env.c).
+        for my $n (1 .. 6) {
+            my $form = "name=form+$n%21";
+            my $res = request($server, "POST /form HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                . "application/x-www-form-urlencoded\r\nContent-Length: " . length($form) . "\r\n", $form);
+            is $res && $res->{status}, 200, "form $n: status 200";
+            is $res && $res->{body}, "form name=form $n!", "form $n: the decoded field";
+        }
     };
 
     subtest 'a JSON response' => sub {
