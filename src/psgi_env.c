@@ -236,17 +236,18 @@ static SV *filled_body_input(pTHX_ struct worker_loop *loop)
     GV *gv = refillable_body_input(aTHX);
     if (gv == NULL)
         return NULL;
+    /* Rewound first: once the body is read, nothing may fail (the Perl
+     * worker would find no body left to read). */
+    if (PerlIO_seek(IoIFP(GvIO(gv)), 0, SEEK_SET) != 0)
+        return NULL;
     size_t len = (size_t)loop->head.content_length, got = 0;
     SV *scalar = body_input_scalar;
     sv_setpvs(scalar, "");
     char *p = SvGROW(scalar, len + 1);
-    /* (all of it is buffered: one call takes it, and cannot fail) */
-    if (worker_loop_read_body(loop, p, len, &got) != 0 || got != len)
-        return NULL;
-    p[len] = '\0';
-    SvCUR_set(scalar, len);
-    if (PerlIO_seek(IoIFP(GvIO(gv)), 0, SEEK_SET) != 0)
-        return NULL;
+    /* (all of it is buffered: one call takes it whole, without waiting) */
+    (void)worker_loop_read_body(loop, p, len, &got);
+    p[got] = '\0';
+    SvCUR_set(scalar, got);
     return (SV *)gv;
 }
 
