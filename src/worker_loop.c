@@ -1200,7 +1200,8 @@ static int start_request(struct worker_loop *loop, struct connection *conn)
  * the master's --graceful-timeout kills the worker).  So signals are blocked
  * while *signal_pending is checked, and epoll_pwait unblocks them atomically.
  */
-static int wait_for_events(struct worker_loop *loop, struct epoll_event *events, int timeout_ms)
+static int epoll_wait_unless_signalled(struct worker_loop *loop, struct epoll_event *events,
+                                       int timeout_ms)
 {
     if (loop->signal_pending == NULL)
         return epoll_wait(loop->epoll_fd, events, EPOLL_BATCH, timeout_ms);
@@ -1217,6 +1218,17 @@ static int wait_for_events(struct worker_loop *loop, struct epoll_event *events,
     int saved_errno = errno;
     sigprocmask(SIG_SETMASK, &old, NULL);
     errno = saved_errno;
+    return n;
+}
+
+/* Waits up to timeout_ms for events, which become the loop's pending ones
+ * (none on an error).  Returns their count, or -1 (EINTR: a signal to
+ * handle). */
+static int wait_for_events(struct worker_loop *loop, int timeout_ms)
+{
+    int n = epoll_wait_unless_signalled(loop, loop->pending_events, timeout_ms);
+    loop->pending_next = 0;
+    loop->pending_count = n > 0 ? n : 0;
     return n;
 }
 
@@ -1306,11 +1318,8 @@ static void handle_event(struct worker_loop *loop, const struct epoll_event *eve
  */
 static void look_around(struct worker_loop *loop)
 {
-    if (loop->pending_next >= loop->pending_count) {
-        int n = wait_for_events(loop, loop->pending_events, 0);
-        loop->pending_next = 0;
-        loop->pending_count = n > 0 ? n : 0; /* (EINTR: the loop's next wait says) */
-    }
+    if (loop->pending_next >= loop->pending_count)
+        (void)wait_for_events(loop, 0); /* (EINTR: the loop's next wait says) */
     while (loop->pending_next < loop->pending_count)
         handle_event(loop, &loop->pending_events[loop->pending_next++]);
     struct connection *conn = loop->turn_over;
@@ -1349,11 +1358,9 @@ int worker_loop_next_request(struct worker_loop *loop)
         /* (a stopping worker takes no connections the holder takes from stuck workers) */
         if (timeout_ms != 0 && !loop->stopping)
             announce_free(loop);
-        int n = wait_for_events(loop, loop->pending_events, timeout_ms);
+        int n = wait_for_events(loop, timeout_ms);
         if (timeout_ms != 0)
             announce_not_free(loop);
-        loop->pending_next = 0;
-        loop->pending_count = n > 0 ? n : 0;
         if (n < 0)
             return 0; /* EINTR: let Perl run its signal handlers */
     }
