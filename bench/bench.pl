@@ -510,18 +510,28 @@ sub group_ticks {
     return $ticks;
 }
 
-# wrk, recording what else ran on CPU 0 meanwhile (Serow::Bench::CpuStalls,
-# when perf can): adds stall_ms (CPU 0's time given to other processes, per
-# second of the run), stall_longest_ms and stall_longest_by.
+# wrk, recording what else ran on CPU 0 (the server's) and CPU 1 (the load
+# generator's) meanwhile (Serow::Bench::CpuStalls, when perf can): adds
+# stall_ms (CPU 0's time given to other processes, per second of the run),
+# stall_longest_ms and stall_longest_by, and the same for CPU 1 as
+# loadgen_stall_ms, ... (other than wrk and bench/client, whose idle
+# connections it holds, from wrk's start to its end; perf itself, the
+# recorder, runs there and counts).
 sub wrk_recording_stalls {
     my ($p, %w) = @_;
-    my $rec = Serow::Bench::CpuStalls::start(0, 1);
+    my $rec = Serow::Bench::CpuStalls::start([0, 1], 1);
     my $r = wrk(%w);
-    my $s = Serow::Bench::CpuStalls::stop($rec, [map { $_->{pid} } group_processes($p)]);
-    if ($s && $s->{seconds} > 0) {
-        $r->{stall_ms} = $s->{other_ms} / $s->{seconds};
-        $r->{stall_longest_ms} = $s->{longest_ms};
-        $r->{stall_longest_by} = $s->{longest_by};
+    my $each = Serow::Bench::CpuStalls::stop_each($rec, {
+        0 => [map { $_->{pid} } group_processes($p)],
+        1 => sub { $_[1] eq 'wrk' || $_[1] eq 'client' },
+    }, { 1 => 'wrk' });
+    for my $cpu (0, 1) {
+        my $s = $each && $each->{$cpu};
+        next unless $s && $s->{seconds} > 0;
+        my $prefix = $cpu ? 'loadgen_' : '';
+        $r->{"${prefix}stall_ms"} = $s->{other_ms} / $s->{seconds};
+        $r->{"${prefix}stall_longest_ms"} = $s->{longest_ms};
+        $r->{"${prefix}stall_longest_by"} = $s->{longest_by};
     }
     return $r;
 }
@@ -851,6 +861,8 @@ sub scenario_idle_10k {
                 stall_longest_by => $loaded->{stall_longest_by},
                 base_stall_ms => $base->{stall_ms}, base_stall_longest_ms => $base->{stall_longest_ms},
                 base_stall_longest_by => $base->{stall_longest_by},
+                (map { ("loadgen_$_" => $loaded->{"loadgen_$_"}, "base_loadgen_$_" => $base->{"loadgen_$_"}) }
+                    qw(stall_ms stall_longest_ms stall_longest_by)),
                 client_rps => $loaded_client->{rps}, client_p99 => $loaded_client->{p99_ms},
                 client_errors => $loaded_client->{errors},
                 base_client_rps => $base_client->{rps}, base_client_p99 => $base_client->{p99_ms},
@@ -957,7 +969,8 @@ sub med_of {
 }
 
 # "3.1 ms/s; longest 17.9 (tokio-rt-worker) / 2.9 (kdamond.0)" from the
-# rounds' CPU 0 stall records (wrk_recording_stalls), fields under $prefix.
+# rounds' CPU 0 or CPU 1 stall records (wrk_recording_stalls), fields under
+# $prefix.
 sub stalls_cell {
     my ($rs, $prefix) = @_;
     my $per_s = median(map { $_->{"${prefix}stall_ms"} } @$rs);
@@ -1230,16 +1243,20 @@ sub report {
                 $m->('again_closed') . ' / ' . $m->('again_failed'),
                 defined $m->('bytes_per_idle') ? sprintf('%.0f', $m->('bytes_per_idle')) : '—',
                 defined $m->('server_pss_per_idle') ? sprintf('%.0f', $m->('server_pss_per_idle')) : '—',
-                stalls_cell($rs, 'base_'), stalls_cell($rs, '')];
+                stalls_cell($rs, 'base_'), stalls_cell($rs, ''),
+                stalls_cell($rs, 'base_loadgen_'), stalls_cell($rs, 'loadgen_')];
         }
         $md .= table(['server', 'req/s without idle', 'p99 without', 'req/s with idle', 'p99 with (per round, ms)',
             'wrk errors', 'idle opened', 'idle answered again', 'closed / failed again',
             'bytes per idle connection (holder or nginx worker RSS)', 'bytes per idle connection (all processes, PSS)',
-            'CPU 0 to other processes, without idle', 'CPU 0 to other processes, with idle'], @rows);
+            'CPU 0 to other processes, without idle', 'CPU 0 to other processes, with idle',
+            'CPU 1 to other processes, without idle', 'CPU 1 to other processes, with idle'], @rows);
         $md .= "\nThe memory is what the process's RSS grew by while it held the idle connections; kernel socket buffers are not in it.\n";
         $md .= "CPU 0 to other processes: how much of the server's CPU went to processes not the server's while wrk ran "
             . "(median ms per second; per round, the longest stretch in ms and who ran in it), from the scheduler's "
-            . "switches (perf); a p99 of 1-2 ms follows these stretches.\n";
+            . "switches (perf); a p99 of 1-2 ms follows these stretches.  CPU 1 to other processes: the same on "
+            . "the load generator's CPU (other than wrk and bench/client; perf, the recorder, runs there): a "
+            . "stretch there holds wrk's timing of every request in flight just as one on CPU 0 holds the server.\n";
         if (my $rs = $res->{serow}) {
             $md .= sprintf "Serow's holder had %s descriptors open with the idle connections (median).\n",
                 med_of('idle_10k', 'serow', 'holder_fds') // '?';

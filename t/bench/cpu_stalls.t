@@ -44,6 +44,35 @@ subtest 'a lost switch: the stretch goes to the task known to run' => sub {
     is $s->{longest_by}, 'tokio-rt-worker';
 };
 
+subtest 'own processes named by a test of (pid, name)' => sub {
+    my @lines = (
+        switch(30.000, 'wrk', 300, 'tokio-rt-worker', 75),
+        switch(30.010, 'tokio-rt-worker', 75, 'client', 301),       # 10 ms
+        switch(30.011, 'client', 301, 'perf', 302),
+        switch(30.012, 'perf', 302, 'wrk', 300),                    # 1 ms
+    );
+    my $s = Serow::Bench::CpuStalls::summarize(\@lines, sub { $_[1] eq 'wrk' || $_[1] eq 'client' });
+    is sprintf('%.1f', $s->{other_ms}), '11.0', 'the agent and the recorder';
+    is sprintf('%.1f', $s->{longest_ms}), '10.0', 'two stretches: client ran between them';
+    is $s->{longest_by}, 'tokio-rt-worker';
+};
+
+subtest 'only while a named process ran' => sub {
+    my @lines = (
+        switch(40.000, 'perl', 400, 'taskset', 401),                # before: not counted
+        switch(40.020, 'taskset', 401, 'wrk', 401),
+        switch(40.030, 'wrk', 401, 'tokio-rt-worker', 75),
+        switch(40.032, 'tokio-rt-worker', 75, 'wrk', 401),          # 2 ms
+        switch(40.040, 'wrk', 401, 'perl', 400),
+        switch(40.090, 'perl', 400, 'perf', 402),                   # after: not counted
+    );
+    my $during = Serow::Bench::CpuStalls::lines_during(\@lines, 'wrk');
+    is scalar @$during, 4, 'from the switch to wrk to the last one away from it';
+    my $s = Serow::Bench::CpuStalls::summarize($during, sub { $_[1] eq 'wrk' });
+    is sprintf('%.1f', $s->{other_ms}), '2.0', 'only the agent, inside';
+    is_deeply Serow::Bench::CpuStalls::lines_during(\@lines, 'nobody'), [], 'never ran: nothing';
+};
+
 subtest 'no switches at all' => sub {
     my $s = Serow::Bench::CpuStalls::summarize([], [100]);
     is $s->{seconds}, 0;
@@ -51,24 +80,34 @@ subtest 'no switches at all' => sub {
     is $s->{stretches_over_1ms}, 0;
 };
 
-subtest 'a real recording: a busy process on the recorded CPU is seen' => sub {
+subtest 'a real recording of two CPUs: a busy process is seen on its own CPU' => sub {
     plan skip_all => 'perf cannot record scheduler switches here' unless Serow::Bench::CpuStalls::available();
     my $cpus = () = grep { /^processor/ } do { open my $f, '<', '/proc/cpuinfo' or die; <$f> };
     plan skip_all => 'needs 2 CPUs' if $cpus < 2;
-    my $rec = Serow::Bench::CpuStalls::start(0, 1);
+    my $rec = Serow::Bench::CpuStalls::start([0, 1], 1);
     ok $rec, 'recording';
-    # a process pinned to CPU 0 that computes for a while, then a "server"
-    # that only sleeps: the busy one must show up as another process's time
-    my $busy = fork // die "fork: $!";
-    if (!$busy) {
-        exec 'taskset', '-c', '0', $^X, '-e', 'my $x = 0; $x++ for 1 .. 20_000_000;';
-        exit 127;
+    # a process pinned to each CPU that computes for a while, under names
+    # of their own; the "server" only sleeps: each busy one must show up as
+    # another process's time on its CPU, and only there
+    my @busy;
+    for my $cpu (0, 1) {
+        my $pid = fork // die "fork: $!";
+        if (!$pid) {
+            exec 'taskset', '-c', $cpu, $^X, '-e',
+                '$0 = "busy-on-cpu' . $cpu . '"; my $x = 0; $x++ for 1 .. 20_000_000;';
+            exit 127;
+        }
+        push @busy, $pid;
     }
-    waitpid $busy, 0;
-    my $s = Serow::Bench::CpuStalls::stop($rec, [$$]);
-    ok $s && $s->{seconds} > 0, 'switches were recorded';
-    cmp_ok $s->{by}{perl} // 0, '>', 0, 'the busy perl took CPU 0 from the server';
-    cmp_ok $s->{longest_ms}, '>', 0, 'in at least one stretch';
+    waitpid $_, 0 for @busy;
+    my $each = Serow::Bench::CpuStalls::stop_each($rec, { 0 => [$$], 1 => sub { $_[0] == $$ } });
+    for my $cpu (0, 1) {
+        my $s = $each->{$cpu};
+        ok $s && $s->{seconds} > 0, "switches were recorded on CPU $cpu";
+        cmp_ok $s->{by}{"busy-on-cpu$cpu"} // 0, '>', 0, "the busy process pinned to CPU $cpu took it";
+        ok !$s->{by}{ 'busy-on-cpu' . (1 - $cpu) }, 'the other CPU\'s is not counted here';
+        cmp_ok $s->{longest_ms}, '>', 0, 'in at least one stretch';
+    }
 };
 
 done_testing;

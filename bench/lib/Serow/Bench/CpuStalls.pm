@@ -2,22 +2,30 @@ package Serow::Bench::CpuStalls;
 use strict;
 use warnings;
 
-# What took the server's CPU away while it was measured.
+# What took the server's CPU, or the load generator's, away while it was
+# measured.
 #
 # A p99 of a millisecond or two is decided by a handful of stretches in which
-# the server could not run at all.  On a shared VM those are other processes
-# on its CPU: here the VM's agent (a thread of PID 1 at nice -10, stretches of
-# 2 to 18 ms) and kdamond (1 to 4 ms, more often with 10,000 connections
-# open).  Without a record of them, a p99 that moves between rounds cannot be
-# told apart from a change in the server.  This module records the
-# scheduler's switches on that CPU (perf record -e sched:sched_switch -C CPU,
-# the recorder itself on another CPU) and sums the stretches in which the CPU
-# ran neither the server's processes nor nothing (idle).
+# the server, or the client timing it, could not run at all.  On a shared VM
+# those are other processes on its CPU: here the VM's agent (tokio-rt-worker,
+# a thread of PID 1; stretches of 2 to 60 ms, and more of them with 10,000
+# connections open) and kdamond (1 to 4 ms).  Without a record of them, a p99
+# that moves between rounds cannot be told apart from a change in the server.
+# This module records the scheduler's switches on the given CPUs (perf record
+# -e sched:sched_switch -C CPUS, the recorder pinned to one CPU) and sums, per
+# CPU, the stretches in which the CPU ran neither its own processes (the
+# server's, or the load generator's) nor nothing (idle).
 #
 #   my $rec = Serow::Bench::CpuStalls::start(0, 1) or ...;   # CPU 0, perf on CPU 1
 #   ... the measurement ...
 #   my $s = Serow::Bench::CpuStalls::stop($rec, \@server_pids);
 #   # $s: { seconds, other_ms, longest_ms, longest_by, stretches_over_1ms, by => { name => ms } }
+#
+#   my $rec = Serow::Bench::CpuStalls::start([0, 1], 1);      # both CPUs
+#   my $each = Serow::Bench::CpuStalls::stop_each($rec,
+#       { 0 => \@server_pids, 1 => sub { $_[1] eq 'wrk' } },   # own: pids, or a test of (pid, name)
+#       { 1 => 'wrk' });                                       # CPU 1: only while wrk ran
+#   # $each: { 0 => $s, 1 => $s }
 
 use File::Temp ();
 use POSIX ();
@@ -48,10 +56,11 @@ sub available {
     return $available = $status == 0 && -s "$dir/probe.data" ? 1 : 0;
 }
 
-# Starts recording the switches on $cpu, the recorder pinned to $recorder_cpu.
-# Returns undef when perf cannot.
+# Starts recording the switches on $cpus (a CPU number or a list of them), the
+# recorder pinned to $recorder_cpu.  Returns undef when perf cannot.
 sub start {
-    my ($cpu, $recorder_cpu) = @_;
+    my ($cpus, $recorder_cpu) = @_;
+    my $cpu_list = join ',', ref $cpus ? @$cpus : $cpus;
     return undef unless available();
     my $dir = File::Temp::tempdir(CLEANUP => 1);
     my $file = "$dir/switches.data";
@@ -61,7 +70,7 @@ sub start {
         open STDOUT, '>', '/dev/null';
         open STDERR, '>', '/dev/null';
         { exec 'taskset', '-c', $recorder_cpu, 'perf', 'record', '-q', '-e', 'sched:sched_switch',
-            '-C', $cpu, '-o', $file }
+            '-C', $cpu_list, '-o', $file }
         POSIX::_exit(127);
     }
     # perf writes its header once it records; wait for it (bounded), so that
@@ -76,30 +85,70 @@ sub start {
 
 
 
-# Stops the recording and summarises it for the processes in @$server_pids.
+# Stops a recording of one CPU and summarises it for the processes in
+# @$server_pids.
 sub stop {
     my ($rec, $server_pids) = @_;
+    my $lines = stop_recording($rec) or return undef;
+    return summarize([map { $_->[1] } @$lines], $server_pids);
+}
+
+# Stops a recording of several CPUs and summarises each for its own
+# processes: $own_by_cpu->{CPU} is a list of pids or a test of (pid, name).
+# $during_by_cpu->{CPU}, a process name, limits that CPU's summary to the
+# time from the first switch to such a process to the last switch away from
+# one: the program measured, without the recorder's own start and end (the
+# load generator's CPU also runs this program, which starts and stops it).
+sub stop_each {
+    my ($rec, $own_by_cpu, $during_by_cpu) = @_;
+    my $lines = stop_recording($rec) or return undef;
+    my %by_cpu;
+    push @{ $by_cpu{ $_->[0] } }, $_->[1] for @$lines;
+    my %each;
+    for my $cpu (keys %$own_by_cpu) {
+        my $cpu_lines = $by_cpu{$cpu} // [];
+        $cpu_lines = lines_during($cpu_lines, $during_by_cpu->{$cpu}) if $during_by_cpu && $during_by_cpu->{$cpu};
+        $each{$cpu} = summarize($cpu_lines, $own_by_cpu->{$cpu});
+    }
+    return \%each;
+}
+
+# The switches from the first one to a process named $name to the last one
+# away from such a process.
+sub lines_during {
+    my ($lines, $name) = @_;
+    my ($first) = grep { $lines->[$_] =~ /==> next_comm=\Q$name\E next_pid=/ } 0 .. $#$lines;
+    my ($last) = grep { $lines->[$_] =~ /prev_comm=\Q$name\E prev_pid=/ } reverse 0 .. $#$lines;
+    return [] unless defined $first && defined $last && $last >= $first;
+    return [@$lines[$first .. $last]];
+}
+
+# Stops the recorder; returns its switches as [cpu, line] pairs.
+sub stop_recording {
+    my ($rec) = @_;
     return undef unless $rec;
     kill 'INT', $rec->{pid};
     waitpid $rec->{pid}, 0;
     delete $recording{ $rec->{pid} };
     # (perf script warns on stderr that 'trace' is no field of other kinds
     # of events: there are none here)
-    open my $fh, '-|', 'sh', '-c', 'exec perf script -F time,trace -i "$1" 2>/dev/null', 'sh', $rec->{file}
+    open my $fh, '-|', 'sh', '-c', 'exec perf script -F cpu,time,trace -i "$1" 2>/dev/null', 'sh', $rec->{file}
         or return undef;
-    my @lines = <$fh>;
+    my @lines = map { /^\s*\[(\d+)\]\s*(.*)/s ? [$1 + 0, $2] : () } <$fh>;
     close $fh;
-    return summarize(\@lines, $server_pids);
+    return \@lines;
 }
 
-# From `perf script -F time,trace` lines of sched_switch events on one CPU.
+# From `perf script -F time,trace` lines of sched_switch events on one CPU;
+# $own: the pids of the processes whose CPU it is, or a test of (pid, name).
 # The CPU runs, from each switch to the next, the task switched to.  A switch
 # whose previous task is not the one we think runs means the recorder lost an
 # event (seen with the agent's thread): the stretch goes to the task we knew,
 # so a stall is never shortened, at worst lengthened by a few microseconds.
 sub summarize {
-    my ($lines, $server_pids) = @_;
-    my %server = map { $_ => 1 } @$server_pids;
+    my ($lines, $own) = @_;
+    my %own_pid = ref $own eq 'ARRAY' ? (map { $_ => 1 } @$own) : ();
+    my $is_own = ref $own eq 'CODE' ? $own : sub { $own_pid{ $_[0] } };
     my (%by, @stretches);
     my ($first, $last, $running, $running_name, $since);
     my ($stretch_start, $stretch_by);
@@ -110,15 +159,15 @@ sub summarize {
         $first //= $t;
         $last = $t;
         if (defined $running) {
-            my $other = $running != 0 && !$server{$running};
+            my $other = $running != 0 && !$is_own->($running, $running_name);
             if ($other) {
                 $by{$running_name} += $t - $since;
                 $stretch_start //= $since;
                 $stretch_by //= {};
                 $stretch_by->{$running_name} += $t - $since;
             }
-            # the stretch ends when the server or nothing runs next
-            if (defined $stretch_start && ($next_pid == 0 || $server{$next_pid})) {
+            # the stretch ends when an own process or nothing runs next
+            if (defined $stretch_start && ($next_pid == 0 || $is_own->($next_pid, $next_name))) {
                 push @stretches, [$t - $stretch_start, $stretch_by];
                 undef $stretch_start;
                 undef $stretch_by;
