@@ -52,7 +52,7 @@ Serow::Loop->set_socket_opener(sub {
 # closed it, a new one is made here and handed to the loop.
 sub _new_empty_input {
     my ($loop) = @_;
-    open(my $input, '<', \'') or die "cannot open an in-memory handle: $!";
+    my $input = _in_memory_input(\'');
     $loop->set_empty_input($input);
     return $input;
 }
@@ -65,9 +65,15 @@ sub _new_empty_input {
 # pushed a layer on it.
 sub _new_body_input {
     my ($loop, $max) = @_;
-    my $body = '';
-    open(my $input, '<', \$body) or die "cannot open an in-memory handle: $!";
-    $loop->set_body_input($input, $max);
+    $loop->set_body_input(_in_memory_input(\my $body), $max);
+}
+
+# A handle reading the scalar $$scalar_ref, as psgi.input.
+sub _in_memory_input {
+    my ($scalar_ref) = @_;
+    $$scalar_ref //= '';
+    open(my $input, '<', $scalar_ref) or die "cannot open an in-memory handle: $!";
+    return $input;
 }
 
 sub new {
@@ -528,8 +534,7 @@ sub buffer_request_body {
         seek($spool, 0, 0);
         return $spool;
     }
-    open(my $in, '<', \$buffer) or die;
-    return $in;
+    return _in_memory_input(\$buffer);
 }
 
 sub _temp_file {
