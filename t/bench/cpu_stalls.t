@@ -2,6 +2,7 @@ use strict;
 use warnings;
 use Test::More;
 use lib 'bench/lib';
+use File::Temp ();
 use Serow::Bench::CpuStalls ();
 
 # The benchmark's record of what else ran on the server's CPU
@@ -73,6 +74,17 @@ subtest 'only while a named process ran' => sub {
     is_deeply Serow::Bench::CpuStalls::lines_during(\@lines, 'nobody'), [], 'never ran: nothing';
 };
 
+subtest 'a task that executed another program counts under its new name' => sub {
+    my @lines = (
+        switch(50.000, 'perl', 400, 'taskset', 401),
+        switch(50.003, 'wrk', 401, 'tokio-rt-worker', 75),          # taskset became wrk
+        switch(50.005, 'tokio-rt-worker', 75, 'wrk', 401),
+    );
+    my $s = Serow::Bench::CpuStalls::summarize(\@lines, sub { $_[1] eq 'wrk' });
+    is sprintf('%.1f', $s->{other_ms}), '2.0', 'the 3 ms of taskset-then-wrk are wrk\'s';
+    ok !exists $s->{by}{taskset}, 'not counted as taskset';
+};
+
 subtest 'no switches at all' => sub {
     my $s = Serow::Bench::CpuStalls::summarize([], [100]);
     is $s->{seconds}, 0;
@@ -89,12 +101,15 @@ subtest 'a real recording of two CPUs: a busy process is seen on its own CPU' =>
     # a process pinned to each CPU that computes for a while, under names
     # of their own; the "server" only sleeps: each busy one must show up as
     # another process's time on its CPU, and only there
+    # (named by a symbolic link to perl: a process's name in the switches is
+    # that of the file it executed, from its first instruction on)
+    my $dir = File::Temp::tempdir(CLEANUP => 1);
     my @busy;
     for my $cpu (0, 1) {
+        symlink $^X, "$dir/busy-on-cpu$cpu" or die "symlink: $!";
         my $pid = fork // die "fork: $!";
         if (!$pid) {
-            exec 'taskset', '-c', $cpu, $^X, '-e',
-                '$0 = "busy-on-cpu' . $cpu . '"; my $x = 0; $x++ for 1 .. 20_000_000;';
+            exec 'taskset', '-c', $cpu, "$dir/busy-on-cpu$cpu", '-e', 'my $x = 0; $x++ for 1 .. 20_000_000;';
             exit 127;
         }
         push @busy, $pid;

@@ -158,6 +158,9 @@ sub summarize {
             or next;
         $first //= $t;
         $last = $t;
+        # a task that executed another program meanwhile switches out under
+        # its new name (taskset becomes wrk): that is who it was
+        $running_name = $prev_name if defined $running && $prev_pid == $running;
         if (defined $running) {
             my $other = $running != 0 && !$is_own->($running, $running_name);
             if ($other) {
