@@ -857,12 +857,9 @@ sub scenario_idle_10k {
             my %r = (rps => $loaded->{rps}, p99 => $loaded->{p99}, errors => $loaded->{errors},
                 cpu0_other => $loaded->{cpu0_other}, cpu1_other => $loaded->{cpu1_other},
                 base_rps => $base->{rps}, base_p99 => $base->{p99}, base_errors => $base->{errors},
-                stall_ms => $loaded->{stall_ms}, stall_longest_ms => $loaded->{stall_longest_ms},
-                stall_longest_by => $loaded->{stall_longest_by},
-                base_stall_ms => $base->{stall_ms}, base_stall_longest_ms => $base->{stall_longest_ms},
-                base_stall_longest_by => $base->{stall_longest_by},
-                (map { ("loadgen_$_" => $loaded->{"loadgen_$_"}, "base_loadgen_$_" => $base->{"loadgen_$_"}) }
-                    qw(stall_ms stall_longest_ms stall_longest_by)),
+                # what else took CPU 0 and CPU 1 (wrk_recording_stalls), with and without
+                (map { ($_ => $loaded->{$_}, "base_$_" => $base->{$_}) }
+                    map { ("${_}stall_ms", "${_}stall_longest_ms", "${_}stall_longest_by") } '', 'loadgen_'),
                 client_rps => $loaded_client->{rps}, client_p99 => $loaded_client->{p99_ms},
                 client_errors => $loaded_client->{errors},
                 base_client_rps => $base_client->{rps}, base_client_p99 => $base_client->{p99_ms},

@@ -65,13 +65,12 @@ sub _new_empty_input {
 # pushed a layer on it.
 sub _new_body_input {
     my ($loop, $max) = @_;
-    $loop->set_body_input(_in_memory_input(\my $body), $max);
+    $loop->set_body_input(_in_memory_input(\(my $body = '')), $max);
 }
 
 # A handle reading the scalar $$scalar_ref, as psgi.input.
 sub _in_memory_input {
     my ($scalar_ref) = @_;
-    $$scalar_ref //= '';
     open(my $input, '<', $scalar_ref) or die "cannot open an in-memory handle: $!";
     return $input;
 }

@@ -16,16 +16,13 @@ use warnings;
 # CPU, the stretches in which the CPU ran neither its own processes (the
 # server's, or the load generator's) nor nothing (idle).
 #
-#   my $rec = Serow::Bench::CpuStalls::start(0, 1) or ...;   # CPU 0, perf on CPU 1
+#   my $rec = Serow::Bench::CpuStalls::start([0, 1], 1) or ...;   # CPUs 0 and 1, perf on CPU 1
 #   ... the measurement ...
-#   my $s = Serow::Bench::CpuStalls::stop($rec, \@server_pids);
-#   # $s: { seconds, other_ms, longest_ms, longest_by, stretches_over_1ms, by => { name => ms } }
-#
-#   my $rec = Serow::Bench::CpuStalls::start([0, 1], 1);      # both CPUs
 #   my $each = Serow::Bench::CpuStalls::stop_each($rec,
 #       { 0 => \@server_pids, 1 => sub { $_[1] eq 'wrk' } },   # own: pids, or a test of (pid, name)
 #       { 1 => 'wrk' });                                       # CPU 1: only while wrk ran
-#   # $each: { 0 => $s, 1 => $s }
+#   # $each: { 0 => $s, 1 => $s }, each
+#   # $s: { seconds, other_ms, longest_ms, longest_by, stretches_over_1ms, by => { name => ms } }
 
 use File::Temp ();
 use POSIX ();
@@ -85,15 +82,7 @@ sub start {
 
 
 
-# Stops a recording of one CPU and summarises it for the processes in
-# @$server_pids.
-sub stop {
-    my ($rec, $server_pids) = @_;
-    my $lines = stop_recording($rec) or return undef;
-    return summarize([map { $_->[1] } @$lines], $server_pids);
-}
-
-# Stops a recording of several CPUs and summarises each for its own
+# Stops a recording and summarises each CPU named for its own
 # processes: $own_by_cpu->{CPU} is a list of pids or a test of (pid, name).
 # $during_by_cpu->{CPU}, a process name, limits that CPU's summary to the
 # time from the first switch to such a process to the last switch away from
