@@ -853,10 +853,17 @@ sub scenario_idle_10k {
             }
             waitpid $client_pid, 0;
             undef $client_pid;
+            # Without them again, so that each round's "without" brackets its
+            # "with": the machine's speed drifts by more than the target's 10%
+            # within a round (docs/keepalive.md), and the mean of the runs
+            # before and after cancels a steady drift where one run cannot.
+            wrk(%w, duration => $WARMUP);
+            my $after = wrk(%w, duration => $DURATION);
             check_alive($p);
             my %r = (rps => $loaded->{rps}, p99 => $loaded->{p99}, errors => $loaded->{errors},
                 cpu0_other => $loaded->{cpu0_other}, cpu1_other => $loaded->{cpu1_other},
                 base_rps => $base->{rps}, base_p99 => $base->{p99}, base_errors => $base->{errors},
+                after_rps => $after->{rps}, after_p99 => $after->{p99}, after_errors => $after->{errors},
                 # what else took CPU 0 and CPU 1 (wrk_recording_stalls), with and without
                 (map { ($_ => $loaded->{$_}, "base_$_" => $base->{$_}) }
                     map { ("${_}stall_ms", "${_}stall_longest_ms", "${_}stall_longest_by") } '', 'loadgen_'),
@@ -867,6 +874,12 @@ sub scenario_idle_10k {
                 opened => $c{opened} // 0, again_ok => $c{again_ok} // 0,
                 again_closed => $c{again_closed} // 0, again_failed => $c{again_failed} // 0,
                 closed_while_idle => $c{closed_while_idle} // 0);
+            # "the same run without idle connections": the mean of the two
+            # runs around the one with them
+            my @without = grep { defined } $base->{rps}, $after->{rps};
+            my $without_sum = 0;
+            $without_sum += $_ for @without;
+            $r{without_rps} = @without ? $without_sum / @without : undef;
             # memory of the idle connections: the holder (Serow) or the
             # worker (nginx), RSS after minus before
             my ($holder) = grep { $_->{cmd} eq 'serow connection holder' } @after;
@@ -1079,9 +1092,11 @@ sub targets {
         # (docs/keepalive.md), so each round's pair gives a ratio and the
         # target takes their median; the ratio of the two medians, which
         # may come from different rounds, is shown beside it.
-        my @round_ratios = grep { defined } map { ratio($_->{rps}, $_->{base_rps}) } @$rs;
+        # A round's "without" is the mean of its runs before and after the
+        # one with the idle connections (scenario_idle_10k).
+        my @round_ratios = grep { defined } map { ratio($_->{rps}, $_->{without_rps}) } @$rs;
         $r = median(@round_ratios);
-        my $of_medians = ratio($s->('idle_10k'), $s->('idle_10k', 'base_rps'));
+        my $of_medians = ratio($s->('idle_10k'), $s->('idle_10k', 'without_rps'));
         $add->('(a) throughput with idle vs without (median of the rounds)', '>= 90%',
             defined $r ? sprintf('%.0f%% (rounds %s; ratio of the medians %s)', 100 * $r,
                 join(' / ', map { sprintf '%.0f%%', 100 * $_ } @round_ratios),
@@ -1238,13 +1253,17 @@ sub report {
             my $m = sub { med_of('idle_10k', $server, $_[0]) };
             my $min = sub { my $k = shift; (sort { $a <=> $b } map { $_->{$k} } @$rs)[0] };
             my ($errors, $client_errors) = (0, 0);
-            $errors += $_->{errors} for @$rs;
+            $errors += $_->{errors} + ($_->{base_errors} // 0) + ($_->{after_errors} // 0) for @$rs;
             $client_errors += ($_->{client_errors} // 0) + ($_->{base_client_errors} // 0) for @$rs;
             push @client_rows, [$TITLE{$server}, fmt_rps($m->('base_client_rps')), fmt_ms($m->('base_client_p99')),
                 fmt_rps($m->('client_rps')), fmt_ms($m->('client_p99')) . ' ('
                     . join(' / ', map { defined $_->{client_p99} ? sprintf('%.1f', $_->{client_p99}) : '?' } @$rs) . ')',
                 $client_errors];
-            push @rows, [$TITLE{$server}, fmt_rps($m->('base_rps')), fmt_ms($m->('base_p99')),
+            my $before_after = join ' / ', map {
+                join ', ', map { defined $_ ? fmt_rps($_) : '?' } $_->{base_rps}, $_->{after_rps}
+            } @$rs;
+            push @rows, [$TITLE{$server}, fmt_rps($m->('without_rps')) . " ($before_after)",
+                fmt_ms($m->('base_p99')) . ', ' . fmt_ms($m->('after_p99')),
                 fmt_rps($m->('rps')), fmt_ms($m->('p99')) . ' (' . join(' / ', map { defined $_->{p99} ? sprintf('%.1f', $_->{p99}) : '?' } @$rs) . ')', $errors,
                 "min " . $min->('opened') . ", median " . $m->('opened'),
                 "min " . $min->('again_ok') . ", median " . $m->('again_ok'),
@@ -1254,12 +1273,15 @@ sub report {
                 stalls_cell($rs, 'base_'), stalls_cell($rs, ''),
                 stalls_cell($rs, 'base_loadgen_'), stalls_cell($rs, 'loadgen_')];
         }
-        $md .= table(['server', 'req/s without idle', 'p99 without', 'req/s with idle', 'p99 with (per round, ms)',
-            'wrk errors', 'idle opened', 'idle answered again', 'closed / failed again',
+        $md .= table(['server', 'req/s without idle (per round: before, after)', 'p99 without (before, after)',
+            'req/s with idle', 'p99 with (per round, ms)', 'wrk errors (all runs)', 'idle opened', 'idle answered again', 'closed / failed again',
             'bytes per idle connection (holder or nginx worker RSS)', 'bytes per idle connection (all processes, PSS)',
             'CPU 0 to other processes, without idle', 'CPU 0 to other processes, with idle',
             'CPU 1 to other processes, without idle', 'CPU 1 to other processes, with idle'], @rows);
-        $md .= "\nThe memory is what the process's RSS grew by while it held the idle connections; kernel socket buffers are not in it.\n";
+        $md .= "\nWithout idle: wrk before the idle connections open and after they close, in each round; the "
+            . "round's figure is the mean of the two, and the throughput target takes each round's ratio of "
+            . "with to that.\n";
+        $md .= "The memory is what the process's RSS grew by while it held the idle connections; kernel socket buffers are not in it.\n";
         $md .= "CPU 0 to other processes: how much of the server's CPU went to processes not the server's while wrk ran "
             . "(median ms per second; per round, the longest stretch in ms and who ran in it), from the scheduler's "
             . "switches (perf); a p99 of 1-2 ms follows these stretches.  CPU 1 to other processes: the same on "
