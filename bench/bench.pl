@@ -894,9 +894,10 @@ sub scenario_idle_10k {
             $sum_before += $_->{pss} for values %before;
             $sum_after += $_->{pss} for @after;
             $r{server_pss_per_idle} = ($sum_after - $sum_before) * 1024 / $r{opened} if $r{opened} >= 100;
-            $r{extra} = sprintf 'without idle %.0f req/s p99 %.2f ms; bench/client p99 %.2f ms, without idle %.2f ms; '
-                . 'idle opened %d, answered again %d',
-                $r{base_rps}, $r{base_p99} // -1, $r{client_p99} // -1, $r{base_client_p99} // -1,
+            $r{extra} = sprintf 'without idle %.0f req/s p99 %.2f ms, after them %.0f req/s p99 %.2f ms; '
+                . 'bench/client p99 %.2f ms, without idle %.2f ms; idle opened %d, answered again %d',
+                $r{base_rps}, $r{base_p99} // -1, $r{after_rps} // -1, $r{after_p99} // -1,
+                $r{client_p99} // -1, $r{base_client_p99} // -1,
                 $r{opened}, $r{again_ok};
             \%r;
         };
