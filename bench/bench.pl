@@ -1094,14 +1094,13 @@ sub targets {
         my $min_ok = (sort { $a <=> $b } map { $_->{again_ok} } @$rs)[0];
         $add->("(a) every idle connection answers again", "$IDLE of $IDLE, every round",
             "at least $min_ok of $IDLE", $min_ok >= $IDLE);
-        # Each round measures the same server without the idle connections
-        # and, seconds later, with them: the issue's "against the same run
-        # without".  The machine's speed moves more than 10% between rounds
-        # (docs/keepalive.md), so each round's pair gives a ratio and the
-        # target takes their median; the ratio of the two medians, which
-        # may come from different rounds, is shown beside it.
-        # A round's "without" is the mean of its runs before and after the
-        # one with the idle connections (scenario_idle_10k).
+        # Each round measures the same server without the idle connections,
+        # with them, and without them again (scenario_idle_10k): the issue's
+        # "against the same run without" is the mean of the two runs around
+        # the one with them.  The machine's speed moves more than 10% between
+        # rounds (docs/keepalive.md), so each round gives a ratio and the
+        # target takes their median; the ratio of the two medians, which may
+        # come from different rounds, is shown beside it.
         my @round_ratios = grep { defined } map { ratio($_->{rps}, $_->{without_rps}) } @$rs;
         $r = median(@round_ratios);
         my $of_medians = ratio($s->('idle_10k'), $s->('idle_10k', 'without_rps'));
