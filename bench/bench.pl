@@ -986,6 +986,22 @@ sub med_of {
     return median(map { $_->{$key} } @$rs);
 }
 
+# (a)'s p99 in units of the mean latency, the median over the rounds.  Each
+# of the active connections has one request out at a time, so the mean
+# latency is connections / req/s (Little's law): the ratio is the tail's
+# shape, apart from the server's speed, which sets the mean.  $prefix picks
+# the run: '' (wrk with idle connections), 'base_' (wrk before they open),
+# 'client_' (bench/client with them).
+sub p99_in_mean_latencies {
+    my ($server, $prefix) = @_;
+    my $rs = rs('idle_10k', $server) or return undef;
+    my $conns = $QUICK ? 8 : 32;
+    return median(map {
+        my ($p99, $rps) = ($_->{"${prefix}p99"}, $_->{"${prefix}rps"});
+        defined $p99 && $rps ? $p99 / 1000 * $rps / $conns : undef
+    } @$rs);
+}
+
 # "3.1 ms/s; longest 17.9 (tokio-rt-worker) / 2.9 (kdamond.0)" from the
 # rounds' CPU 0 or CPU 1 stall records (wrk_recording_stalls), fields under
 # $prefix.
@@ -1112,13 +1128,21 @@ sub targets {
         # As wrk measured it and as bench/client did (whose p99 does not move
         # with the idle connections: docs/keepalive.md, "The load generator's
         # share"), each with nginx's in the same run beside it.
-        for my $measure (['p99', 'wrk'], ['client_p99', 'bench/client']) {
-            my ($key, $by) = @$measure;
+        # The p99 in mean latencies beside it: a server as fast as nginx
+        # with the same shape of tail has nginx's p99.
+        for my $measure (['', 'wrk'], ['client_', 'bench/client']) {
+            my ($prefix, $by) = @$measure;
+            my $key = "${prefix}p99";
             my ($p99, $nginx_p99) = ($s->('idle_10k', $key), $o->('idle_10k', 'nginx', $key));
             my $vs_nginx = ratio($p99, $nginx_p99);
+            my ($shape, $nginx_shape) = map { p99_in_mean_latencies($_, $prefix) } 'serow', 'nginx';
+            my @beside;
+            push @beside, sprintf('nginx in the same run %s: %.2fx', fmt_ms($nginx_p99), $vs_nginx)
+                if defined $vs_nginx;
+            push @beside, sprintf('in mean latencies %.1f, nginx %.1f', $shape, $nginx_shape)
+                if defined $shape && defined $nginx_shape;
             $add->("(a) p99 with idle connections ($by)", '<= 2 ms',
-                fmt_ms($p99) . (defined $vs_nginx
-                    ? sprintf(' (nginx in the same run %s: %.2fx)', fmt_ms($nginx_p99), $vs_nginx) : ''),
+                fmt_ms($p99) . (@beside ? ' (' . join('; ', @beside) . ')' : ''),
                 defined $p99 ? $p99 <= 2 : undef);
         }
         my $bpi = $s->('idle_10k', 'bytes_per_idle');
@@ -1275,7 +1299,9 @@ sub report {
             } @$rs;
             push @rows, [$TITLE{$server}, fmt_rps($m->('without_rps')) . " ($before_after)",
                 fmt_ms($m->('base_p99')) . ', ' . fmt_ms($m->('after_p99')),
-                fmt_rps($m->('rps')), fmt_ms($m->('p99')) . ' (' . join(' / ', map { defined $_->{p99} ? sprintf('%.1f', $_->{p99}) : '?' } @$rs) . ')', $errors,
+                fmt_rps($m->('rps')), fmt_ms($m->('p99')) . ' (' . join(' / ', map { defined $_->{p99} ? sprintf('%.1f', $_->{p99}) : '?' } @$rs) . ')',
+                join(' / ', map { defined $_ ? sprintf('%.1f', $_) : '—' }
+                    map { p99_in_mean_latencies($server, $_) } 'base_', ''), $errors,
                 "min " . $min->('opened') . ", median " . $m->('opened'),
                 "min " . $min->('again_ok') . ", median " . $m->('again_ok'),
                 $m->('again_closed') . ' / ' . $m->('again_failed'),
@@ -1285,13 +1311,17 @@ sub report {
                     stalls_cell($rs, 'base_loadgen_'), stalls_cell($rs, 'loadgen_')) : ()];
         }
         $md .= table(['server', 'req/s without idle (per round: before, after)', 'p99 without (before, after)',
-            'req/s with idle', 'p99 with (per round, ms)', 'wrk errors (all runs)', 'idle opened', 'idle answered again', 'closed / failed again',
+            'req/s with idle', 'p99 with (per round, ms)', 'p99 in mean latencies, without (before) / with',
+            'wrk errors (all runs)', 'idle opened', 'idle answered again', 'closed / failed again',
             'bytes per idle connection (holder or nginx worker RSS)', 'bytes per idle connection (all processes, PSS)',
             $recorded ? ('CPU 0 to other processes, without idle', 'CPU 0 to other processes, with idle',
                 'CPU 1 to other processes, without idle', 'CPU 1 to other processes, with idle') : ()], @rows);
         $md .= "\nWithout idle: wrk before the idle connections open and after they close, in each round; the "
             . "round's figure is the mean of the two, and the throughput target takes each round's ratio of "
             . "with to that.\n";
+        $md .= "p99 in mean latencies: the p99 divided by the mean latency, which is " . ($QUICK ? 8 : 32)
+            . " connections / req/s (each has one request out at a time): the shape of the tail apart from the "
+            . "server's speed (median of the rounds).\n";
         $md .= "The memory is what the process's RSS grew by while it held the idle connections; kernel socket buffers are not in it.\n";
         $md .= "CPU 0 to other processes (--record-stalls): how much of the server's CPU went to processes not the "
             . "server's while wrk ran (median ms per second; per round, the longest stretch in ms and who ran in it), "
