@@ -992,9 +992,13 @@ sub med_of {
 # shape, apart from the server's speed, which sets the mean.  $prefix picks
 # the run: '' (wrk with idle connections), 'base_' (wrk before they open),
 # 'client_' (bench/client with them).
+# A server that left idle connections unanswered (a prefork one, whose
+# workers keep theirs) leaves some of wrk's waiting too, and wrk's p99 covers
+# only the answered ones: no figure for it.
 sub p99_in_mean_latencies {
     my ($server, $prefix) = @_;
     my $rs = rs('idle_10k', $server) or return undef;
+    return undef if grep { ($_->{again_ok} // 0) < $IDLE } @$rs;
     my $conns = $QUICK ? 8 : 32;
     return median(map {
         my ($p99, $rps) = ($_->{"${prefix}p99"}, $_->{"${prefix}rps"});
@@ -1321,7 +1325,8 @@ sub report {
             . "with to that.\n";
         $md .= "p99 in mean latencies: the p99 divided by the mean latency, which is " . ($QUICK ? 8 : 32)
             . " connections / req/s (each has one request out at a time): the shape of the tail apart from the "
-            . "server's speed (median of the rounds).\n";
+            . "server's speed (median of the rounds); not for a server that left idle connections unanswered, "
+            . "which leaves some of wrk's waiting too.\n";
         $md .= "The memory is what the process's RSS grew by while it held the idle connections; kernel socket buffers are not in it.\n";
         $md .= "CPU 0 to other processes (--record-stalls): how much of the server's CPU went to processes not the "
             . "server's while wrk ran (median ms per second; per round, the longest stretch in ms and who ran in it), "
