@@ -992,6 +992,7 @@ sub med_of {
 # shape, apart from the server's speed, which sets the mean.  $prefix picks
 # the run: '' (wrk with idle connections), 'base_' (wrk before they open),
 # 'client_' (bench/client with them).
+#
 # A server that left idle connections unanswered (a prefork one, whose
 # workers keep theirs) leaves some of wrk's waiting too, and wrk's p99 covers
 # only the answered ones: no figure for it.
