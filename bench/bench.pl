@@ -90,6 +90,8 @@ die "bench: --rounds and --duration must be at least 1\n" if $ROUNDS < 1 || $DUR
 # In --quick mode (a CI smoke test, not a measurement) the connection counts
 # are smaller too.
 my $IDLE = $QUICK ? 300 : 10_000;
+# (a)'s active connections, beside the idle ones.
+my $ACTIVE = $QUICK ? 8 : 32;
 my $FD_LIMIT = (POSIX::sysconf(POSIX::_SC_OPEN_MAX()) || 1024) + 0;
 if ($IDLE + 500 > $FD_LIMIT) {
     $IDLE = $FD_LIMIT - 500;
@@ -830,7 +832,7 @@ sub scenario_idle_10k {
         my ($client_out, $client_in);
         my $client_pid;
         my $r = eval {
-            my %w = (addr => $p->{listen}, path => '/', conns => $QUICK ? 8 : 32);
+            my %w = (addr => $p->{listen}, path => '/', conns => $ACTIVE);
             wrk(%w, duration => $WARMUP);
             my $base = wrk_recording_stalls($p, %w, duration => $DURATION);
             # the same load from bench/client, which leaves CPU 1 more room
@@ -1000,10 +1002,9 @@ sub p99_in_mean_latencies {
     my ($server, $prefix) = @_;
     my $rs = rs('idle_10k', $server) or return undef;
     return undef if grep { ($_->{again_ok} // 0) < $IDLE } @$rs;
-    my $conns = $QUICK ? 8 : 32;
     return median(map {
         my ($p99, $rps) = ($_->{"${prefix}p99"}, $_->{"${prefix}rps"});
-        defined $p99 && $rps ? $p99 / 1000 * $rps / $conns : undef
+        defined $p99 && $rps ? $p99 / 1000 * $rps / $ACTIVE : undef
     } @$rs);
 }
 
@@ -1284,7 +1285,7 @@ sub report {
     }
 
     if (my $res = $RESULTS{idle_10k}) {
-        $md .= "\n## (a) $IDLE idle keep-alive connections + " . ($QUICK ? 8 : 32) . " active (wrk)\n\n";
+        $md .= "\n## (a) $IDLE idle keep-alive connections + $ACTIVE active (wrk)\n\n";
         my (@rows, @client_rows);
         # with --record-stalls (wrk_recording_stalls)
         my $recorded = grep { defined $_->{stall_ms} || defined $_->{loadgen_stall_ms} } map { @$_ } values %$res;
@@ -1324,7 +1325,7 @@ sub report {
         $md .= "\nWithout idle: wrk before the idle connections open and after they close, in each round; the "
             . "round's figure is the mean of the two, and the throughput target takes each round's ratio of "
             . "with to that.\n";
-        $md .= "p99 in mean latencies: the p99 divided by the mean latency, which is " . ($QUICK ? 8 : 32)
+        $md .= "p99 in mean latencies: the p99 divided by the mean latency, which is " . $ACTIVE
             . " connections / req/s (each has one request out at a time): the shape of the tail apart from the "
             . "server's speed (median of the rounds); not for a server that left idle connections unanswered, "
             . "which leaves some of wrk's waiting too.\n";
@@ -1340,7 +1341,7 @@ sub report {
             $md .= sprintf "Serow's holder had %s descriptors open with the idle connections (median).\n",
                 med_of('idle_10k', 'serow', 'holder_fds') // '?';
         }
-        $md .= "\nThe same load from `bench/client` (the same " . ($QUICK ? 8 : 32) . " connections, one request at a time "
+        $md .= "\nThe same load from `bench/client` (the same $ACTIVE connections, one request at a time "
             . "each), right after each wrk run, with the same idle connections open or not.  At these rates it "
             . "keeps CPU 1 less busy than wrk (about 72% against 87%); how the two p99s differ is in "
             . "docs/keepalive.md.\n\n";
