@@ -15,8 +15,10 @@ use Serow::Test ();
 my $ROOT = Serow::Test::root();
 my $script = "$ROOT/script/serow";
 
+my $chunkview = "$ROOT/script/serow-chunkview";
+
 subtest 'the POD has no errors or warnings' => sub {
-    for my $file ($script, map { "$ROOT/lib/Serow/$_.pm" } qw(Options PidFile Privileges)) {
+    for my $file ($script, $chunkview, map { "$ROOT/lib/Serow/$_.pm" } qw(Options PidFile Privileges)) {
         my $log = '';
         open(my $out, '>', \$log) or die;
         my $checker = Pod::Checker->new(-warnings => 2);
@@ -33,17 +35,22 @@ subtest 'pod2man makes a man page of it' => sub {
     ok eval { $parser->parse_file($script); 1 }, 'no error' or diag $@;
     like $man, qr/^\.SH "?\Q$_\E"?/m, "section $_" for 'NAME', 'SYNOPSIS', 'OPTIONS', 'SIGNALS', 'EXIT STATUS',
         'FILES', 'EXAMPLES';
-    my ($built) = glob "$ROOT/blib/man1/serow.1*";
-    ok $built, 'make builds it (blib/man1), so make install installs it';
+    for my $command ('serow', 'serow-chunkview') {
+        my ($built) = glob "$ROOT/blib/man1/$command.1*";
+        ok $built, "make builds $command\'s (blib/man1), so make install installs it";
+    }
 };
 
 my %make = do {
     open(my $fh, '<', "$ROOT/Makefile") or die "no Makefile (run perl Makefile.PL): $!";
-    map { /^(\w+) = (.*)$/ ? ($1 => $2) : () } <$fh>;
+    my $text = do { local $/; <$fh> };
+    $text =~ s/\\\n\s*/ /g; # a value continued on the next lines, as one
+    map { /^(\w+) = (.*)$/ ? ($1 => $2) : () } split /\n/, $text;
 };
 
 subtest 'make install installs it' => sub {
-    is $make{MAN1PODS}, 'script/serow', 'the Makefile manifies script/serow';
+    my @pods = sort split ' ', $make{MAN1PODS};
+    is_deeply \@pods, ['script/serow', 'script/serow-chunkview'], 'the Makefile manifies both commands';
     isnt $make{INSTALLSITEMAN1DIR} // 'none', 'none', "into $make{INSTALLSITEMAN1DIR}";
 };
 
@@ -58,6 +65,7 @@ subtest 'man serow after make install' => sub {
     my $man = Serow::Test::find_command('man') or return;
     local $ENV{MANPATH} = "$dest" . ($make{INSTALLSITEMAN1DIR} =~ s{/man1$}{}r);
     like scalar(`man serow 2>&1`), qr/serow - serve a PSGI app with Serow/, 'man serow shows it';
+    like scalar(`man serow-chunkview 2>&1`), qr/serow-chunkview - /, 'man serow-chunkview too';
 };
 
 my $pod = do { open(my $fh, '<', $script) or die; local $/; <$fh> };
@@ -67,6 +75,21 @@ subtest 'every option of the table is an item of OPTIONS' => sub {
     for my $name (Serow::Options->names) {
         (my $flag = $name) =~ tr/_/-/;
         ok $pod =~ /^=item --\Q$flag\E\b/m, "--$flag" or diag "no =item --$flag in script/serow";
+    }
+};
+
+# "(default 64K)" in the item of --max-header-size is the table's 65536: the
+# man page and --help (which prints the table) cannot give two defaults.
+subtest 'the defaults the man page states are the table\'s' => sub {
+    my $defaults = Serow::Options->defaults;
+    my %scale = ('' => 1, K => 1024, M => 1024**2, G => 1024**3);
+    for my $name (Serow::Options->names) {
+        my $default = $defaults->{$name};
+        next if !defined $default || ref $default;
+        (my $flag = $name) =~ tr/_/-/;
+        my ($item) = $pod =~ /^=item --\Q$flag\E\b.*?\n\n(.*?)(?=^=)/ms or next;
+        my ($number, $unit) = $item =~ /\bdefault,? (\d+)([KMG]?)\b/ or next;
+        is $number * $scale{$unit}, $default, "--$flag: default $number$unit";
     }
 };
 
