@@ -148,6 +148,18 @@ subtest 'HTTP_*: names upper-cased with _ for -, repeated fields joined' => sub 
     is $env->{HTTP_CONNECTION}, 'close';
 };
 
+subtest 'a long header name reaches the app like any other' => sub {
+    # Names of 256 bytes and more take another path in the env builder.
+    my %names = map { $_ => 'X-' . ('n' x ($_ - 2)) } 256, 257, 1000, 8000;
+    my $env = env_of($server, "GET / HTTP/1.1\r\nHost: x\r\n"
+        . join('', map { "$names{$_}: v$_\r\n" } sort keys %names)
+        . "$names{8000}: again\r\nConnection: close\r\n\r\n");
+    for my $length (sort { $a <=> $b } keys %names) {
+        my $key = 'HTTP_' . uc($names{$length} =~ tr/-/_/r);
+        is $env->{$key}, $length == 8000 ? 'v8000, again' : "v$length", "a name of $length bytes";
+    }
+};
+
 subtest 'header names with an underscore are dropped on purpose' => sub {
     # X_Forwarded_For would become HTTP_X_FORWARDED_FOR like X-Forwarded-For:
     # a client could pass it off as the one a proxy in front has set.
