@@ -97,6 +97,20 @@ static int is_valid_host(const char *v, size_t len)
     return 1;
 }
 
+/*
+ * '#' cannot appear in a request-target (RFC 9112 3.2): a client that sends
+ * a fragment anyway has left it from the URI reference it requested.  Like
+ * nginx and HTTP::Parser::XS, serve the URI without it (the fragment is for
+ * the client alone, RFC 9110 4.2.5) rather than refuse the request: the path
+ * ends at the first '#', and no app sees a fragment in its path or query.
+ */
+static void strip_fragment(struct http_request_head *head)
+{
+    const char *hash = memchr(head->path, '#', head->path_len);
+    if (hash != NULL)
+        head->path_len = (size_t)(hash - head->path);
+}
+
 /* Splits the request target into path and authority (RFC 9112 3.2). */
 static int parse_request_target(struct http_request_head *head)
 {
@@ -108,6 +122,7 @@ static int parse_request_target(struct http_request_head *head)
     if (t[0] == '/') { /* origin-form */
         head->path = t;
         head->path_len = n;
+        strip_fragment(head);
         return 0;
     }
     if (n == 1 && t[0] == '*') { /* asterisk-form, OPTIONS only */
@@ -143,6 +158,7 @@ static int parse_request_target(struct http_request_head *head)
     head->authority_len = end - scheme_len;
     head->path = t + end; /* may be empty or start with '?': the caller adds "/" */
     head->path_len = n - end;
+    strip_fragment(head);
     return 0;
 }
 

@@ -54,7 +54,8 @@ struct http_request_head {
     size_t method_len;
     const char *target; /* as sent: origin-form, absolute-form or "*" */
     size_t target_len;
-    const char *path;   /* origin-form part of target (absolute-form stripped) */
+    const char *path;   /* origin-form part of target (absolute-form and any
+                         * "#fragment" stripped) */
     size_t path_len;
     const char *authority; /* host from an absolute-form target, else NULL */
     size_t authority_len;
