@@ -189,9 +189,11 @@ static int parse_request_line(const char *line, size_t len, struct http_request_
     if (len - i != 8 || memcmp(v, "HTTP/", 5) != 0 || v[6] != '.' ||
         v[5] < '0' || v[5] > '9' || v[7] < '0' || v[7] > '9')
         return fail(head, 400);
-    if (v[5] != '1' || (v[7] != '0' && v[7] != '1'))
+    if (v[5] != '1')
         return fail(head, 505);
-    head->minor_version = v[7] - '0';
+    /* RFC 9112 2.3: a higher minor version is processed as the highest one
+     * the server supports: HTTP/1.2 is served (and answered) as HTTP/1.1. */
+    head->minor_version = v[7] == '0' ? 0 : 1;
 
     return parse_request_target(head);
 }

@@ -59,7 +59,7 @@ struct http_request_head {
     size_t path_len;
     const char *authority; /* host from an absolute-form target, else NULL */
     size_t authority_len;
-    int minor_version;  /* 0 or 1 */
+    int minor_version;  /* 0 or 1 (HTTP/1.2 and above count as 1) */
     size_t num_headers;
 
     enum http_body_framing framing;
