@@ -497,8 +497,8 @@ enum chunked_state {
     CHUNK_FINISHED
 };
 
-/* Sizes above this are refused: no body limit could be that large, and the
- * bound keeps the arithmetic far from overflow. */
+/* Sizes of more significant hex digits than this are refused: no body limit
+ * could be that large, and the bound keeps the arithmetic far from overflow. */
 #define CHUNK_SIZE_MAX_DIGITS 15
 
 void chunked_decoder_init(struct chunked_decoder *decoder)
@@ -529,7 +529,9 @@ int decode_chunked(struct chunked_decoder *d, char *buf, size_t *len, size_t *co
         case CHUNK_SIZE: {
             int h = hex_value(c);
             if (h >= 0) {
-                if (++d->digits > CHUNK_SIZE_MAX_DIGITS)
+                /* "0005" is 5 (1*HEXDIG): only significant digits count;
+                 * leading zeros are bounded by CHUNKED_MAX_SIZE_LINE */
+                if ((d->chunk_size != 0 || h != 0) && ++d->digits > CHUNK_SIZE_MAX_DIGITS)
                     goto error;
                 d->chunk_size = d->chunk_size * 16 + (uint64_t)h;
                 d->state = CHUNK_SIZE;

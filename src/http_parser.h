@@ -100,7 +100,7 @@ struct chunked_decoder {
     uint64_t chunk_remaining; /* data bytes left in the current chunk */
     uint64_t chunk_size;      /* being parsed */
     size_t line_len;          /* bytes of the current size line or trailer section */
-    int digits;
+    int digits;               /* significant digits of chunk_size so far */
 };
 
 void chunked_decoder_init(struct chunked_decoder *decoder);
