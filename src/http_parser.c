@@ -564,6 +564,14 @@ int decode_chunked(struct chunked_decoder *d, char *buf, size_t *len, size_t *co
         case CHUNK_SIZE_LF:
             if (c != '\n')
                 goto error;
+            if (d->max_body) {
+                /* (body_announced <= max_body: the subtraction cannot wrap) */
+                if (d->chunk_size > d->max_body - d->body_announced) {
+                    result = CHUNKED_TOO_LARGE;
+                    goto done;
+                }
+                d->body_announced += d->chunk_size;
+            }
             d->line_len = 0;
             d->digits = 0;
             if (d->chunk_size == 0) {
