@@ -10,6 +10,11 @@
  * piece's length, decoded <= consumed, and NEED_MORE only when the whole
  * piece was used.  Each piece is copied into a buffer of exactly its size,
  * so that ASan sees a read past it.
+ *
+ * All of it runs twice: without a limit, and with a max_body hashed from the
+ * input.  With the limit the decoder never decodes more than it, and unless
+ * it answers CHUNKED_TOO_LARGE it agrees with the decoder without a limit;
+ * when it does, what it decoded is the start of what that one decodes.
  */
 #include "targets.h"
 #include "http_parser.h"
@@ -35,7 +40,8 @@ static int feed(struct chunked_decoder *d, const uint8_t *piece, size_t len, str
         memcpy(buf, piece, len);
     size_t n = len, consumed = (size_t)-1;
     int r = decode_chunked(d, buf, &n, &consumed);
-    CHECK(r == CHUNKED_DONE || r == CHUNKED_NEED_MORE || r == CHUNKED_ERROR);
+    CHECK(r == CHUNKED_DONE || r == CHUNKED_NEED_MORE || r == CHUNKED_ERROR ||
+          (r == CHUNKED_TOO_LARGE && d->max_body > 0));
     CHECK(consumed <= len);
     CHECK(n <= consumed);
     if (r == CHUNKED_NEED_MORE)
@@ -50,10 +56,11 @@ static int feed(struct chunked_decoder *d, const uint8_t *piece, size_t len, str
 
 /* Decodes data in pieces that end at the given cut points (ascending). */
 static void decode_split(const uint8_t *data, size_t size, const size_t *cuts, size_t ncuts,
-                         struct outcome *out)
+                         uint64_t max_body, struct outcome *out)
 {
     struct chunked_decoder d;
     chunked_decoder_init(&d);
+    d.max_body = max_body;
     out->result = CHUNKED_NEED_MORE;
     out->consumed = 0;
     out->decoded_len = 0;
@@ -89,24 +96,23 @@ static uint64_t hash_input(const uint8_t *data, size_t size)
     return h;
 }
 
-int fuzz_chunked_input(const uint8_t *data, size_t size)
+/* Decodes data whole and in many splits with the given limit; all agree.
+ * Returns the outcome of the whole, in *whole. */
+static void decode_every_way(const uint8_t *data, size_t size, uint64_t max_body,
+                             size_t *cuts, struct outcome *whole, struct outcome *split)
 {
-    struct outcome whole, split;
-    whole.decoded = malloc(size + 1);
-    split.decoded = malloc(size + 1);
-    size_t *cuts = calloc(size + 1, sizeof(size_t));
-    CHECK(whole.decoded && split.decoded && cuts);
-
-    decode_split(data, size, NULL, 0, &whole);
-    CHECK(whole.decoded_len <= whole.consumed && whole.consumed <= size);
-    if (whole.result == CHUNKED_NEED_MORE)
-        CHECK(whole.consumed == size);
+    decode_split(data, size, NULL, 0, max_body, whole);
+    CHECK(whole->decoded_len <= whole->consumed && whole->consumed <= size);
+    if (whole->result == CHUNKED_NEED_MORE)
+        CHECK(whole->consumed == size);
+    if (max_body > 0)
+        CHECK(whole->decoded_len <= max_body);
 
     /* one byte at a time */
     for (size_t i = 0; i < size; i++)
         cuts[i] = i + 1;
-    decode_split(data, size, cuts, size, &split);
-    same_outcome(&whole, &split);
+    decode_split(data, size, cuts, size, max_body, split);
+    same_outcome(whole, split);
 
     /* a few random splittings */
     uint64_t x = hash_input(data, size) | 1;
@@ -119,20 +125,43 @@ int fuzz_chunked_input(const uint8_t *data, size_t size)
                 break;
             cuts[ncuts++] = pos;
         }
-        decode_split(data, size, cuts, ncuts, &split);
-        same_outcome(&whole, &split);
+        decode_split(data, size, cuts, ncuts, max_body, split);
+        same_outcome(whole, split);
     }
 
     /* every split into two pieces, while that stays cheap */
     if (size <= 256) {
         for (size_t c = 0; c <= size; c++) {
             cuts[0] = c;
-            decode_split(data, size, cuts, 1, &split);
-            same_outcome(&whole, &split);
+            decode_split(data, size, cuts, 1, max_body, split);
+            same_outcome(whole, split);
         }
+    }
+}
+
+int fuzz_chunked_input(const uint8_t *data, size_t size)
+{
+    struct outcome whole, split, limited;
+    whole.decoded = malloc(size + 1);
+    split.decoded = malloc(size + 1);
+    limited.decoded = malloc(size + 1);
+    size_t *cuts = calloc(size + 1, sizeof(size_t));
+    CHECK(whole.decoded && split.decoded && limited.decoded && cuts);
+
+    decode_every_way(data, size, 0, cuts, &whole, &split);
+
+    /* a limit from 1 to size: sometimes below what the body announces */
+    uint64_t max_body = 1 + hash_input(data, size) % (size + 1);
+    decode_every_way(data, size, max_body, cuts, &limited, &split);
+    if (limited.result == CHUNKED_TOO_LARGE) {
+        CHECK(limited.decoded_len <= whole.decoded_len);
+        CHECK(memcmp(limited.decoded, whole.decoded, limited.decoded_len) == 0);
+    } else {
+        same_outcome(&whole, &limited);
     }
 
     free(cuts);
+    free(limited.decoded);
     free(split.decoded);
     free(whole.decoded);
     return 0;

@@ -54,6 +54,7 @@ static void check_complete(const char *buf, size_t len, const struct parse_resul
     CHECK(h->method != NULL && h->method_len > 0 && inside(h->method, h->method_len, buf, len));
     CHECK(h->target_len > 0 && inside(h->target, h->target_len, buf, len));
     CHECK(inside(h->path, h->path_len, buf, len));
+    CHECK(memchr(h->path, '#', h->path_len) == NULL); /* a fragment never reaches the app */
     CHECK(h->authority == NULL || inside(h->authority, h->authority_len, buf, len));
     CHECK(h->minor_version == 0 || h->minor_version == 1);
     CHECK(h->num_headers <= h->headers_capacity);

@@ -97,6 +97,20 @@ static int is_valid_host(const char *v, size_t len)
     return 1;
 }
 
+/*
+ * '#' cannot appear in a request-target (RFC 9112 3.2): a client that sends
+ * a fragment anyway has left it from the URI reference it requested.  Like
+ * nginx and HTTP::Parser::XS, serve the URI without it (the fragment is for
+ * the client alone, RFC 9110 4.2.5) rather than refuse the request: the path
+ * ends at the first '#', and no app sees a fragment in its path or query.
+ */
+static void strip_fragment(struct http_request_head *head)
+{
+    const char *hash = memchr(head->path, '#', head->path_len);
+    if (hash != NULL)
+        head->path_len = (size_t)(hash - head->path);
+}
+
 /* Splits the request target into path and authority (RFC 9112 3.2). */
 static int parse_request_target(struct http_request_head *head)
 {
@@ -108,6 +122,7 @@ static int parse_request_target(struct http_request_head *head)
     if (t[0] == '/') { /* origin-form */
         head->path = t;
         head->path_len = n;
+        strip_fragment(head);
         return 0;
     }
     if (n == 1 && t[0] == '*') { /* asterisk-form, OPTIONS only */
@@ -143,6 +158,7 @@ static int parse_request_target(struct http_request_head *head)
     head->authority_len = end - scheme_len;
     head->path = t + end; /* may be empty or start with '?': the caller adds "/" */
     head->path_len = n - end;
+    strip_fragment(head);
     return 0;
 }
 
@@ -173,9 +189,11 @@ static int parse_request_line(const char *line, size_t len, struct http_request_
     if (len - i != 8 || memcmp(v, "HTTP/", 5) != 0 || v[6] != '.' ||
         v[5] < '0' || v[5] > '9' || v[7] < '0' || v[7] > '9')
         return fail(head, 400);
-    if (v[5] != '1' || (v[7] != '0' && v[7] != '1'))
+    if (v[5] != '1')
         return fail(head, 505);
-    head->minor_version = v[7] - '0';
+    /* RFC 9112 2.3: a higher minor version is processed as the highest one
+     * the server supports: HTTP/1.2 is served (and answered) as HTTP/1.1. */
+    head->minor_version = v[7] == '0' ? 0 : 1;
 
     return parse_request_target(head);
 }
@@ -479,8 +497,8 @@ enum chunked_state {
     CHUNK_FINISHED
 };
 
-/* Sizes above this are refused: no body limit could be that large, and the
- * bound keeps the arithmetic far from overflow. */
+/* Sizes of more significant hex digits than this are refused: no body limit
+ * could be that large, and the bound keeps the arithmetic far from overflow. */
 #define CHUNK_SIZE_MAX_DIGITS 15
 
 void chunked_decoder_init(struct chunked_decoder *decoder)
@@ -511,7 +529,9 @@ int decode_chunked(struct chunked_decoder *d, char *buf, size_t *len, size_t *co
         case CHUNK_SIZE: {
             int h = hex_value(c);
             if (h >= 0) {
-                if (++d->digits > CHUNK_SIZE_MAX_DIGITS)
+                /* "0005" is 5 (1*HEXDIG): only significant digits count;
+                 * leading zeros are bounded by CHUNKED_MAX_SIZE_LINE */
+                if ((d->chunk_size != 0 || h != 0) && ++d->digits > CHUNK_SIZE_MAX_DIGITS)
                     goto error;
                 d->chunk_size = d->chunk_size * 16 + (uint64_t)h;
                 d->state = CHUNK_SIZE;
@@ -544,6 +564,14 @@ int decode_chunked(struct chunked_decoder *d, char *buf, size_t *len, size_t *co
         case CHUNK_SIZE_LF:
             if (c != '\n')
                 goto error;
+            if (d->max_body) {
+                /* (body_announced <= max_body: the subtraction cannot wrap) */
+                if (d->chunk_size > d->max_body - d->body_announced) {
+                    result = CHUNKED_TOO_LARGE;
+                    goto done;
+                }
+                d->body_announced += d->chunk_size;
+            }
             d->line_len = 0;
             d->digits = 0;
             if (d->chunk_size == 0) {

@@ -54,11 +54,12 @@ struct http_request_head {
     size_t method_len;
     const char *target; /* as sent: origin-form, absolute-form or "*" */
     size_t target_len;
-    const char *path;   /* origin-form part of target (absolute-form stripped) */
+    const char *path;   /* origin-form part of target (absolute-form and any
+                         * "#fragment" stripped) */
     size_t path_len;
     const char *authority; /* host from an absolute-form target, else NULL */
     size_t authority_len;
-    int minor_version;  /* 0 or 1 */
+    int minor_version;  /* 0 or 1 (HTTP/1.2 and above count as 1) */
     size_t num_headers;
 
     enum http_body_framing framing;
@@ -89,6 +90,7 @@ const struct http_header *find_header(const struct http_request_head *head,
 #define CHUNKED_DONE       0  /* last chunk and trailers consumed */
 #define CHUNKED_NEED_MORE  1  /* all input used, body not finished */
 #define CHUNKED_ERROR     (-1)
+#define CHUNKED_TOO_LARGE (-2) /* a size line took the body over max_body */
 
 /* Longest chunk-size line (with extensions) and trailer section accepted. */
 #define CHUNKED_MAX_SIZE_LINE 4096
@@ -99,15 +101,21 @@ struct chunked_decoder {
     uint64_t chunk_remaining; /* data bytes left in the current chunk */
     uint64_t chunk_size;      /* being parsed */
     size_t line_len;          /* bytes of the current size line or trailer section */
-    int digits;
+    int digits;               /* significant digits of chunk_size so far */
+    uint64_t max_body;        /* 0: no limit; set after chunked_decoder_init */
+    uint64_t body_announced;  /* sum of the chunk sizes so far (<= max_body) */
 };
 
+/* A decoder with no limit; set max_body to refuse a larger body. */
 void chunked_decoder_init(struct chunked_decoder *decoder);
 
 /*
  * Decodes buf[0..*len) in place.  On return *len holds the number of decoded
  * body bytes now at buf[0..*len), and *consumed the number of input bytes
  * used (the rest, after CHUNKED_DONE, belongs to the next request).
+ * CHUNKED_TOO_LARGE comes at the end of the size line that announces the
+ * chunk taking the body past max_body, before any of its data: a client
+ * gets its answer without sending the data first.
  */
 int decode_chunked(struct chunked_decoder *decoder, char *buf, size_t *len, size_t *consumed);
 

@@ -878,10 +878,15 @@ void psgi_env_request_done(pTHX)
     }
 }
 
+/* Most names fit in a buffer on the stack; a longer one (the parser takes
+ * any length within --max-header-size) gets one from the heap, so that no
+ * field the parser accepted is left out of the env. */
+#define HEADER_NAME_ON_STACK 256
+
 /* Adds one request header as HTTP_NAME (or CONTENT_TYPE / CONTENT_LENGTH). */
 static void store_header(pTHX_ HV *env, const struct http_header *h)
 {
-    char name_buffer[5 + 256];
+    char stack_buffer[5 + HEADER_NAME_ON_STACK];
     size_t n = h->name_len;
 
     const struct known_header *known = known_header(h->name, n);
@@ -898,8 +903,11 @@ static void store_header(pTHX_ HV *env, const struct http_header *h)
     /* "X-Foo" and "X_Foo" would both become HTTP_X_FOO: a header with an
      * underscore could pass for one a proxy in front has checked or set.
      * Like nginx and Apache, drop it.  (No known header has one.) */
-    if (memchr(h->name, '_', n) != NULL || n > 256)
+    if (memchr(h->name, '_', n) != NULL)
         return;
+    char *name_buffer = stack_buffer;
+    if (n > HEADER_NAME_ON_STACK)
+        Newx(name_buffer, 5 + n, char);
     memcpy(name_buffer, "HTTP_", 5);
     for (size_t i = 0; i < n; i++) {
         char c = h->name[i];
@@ -913,10 +921,13 @@ static void store_header(pTHX_ HV *env, const struct http_header *h)
     if (existing != NULL) {
         sv_catpvn(*existing, ", ", 2);
         sv_catpvn(*existing, h->value, h->value_len);
-        return;
+    } else {
+        (void)hv_common_key_len(env, name_buffer, (I32)len,
+                                HV_FETCH_ISSTORE | HV_FETCH_JUST_SV,
+                                newSVpvn(h->value, h->value_len), hash);
     }
-    (void)hv_common_key_len(env, name_buffer, (I32)len, HV_FETCH_ISSTORE | HV_FETCH_JUST_SV,
-                            newSVpvn(h->value, h->value_len), hash);
+    if (name_buffer != stack_buffer)
+        Safefree(name_buffer);
 }
 
 HV *build_psgi_env(pTHX_ struct worker_loop *loop)

@@ -727,8 +727,9 @@ static void examine_buffered_head(struct worker_loop *loop, struct connection *c
 
 /* Whether a body read before serving is all here, or as much of it as is
  * read ahead (then the app reads the rest).  A chunked body is decoded into
- * scratch space only to find its end; a malformed one counts as complete:
- * the app's read of it answers 400, as without the read-ahead. */
+ * scratch space only to find its end; a malformed one, or one whose size
+ * lines announce more than --max-body-size, counts as complete: the worker's
+ * read of it answers 400 or 413, as without the read-ahead. */
 static int preread_body_complete(struct connection *conn)
 {
     if (conn->body_preread == CONNECTION_PREREAD_CHUNKED) {
@@ -1137,6 +1138,7 @@ static int wait_for_small_body(struct worker_loop *loop, struct connection *conn
         conn->body_wanted = head_len + (size_t)ahead;
         conn->body_scanned = head_len;
         chunked_decoder_init(&conn->body_scan);
+        conn->body_scan.max_body = loop->settings.max_body_size;
     } else {
         return 0;
     }
@@ -1187,8 +1189,10 @@ static int start_request(struct worker_loop *loop, struct connection *conn)
                       (loop->head.framing == HTTP_BODY_LENGTH && loop->body_remaining == 0);
     loop->continue_sent = 0;
     loop->response_started = 0;
-    if (loop->head.framing == HTTP_BODY_CHUNKED)
+    if (loop->head.framing == HTTP_BODY_CHUNKED) {
         chunked_decoder_init(&loop->chunked);
+        loop->chunked.max_body = loop->settings.max_body_size;
+    }
     request_accounting_start(loop, conn);
     announce_busy(loop);
     publish_current_request(loop);
@@ -1536,14 +1540,15 @@ int worker_loop_read_body(struct worker_loop *loop, char *out, size_t cap, size_
                 int r = decode_chunked(&loop->chunked, body, &len, &consumed);
                 if (r == CHUNKED_ERROR)
                     return 400;
+                /* as soon as the size line says so, like a Content-Length
+                 * over the limit (and so the body never passes it) */
+                if (r == CHUNKED_TOO_LARGE)
+                    return 413;
                 size_t take = len;
                 memcpy(out, body, take);
                 memmove(body, body + consumed, avail - consumed);
                 conn->buffer_len -= consumed;
                 loop->body_received += take;
-                if (loop->settings.max_body_size &&
-                    loop->body_received > loop->settings.max_body_size)
-                    return 413;
                 if (r == CHUNKED_DONE)
                     loop->body_done = 1;
                 if (take > 0 || loop->body_done) {

@@ -117,6 +117,7 @@ my @TABLE = (
         'chunk-size = 1*HEXDIG, and BWS is allowed only before a ";" chunk-ext (RFC 9112 7.1, 7.1.1)'],
     ['chunk size, leading space', chunks(" 5\r\nhello\r\n0\r\n\r\n"), 400, 400],
     ['chunk size with leading zeros', chunks("0005\r\nhello\r\n0\r\n\r\n"), 200, 200],
+    ['chunk size with 20 leading zeros', chunks(('0' x 20) . "5\r\nhello\r\n0\r\n\r\n"), 200, 200],
     ['chunk extension after BWS', chunks("5 ;x=y\r\nhello\r\n0\r\n\r\n"), 200, 200],
     ['extension on the last chunk, and a trailer', chunks("5\r\nhello\r\n0;x=y\r\nX-T: v\r\n\r\n"),
         200, 200],
@@ -133,9 +134,13 @@ my @TABLE = (
     ['NUL in a field value', "GET / HTTP/1.1\r\nHost: x\r\nX: a\0b\r\n\r\n", 400, 400],
     ['NUL in the target', "GET /a\0b HTTP/1.1\r\nHost: x\r\n\r\n", 400, 400],
 
+    # a fragment, which no request-target holds (RFC 9112 3.2)
+    ['a fragment in the target', "GET /a?b#c HTTP/1.1\r\nHost: x\r\n\r\n", 200, 200],
+
     # versions (RFC 9112 2.3)
     ['HTTP/1.10', "GET / HTTP/1.10\r\nHost: x\r\n\r\n", 400, 200,
         'HTTP-version = HTTP-name "/" DIGIT "." DIGIT (RFC 9112 2.3): "1.10" is no version'],
+    ['HTTP/1.2', "GET / HTTP/1.2\r\nHost: x\r\n\r\n", 200, 200],
     ['HTTP/2.0', "GET / HTTP/2.0\r\nHost: x\r\n\r\n", 505, 505],
     ['HTTP/0.9 in a request line', "GET / HTTP/0.9\r\nHost: x\r\n\r\n", 505, 400,
         'a well-formed version Serow does not serve: 505 (RFC 9110 15.6.6)'],

@@ -5,7 +5,8 @@ use strict;
 use warnings;
 use Test::More;
 use lib 't/lib';
-use Serow::Test qw(start_server raw_request raw_connect read_response read_until_close parse_response rejects);
+use Serow::Test qw(start_server raw_request raw_connect read_response read_until_close parse_response rejects
+                   send_all);
 
 use constant LIMIT => 1000;
 my $server = start_server(app => sub {
@@ -57,8 +58,39 @@ subtest 'a chunked body is refused as soon as it passes the limit' => sub {
     is $res && $res->{status}, 413;
 };
 
+# The size line says enough: the data that would follow is not sent, so
+# only the limit can answer before --read-timeout.
+my $CHUNKED_HEAD = "POST /chunked HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+
+rejects($server, $CHUNKED_HEAD . sprintf("%x\r\n", LIMIT + 1), 413,
+    'a chunk announced over the limit is refused at its size line');
+rejects($server, $CHUNKED_HEAD . sprintf("%x\r\n", 500) . ('b' x 500) . "\r\n"
+    . sprintf("%x\r\n", LIMIT - 500 + 1), 413,
+    'a chunk that takes the total over the limit is refused at its size line');
+rejects($server, $CHUNKED_HEAD =~ s/\r\n\r\n/\r\nExpect: 100-continue\r\n\r\n/r
+    . sprintf("%x\r\n", LIMIT * 1000), 413, 'with 100-continue, a chunk announced over the limit');
+
 my @runs = $server->log =~ /app ran/g;
 is scalar @runs, 2, 'the app ran only for the two accepted bodies';
 
 is $server->stop, 0, 'the server stops cleanly';
+
+# Past the first 64 KiB of a chunked body (read before the request is
+# served), the worker reads the rest: the same limit, at the same moment.
+use constant BIG_LIMIT => 100_000;
+my $big = start_server(app => sub { [200, [], ['ran']] },
+    options => ['--workers', 1, '--max-body-size', BIG_LIMIT]);
+rejects($big, $CHUNKED_HEAD . sprintf("%x\r\n", 70_000) . ('b' x 70_000) . "\r\n"
+    . sprintf("%x\r\n", BIG_LIMIT - 70_000 + 1), 413,
+    'past the first 64 KiB, a chunk that takes the total over the limit');
+subtest 'past the first 64 KiB, a body of exactly the limit is accepted' => sub {
+    my $sock = raw_connect($big);
+    my $buf = '';
+    send_all($sock, $CHUNKED_HEAD . sprintf("%x\r\n", 70_000) . ('b' x 70_000) . "\r\n"
+        . sprintf("%x\r\n", BIG_LIMIT - 70_000) . ('b' x (BIG_LIMIT - 70_000)) . "\r\n0\r\n\r\n",
+        buffer => \$buf);
+    my $res = read_response($sock, buffer => \$buf);
+    is $res && $res->{status}, 200;
+};
+is $big->stop, 0, 'the second server stops cleanly';
 done_testing;

@@ -19,6 +19,21 @@ subtest 'a well-formed body is accepted (the control case)' => sub {
     like $res->{body}, qr/"body":"hello0123456789"/;
 };
 
+subtest 'leading zeros do not count against the size limit' => sub {
+    # chunk-size = 1*HEXDIG (RFC 9112 7.1): "0000000000000005" is 5
+    for my $zeros (15, 4000) {
+        my $res = parse_response(raw_request($server,
+            chunked(('0' x $zeros) . "5\r\nhello\r\n" . ('0' x $zeros) . "0\r\n\r\n")
+                =~ s/Host: x/Host: x\r\nConnection: close/r));
+        is $res && $res->{status}, 200, "$zeros zeros, then 5";
+        like $res && $res->{body}, qr/"body":"hello"/, "$zeros zeros: the body";
+    }
+};
+rejects($server, chunked(('0' x 5000) . "5\r\nhello\r\n0\r\n\r\n"), 400,
+    'a size line of 5000 zeros: longer than a size line may be (4 KB)');
+rejects($server, chunked("000010000000000000005\r\nhello\r\n0\r\n\r\n"), 400,
+    'leading zeros before a size that overflows 64 bits');
+
 rejects($server, chunked("g\r\nhello\r\n0\r\n\r\n"), 400, 'a size that is not hex');
 rejects($server, chunked("5g\r\nhello\r\n0\r\n\r\n"), 400, 'a size with a non-hex suffix');
 rejects($server, chunked(" 5\r\nhello\r\n0\r\n\r\n"), 400, 'whitespace before the size');

@@ -86,7 +86,7 @@ subtest 'a 1xx before the final response has no body and no framing' => sub {
 };
 
 subtest "the server's own error responses to HEAD have no body either" => sub {
-    for my $case (["HEAD / HTTP/1.1\r\n\r\n", 400], ["HEAD / HTTP/1.3\r\nHost: x\r\n\r\n", 505],
+    for my $case (["HEAD / HTTP/1.1\r\n\r\n", 400], ["HEAD / HTTP/2.0\r\nHost: x\r\n\r\n", 505],
                   ["HEAD /die HTTP/1.1\r\nHost: x\r\n\r\n", 500]) {
         my ($request, $status) = @$case;
         my $sock = raw_connect($server);

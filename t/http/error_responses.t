@@ -43,7 +43,7 @@ sub after_a_good_one {
 
 my @cases = (
     ['a malformed request', "GET / HTTP/1.1\r\nHost: x\r\nBad Name: x\r\n\r\n", 400],
-    ['an unsupported version', "GET / HTTP/1.2\r\nHost: x\r\n\r\n", 505],
+    ['an unsupported version', "GET / HTTP/2.0\r\nHost: x\r\n\r\n", 505],
     ['a broken chunked body', "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 400],
     ['an unknown transfer coding', "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: br, chunked\r\n\r\n0\r\n\r\n", 501],
     ['an app that dies', "GET /die HTTP/1.1\r\nHost: x\r\n\r\n", 500],

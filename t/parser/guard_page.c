@@ -35,10 +35,11 @@ struct request_case {
 struct chunked_case {
     const char *name;
     const char *bytes;
-    int result;          /* CHUNKED_DONE, CHUNKED_NEED_MORE or CHUNKED_ERROR */
+    int result;          /* CHUNKED_DONE, CHUNKED_NEED_MORE, CHUNKED_ERROR or _TOO_LARGE */
     const char *decoded; /* when DONE */
     size_t consumed;     /* when DONE: 0 means the whole input */
     size_t size;         /* of bytes, when it holds a NUL; else 0 */
+    uint64_t max_body;   /* the decoder's limit; 0: none */
 };
 
 static const struct http_limits defaults = { 8192, 65536, 100 };
@@ -114,6 +115,17 @@ static const struct chunked_case chunkeds[] = {
     { "a request line as a trailer", "0\r\nGET / HTTP/1.1\r\n\r\n", CHUNKED_ERROR, NULL, 0, 0 },
     { "obs-fold in a trailer", "0\r\nA: b\r\n c\r\n\r\n", CHUNKED_ERROR, NULL, 0, 0 },
     { "a NUL in an extension", "1;a\0\r\nx\r\n0\r\n\r\n", CHUNKED_ERROR, NULL, 0, 14 },
+    { "leading zeros are no significant digits", "00000000000000000005\r\nhello\r\n0000\r\n\r\n",
+      CHUNKED_DONE, "hello", 0, 0 },
+    { "leading zeros, then a size beyond 60 bits", "0001000000000000000\r\nx\r\n", CHUNKED_ERROR,
+      NULL, 0, 0 },
+    { "a body of exactly the limit", "5\r\nhello\r\n5\r\nworld\r\n0\r\n\r\n", CHUNKED_DONE,
+      "helloworld", 0, 0, 10 },
+    { "a chunk over the limit", "b\r\nhello world\r\n0\r\n\r\n", CHUNKED_TOO_LARGE, NULL, 0, 0,
+      10 },
+    { "chunks adding up to more than the limit", "5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n",
+      CHUNKED_TOO_LARGE, NULL, 0, 0, 10 },
+    { "a limit far below a 60-bit size", "fffffffffffffff\r\n", CHUNKED_TOO_LARGE, NULL, 0, 0, 1 },
 };
 
 /* Inputs longer than this are not in the table. */
@@ -197,11 +209,12 @@ static void run_request(const struct request_case *c)
 }
 
 /* Decodes bytes[0..len) in two pieces split at cut, each against the guard. */
-static int decode_in_two(const char *bytes, size_t len, size_t cut, char *decoded,
-                         size_t *decoded_len, size_t *consumed)
+static int decode_in_two(const char *bytes, size_t len, size_t cut, uint64_t max_body,
+                         char *decoded, size_t *decoded_len, size_t *consumed)
 {
     struct chunked_decoder d;
     chunked_decoder_init(&d);
+    d.max_body = max_body;
     size_t starts[2] = { 0, cut }, ends[2] = { cut, len };
     int r = CHUNKED_NEED_MORE;
     *decoded_len = 0;
@@ -225,18 +238,18 @@ static void run_chunked(const struct chunked_case *c)
 
     for (size_t k = 0; k <= len; k++) {
         /* the prefix alone: the body cannot be over before its end */
-        int r = decode_in_two(c->bytes, k, k, decoded, &decoded_len, &consumed);
+        int r = decode_in_two(c->bytes, k, k, c->max_body, decoded, &decoded_len, &consumed);
         if (k < len && r == CHUNKED_DONE && c->result == CHUNKED_DONE &&
             consumed != (c->consumed ? c->consumed : len)) {
             report(0, "chunked", c->name, "a prefix ended the body early", k);
             return;
         }
-        if (k < len && r == CHUNKED_ERROR && c->result != CHUNKED_ERROR) {
+        if (k < len && r < 0 && r != c->result) {
             report(0, "chunked", c->name, "a prefix was an error", k);
             return;
         }
         /* the whole input, split at k: the same as in one piece */
-        r = decode_in_two(c->bytes, len, k, decoded, &decoded_len, &consumed);
+        r = decode_in_two(c->bytes, len, k, c->max_body, decoded, &decoded_len, &consumed);
         int ok = r == c->result;
         if (ok && r == CHUNKED_DONE)
             ok = decoded_len == strlen(c->decoded) &&

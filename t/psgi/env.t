@@ -130,6 +130,22 @@ subtest 'an absolute-form target: REQUEST_URI is its path and query, its host is
     is $env->{PATH_INFO}, '/';
 };
 
+subtest 'a fragment (no part of a request-target) is left out of the env' => sub {
+    for my $case (
+        ['/a/b?c=d#e', '/a/b', 'c=d', '/a/b?c=d'],
+        ['/a/b#c', '/a/b', '', '/a/b'],
+        ['/a/b#c?d=e', '/a/b', '', '/a/b'],
+        ['/a%23b?q=%23#f#g', '/a#b', 'q=%23', '/a%23b?q=%23'],
+        ['/#', '/', '', '/'],
+        ['http://example.org#f?q', '/', '', '/'],
+        ['http://example.org/p?q#f', '/p', 'q', '/p?q'],
+    ) {
+        my ($target, $path, $query, $uri) = @$case;
+        my $env = env_of($server, "GET $target HTTP/1.1\r\nHost: example.org\r\nConnection: close\r\n\r\n");
+        is_deeply [@$env{qw(PATH_INFO QUERY_STRING REQUEST_URI)}], [$path, $query, $uri], $target;
+    }
+};
+
 subtest 'OPTIONS *: REQUEST_URI is "*", PATH_INFO is empty (it must start with / otherwise)' => sub {
     my $env = env_of($server, "OPTIONS * HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     is $env->{REQUEST_METHOD}, 'OPTIONS';
@@ -146,6 +162,18 @@ subtest 'HTTP_*: names upper-cased with _ for -, repeated fields joined' => sub 
     is $env->{HTTP_COOKIE}, 'a=1; b=2', 'cookies joined with "; "';
     is $env->{HTTP_X_EMPTY}, '', 'an empty field is there, empty';
     is $env->{HTTP_CONNECTION}, 'close';
+};
+
+subtest 'a long header name reaches the app like any other' => sub {
+    # Names of 256 bytes and more take another path in the env builder.
+    my %names = map { $_ => 'X-' . ('n' x ($_ - 2)) } 256, 257, 1000, 8000;
+    my $env = env_of($server, "GET / HTTP/1.1\r\nHost: x\r\n"
+        . join('', map { "$names{$_}: v$_\r\n" } sort keys %names)
+        . "$names{8000}: again\r\nConnection: close\r\n\r\n");
+    for my $length (sort { $a <=> $b } keys %names) {
+        my $key = 'HTTP_' . uc($names{$length} =~ tr/-/_/r);
+        is $env->{$key}, $length == 8000 ? 'v8000, again' : "v$length", "a name of $length bytes";
+    }
 };
 
 subtest 'header names with an underscore are dropped on purpose' => sub {
