@@ -43,7 +43,7 @@ sub idle_round {
     wrk(%w, duration => $WARMUP);
     my $base = wrk_recording_stalls($p, %w, duration => $DURATION);
     # the same load from bench/client, which leaves CPU 1 more room
-    # than wrk (docs/keepalive.md, "What the idle connections cost")
+    # than wrk (docs/keepalive.md, "The load generator's share")
     my %l = (addr => $p->{listen}, conns => $w{conns}, duration => $DURATION);
     my $base_client = client_load(%l);
     my %before = map { $_->{pid} => $_ } group_processes($p);

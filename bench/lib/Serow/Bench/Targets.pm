@@ -95,8 +95,8 @@ sub idle {
             defined $of_medians ? sprintf('%.0f%%', 100 * $of_medians) : '—') : '—',
         defined $r ? $r >= 0.9 : undef);
     # As wrk measured it and as bench/client did (whose p99 does not move
-    # with the idle connections: docs/keepalive.md, "What the idle
-    # connections cost"), each with nginx's in the same run beside it.
+    # with the idle connections: docs/keepalive.md, "The load generator's
+    # share"), each with nginx's in the same run beside it.
     # The p99 in mean latencies beside it: a server as fast as nginx
     # with the same shape of tail has nginx's p99.
     for my $measure (['', 'wrk'], ['client_', 'bench/client']) {
