@@ -110,6 +110,18 @@ sub idle_memory {
     $r->{server_pss_per_idle} = ($sum_after - $sum_before) * 1024 / $r->{opened} if $r->{opened} >= 100;
 }
 
+# One bench/client load measurement of a started server (%o: conns,
+# slow_every), with the server's CPU time; p99 as wrk's is named.
+sub measure_client {
+    my ($p, %o) = @_;
+    my $probe = probe_start($p);
+    my $r = client_load(addr => $p->{listen}, duration => $DURATION, %o);
+    probe_end($probe, $r, $r->{requests});
+    check_alive($p);
+    $r->{p99} = $r->{p99_ms};
+    return $r;
+}
+
 # (b) Every request blocks for 10 ms; 200 clients, 8 workers: 800 req/s ideal.
 sub blocking_10ms {
     my @servers = servers_for(qw(serow starman uwsgi));
@@ -119,11 +131,7 @@ sub blocking_10ms {
         return with_server($server, { app => 'sleep', workers => 8 }, sub {
             my ($p) = @_;
             wrk(addr => $p->{listen}, path => '/', conns => 8, duration => $WARMUP);
-            my $probe = probe_start($p);
-            my $r = client_load(addr => $p->{listen}, conns => $clients, duration => $DURATION);
-            probe_end($probe, $r, $r->{requests});
-            check_alive($p);
-            $r->{p99} = $r->{p99_ms};
+            my $r = measure_client($p, conns => $clients);
             $r->{extra} = sprintf 'p50 %.1f ms, longest wait %.0f ms, answers per connection min %d median %d max %d, unserved %d',
                 $r->{p50_ms}, $r->{longest_wait_ms}, $r->{answers_min}, $r->{answers_median},
                 $r->{answers_max}, $r->{connections_unserved};
@@ -144,14 +152,9 @@ sub slow_2pct {
             my ($p) = @_;
             wrk(addr => $p->{listen}, path => '/', conns => $clients, duration => $WARMUP);
             my $fast = wrk(addr => $p->{listen}, path => '/', conns => $clients, duration => $DURATION);
-            my $probe = probe_start($p);
-            my $r = client_load(addr => $p->{listen}, conns => $clients, duration => $DURATION,
-                slow_every => 50);
-            probe_end($probe, $r, $r->{requests});
-            check_alive($p);
+            my $r = measure_client($p, conns => $clients, slow_every => 50);
             $r->{fast_rps} = $fast->{rps};
             $r->{capacity} = $fast->{rps} > 0 ? 8 / (0.02 * 0.050 + 1 / $fast->{rps}) : 0;
-            $r->{p99} = $r->{p99_ms};
             $r->{extra} = sprintf 'capacity %.0f (fast only %.0f), p50 %.2f p90 %.2f ms, longest wait %.0f ms, answers min %d, unserved %d',
                 $r->{capacity}, $r->{fast_rps}, $r->{p50_ms}, $r->{p90_ms}, $r->{longest_wait_ms},
                 $r->{answers_min}, $r->{connections_unserved};
