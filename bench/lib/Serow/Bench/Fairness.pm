@@ -14,6 +14,7 @@ use Serow::Bench::Process qw(stop group_processes);
 use Serow::Bench::Results qw(rounds servers_for check_alive);
 use Serow::Bench::Scenarios qw(measure_behind_nginx);
 use Serow::Bench::Servers qw(start with_server);
+use Serow::Bench::Util qw(ensure);
 
 # (a) IDLE idle keep-alive connections while 32 connections load the server.
 sub idle_10k {
@@ -24,12 +25,7 @@ sub idle_10k {
             connections => $IDLE + 1000, nginx => { body => 'Hello World' });
         die "$err\n" unless $p;
         my $idle;
-        my $r = eval { idle_round($p, \$idle) };
-        my $e = $@;
-        idle_kill($idle);
-        stop($p);
-        die $e unless $r;
-        return $r;
+        return ensure(sub { idle_round($p, \$idle) }, sub { idle_kill($idle); stop($p) });
     });
 }
 
@@ -122,21 +118,24 @@ sub measure_client {
     return $r;
 }
 
+# The rounds of (b) or (c): Serow, Starman and uWSGI in turn, each started
+# with %$start, measured by $body->($p) and stopped.
+sub rounds_with_server {
+    my ($scenario, $start, $body) = @_;
+    rounds($scenario, [servers_for(qw(serow starman uwsgi))], sub { with_server($_[0], $start, $body) });
+}
+
 # (b) Every request blocks for 10 ms; 200 clients, 8 workers: 800 req/s ideal.
 sub blocking_10ms {
-    my @servers = servers_for(qw(serow starman uwsgi));
     my $clients = $QUICK ? 50 : 200;
-    rounds('blocking_10ms', \@servers, sub {
-        my ($server) = @_;
-        return with_server($server, { app => 'sleep', workers => 8 }, sub {
-            my ($p) = @_;
-            wrk(addr => $p->{listen}, path => '/', conns => 8, duration => $WARMUP);
-            my $r = measure_client($p, conns => $clients);
-            $r->{extra} = sprintf 'p50 %.1f ms, longest wait %.0f ms, answers per connection min %d median %d max %d, unserved %d',
-                $r->{p50_ms}, $r->{longest_wait_ms}, $r->{answers_min}, $r->{answers_median},
-                $r->{answers_max}, $r->{connections_unserved};
-            $r;
-        });
+    rounds_with_server('blocking_10ms', { app => 'sleep', workers => 8 }, sub {
+        my ($p) = @_;
+        wrk(addr => $p->{listen}, path => '/', conns => 8, duration => $WARMUP);
+        my $r = measure_client($p, conns => $clients);
+        $r->{extra} = sprintf 'p50 %.1f ms, longest wait %.0f ms, answers per connection min %d median %d max %d, unserved %d',
+            $r->{p50_ms}, $r->{longest_wait_ms}, $r->{answers_min}, $r->{answers_median},
+            $r->{answers_max}, $r->{connections_unserved};
+        $r;
     });
 }
 
@@ -144,22 +143,18 @@ sub blocking_10ms {
 # 8 workers / (0.02 x 50 ms + the server's own time per fast request, from a
 # run of fast requests only).
 sub slow_2pct {
-    my @servers = servers_for(qw(serow starman uwsgi));
     my $clients = $QUICK ? 16 : 64;
-    rounds('slow_2pct', \@servers, sub {
-        my ($server) = @_;
-        return with_server($server, { app => 'mixed', workers => 8 }, sub {
-            my ($p) = @_;
-            wrk(addr => $p->{listen}, path => '/', conns => $clients, duration => $WARMUP);
-            my $fast = wrk(addr => $p->{listen}, path => '/', conns => $clients, duration => $DURATION);
-            my $r = measure_client($p, conns => $clients, slow_every => 50);
-            $r->{fast_rps} = $fast->{rps};
-            $r->{capacity} = $fast->{rps} > 0 ? 8 / (0.02 * 0.050 + 1 / $fast->{rps}) : 0;
-            $r->{extra} = sprintf 'capacity %.0f (fast only %.0f), p50 %.2f p90 %.2f ms, longest wait %.0f ms, answers min %d, unserved %d',
-                $r->{capacity}, $r->{fast_rps}, $r->{p50_ms}, $r->{p90_ms}, $r->{longest_wait_ms},
-                $r->{answers_min}, $r->{connections_unserved};
-            $r;
-        });
+    rounds_with_server('slow_2pct', { app => 'mixed', workers => 8 }, sub {
+        my ($p) = @_;
+        wrk(addr => $p->{listen}, path => '/', conns => $clients, duration => $WARMUP);
+        my $fast = wrk(addr => $p->{listen}, path => '/', conns => $clients, duration => $DURATION);
+        my $r = measure_client($p, conns => $clients, slow_every => 50);
+        $r->{fast_rps} = $fast->{rps};
+        $r->{capacity} = $fast->{rps} > 0 ? 8 / (0.02 * 0.050 + 1 / $fast->{rps}) : 0;
+        $r->{extra} = sprintf 'capacity %.0f (fast only %.0f), p50 %.2f p90 %.2f ms, longest wait %.0f ms, answers min %d, unserved %d',
+            $r->{capacity}, $r->{fast_rps}, $r->{p50_ms}, $r->{p90_ms}, $r->{longest_wait_ms},
+            $r->{answers_min}, $r->{connections_unserved};
+        $r;
     });
 }
 

@@ -15,7 +15,7 @@ use Serow::Bench::Load qw(wrk passive_opens);
 use Serow::Bench::Process qw(stop group_processes);
 use Serow::Bench::Results qw(rounds servers_for check_alive);
 use Serow::Bench::Servers qw(@SERVERS workers_of with_server start_behind_nginx);
-use Serow::Bench::Util qw(median);
+use Serow::Bench::Util qw(median ensure);
 
 use Exporter 'import';
 our @EXPORT_OK = qw(measure_behind_nginx);
@@ -46,7 +46,7 @@ sub measure_wrk {
 sub measure_behind_nginx {
     my ($server, %o) = @_;
     my ($front, $b) = start_behind_nginx($server, %o);
-    my $r = eval {
+    return ensure(sub {
         wrk(addr => $front->{listen}, path => '/', conns => $o{conns}, duration => $WARMUP);
         my $probe = probe_start($front, $b);
         my $r = wrk(addr => $front->{listen}, path => '/', conns => $o{conns}, duration => $DURATION);
@@ -55,12 +55,7 @@ sub measure_behind_nginx {
         check_alive($front);
         die "no request was answered\n" unless $r->{requests} > 0;
         $r;
-    };
-    my $e = $@;
-    stop($front);
-    stop($b);
-    die $e unless $r;
-    return $r;
+    }, sub { stop($front); stop($b) });
 }
 
 sub throughput {

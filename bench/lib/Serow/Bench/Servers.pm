@@ -11,7 +11,7 @@ use File::Path ();
 use Serow::Test::NginxConfig ();
 use Serow::Bench::Config qw($BENCH $FD_LIMIT tmpdir);
 use Serow::Bench::Process qw(free_port unix_path spawn stop wait_ready);
-use Serow::Bench::Util qw(slurp commit);
+use Serow::Bench::Util qw(slurp commit ensure);
 
 use Exporter 'import';
 our @EXPORT_OK = qw(@SERVERS %TITLE workers_of start start_behind_nginx with_server nginx_config
@@ -169,11 +169,7 @@ sub with_server {
     my ($server, $start, $body) = @_;
     my ($p, $err) = start($server, %$start);
     die "$err\n" unless $p;
-    my $r = eval { $body->($p) };
-    my $e = $@;
-    stop($p);
-    die $e unless $r;
-    return $r;
+    return ensure(sub { $body->($p) }, sub { stop($p) });
 }
 
 # The server behind one nginx worker that keeps 32 upstream connections alive.

@@ -11,7 +11,7 @@ use Cwd ();
 use File::Basename ();
 
 use Exporter 'import';
-our @EXPORT_OK = qw(note notes logf median slurp loadavg load_average cpu_count commit);
+our @EXPORT_OK = qw(note notes logf median slurp loadavg load_average cpu_count commit ensure);
 
 # Notes of the run: said on stderr at once, and listed at the end of the report.
 my @NOTES;
@@ -44,6 +44,17 @@ sub commit {
     my $git = `git -C "$root" describe --always --dirty 2>/dev/null` // '';
     chomp $git;
     return $git;
+}
+
+# Runs $body, then $cleanup, also when $body dies (the error is passed on
+# after the cleanup).  Returns what $body returned.
+sub ensure {
+    my ($body, $cleanup) = @_;
+    my $r = eval { $body->() };
+    my $e = $@;
+    $cleanup->();
+    die $e unless $r;
+    return $r;
 }
 
 1;
