@@ -1,12 +1,40 @@
 /*
- * response_writer.c - response head formatting and framing decisions.
+ * response_writer.c - response head formatting and framing decisions, the
+ * one table of reason phrases, the Date header, and the error pages the
+ * worker sends itself (400, 408, 413, 431, 500...).
+ *
+ * Owns: what a response head says.  No Perl, no I/O and no worker state
+ * here: the caller (psgi_response.c for an app's response, worker_output.c
+ * for an error page) writes the bytes.  A new response header, or a new
+ * page the server answers with itself, belongs here.
  */
 #include "response_writer.h"
 
+#include <stdio.h>
 #include <string.h>
+#include <time.h>
 
-#include "worker_loop.h" /* http_date_now() */
+const char *http_date_now(void)
+{
+    static char date[40];
+    static time_t formatted_for = -1;
+    time_t now = time(NULL);
+    if (now != formatted_for) {
+        static const char days[7][4] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+        static const char months[12][4] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                           "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+        struct tm tm;
+        gmtime_r(&now, &tm);
+        snprintf(date, sizeof(date), "%s, %02d %s %04d %02d:%02d:%02d GMT", days[tm.tm_wday],
+                 tm.tm_mday, months[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min,
+                 tm.tm_sec);
+        formatted_for = now;
+    }
+    return date;
+}
 
+/* (The worker's error pages once had a table of their own: every phrase it
+ * had is here, with the same words.) */
 const char *status_reason(int status)
 {
     switch (status) {
@@ -294,6 +322,22 @@ size_t format_response_head(char *out, const struct response_facts *facts,
     }
     p = APPEND_LITERAL(p, "\r\n");
     return (size_t)(p - out);
+}
+
+size_t format_error_response(char *out, size_t size, int status, int omit_body,
+                             size_t *body_bytes)
+{
+    const char *reason = status_reason(status);
+    if (*reason == '\0')
+        reason = "Error"; /* (no status the server answers itself) */
+    size_t body = strlen(reason) + 1;
+    int n = snprintf(out, size,
+                     "HTTP/1.1 %d %s\r\nDate: %s\r\nContent-Type: text/plain\r\n"
+                     "Content-Length: %zu\r\nConnection: close\r\n\r\n%s%s",
+                     status, reason, http_date_now(), body,
+                     omit_body ? "" : reason, omit_body ? "" : "\n");
+    *body_bytes = omit_body ? 0 : body;
+    return n < 0 ? 0 : (size_t)n < size ? (size_t)n : size - 1;
 }
 
 size_t format_chunk_size(char *out, size_t len)

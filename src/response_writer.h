@@ -1,7 +1,8 @@
 /*
  * response_writer.h - turns what a PSGI app returned into bytes on the wire:
  * checks the app's status and headers, decides the framing (Content-Length,
- * chunked, or none), formats the response head, and frames chunks.
+ * chunked, or none), formats the response head, and frames chunks; the
+ * reason phrases, the Date header and the server's own error pages.
  * No Perl and no I/O here: the caller writes the iovecs.
  */
 #ifndef SEROW_RESPONSE_WRITER_H
@@ -76,6 +77,23 @@ size_t format_chunk_size(char *out, size_t len);
 #define CHUNK_END "\r\n"
 #define LAST_CHUNK "0\r\n\r\n"
 
+/* The reason phrase of a status ("" for one that has none here): the one
+ * table, for the app's responses and the server's own error pages. */
 const char *status_reason(int status);
+
+/*
+ * A complete error response, as the worker sends when it answers a request
+ * itself: the status and its reason, Date, a text/plain body of the reason
+ * and Connection: close.  omit_body: a response to HEAD, which keeps the
+ * Content-Length but sends no content (RFC 9110 9.3.2).  Writes at most
+ * size - 1 bytes into out (512 is plenty) and returns their count;
+ * *body_bytes gets the bytes of content sent.
+ */
+size_t format_error_response(char *out, size_t size, int status, int omit_body,
+                             size_t *body_bytes);
+
+/* An "HTTP-date" for the Date header (29 characters), recomputed at most
+ * once a second. */
+const char *http_date_now(void);
 
 #endif

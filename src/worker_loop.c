@@ -26,6 +26,7 @@
 #include "fd_passing.h"
 #include "log.h"
 #include "request_accounting.h"
+#include "response_writer.h"
 
 /* Events taken from one epoll_wait: enough to amortise the call. */
 #define EPOLL_BATCH 64
@@ -67,27 +68,6 @@ static double now_seconds(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* ---- Date header ------------------------------------------------------- */
-
-const char *http_date_now(void)
-{
-    static char date[40];
-    static time_t formatted_for = -1;
-    time_t now = time(NULL);
-    if (now != formatted_for) {
-        static const char days[7][4] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
-        static const char months[12][4] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
-                                           "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
-        struct tm tm;
-        gmtime_r(&now, &tm);
-        snprintf(date, sizeof(date), "%s, %02d %s %04d %02d:%02d:%02d GMT", days[tm.tm_wday],
-                 tm.tm_mday, months[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min,
-                 tm.tm_sec);
-        formatted_for = now;
-    }
-    return date;
 }
 
 /* ---- timer lists: each holds connections in deadline order ------------- */
@@ -557,23 +537,6 @@ static void close_lingering(struct worker_loop *loop, struct connection *conn)
     timer_append(loop, conn, TIMER_LINGERING, now_seconds() + LINGER_SECONDS);
 }
 
-static const char *reason_phrase(int status)
-{
-    switch (status) {
-    case 400: return "Bad Request";
-    case 408: return "Request Timeout";
-    case 413: return "Content Too Large";
-    case 414: return "URI Too Long";
-    case 417: return "Expectation Failed";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 501: return "Not Implemented";
-    case 503: return "Service Unavailable";
-    case 505: return "HTTP Version Not Supported";
-    default: return "Error";
-    }
-}
-
 /* Whether head is a parsed request line with the method HEAD.  A request
  * that failed before its method was read has method_len 0. */
 static int is_head_request(const struct http_request_head *head)
@@ -583,22 +546,18 @@ static int is_head_request(const struct http_request_head *head)
 
 /* Writes without waiting: used for errors on connections that are not being
  * served, where a client that does not read gets nothing more.  head is the
- * request as far as it was parsed (NULL: not at all): a response to HEAD
- * keeps the Content-Length but sends no content (RFC 9110 9.3.2). */
+ * request as far as it was parsed (NULL: not at all).  The page itself is
+ * response_writer.c's.  Returns the body bytes sent (0 for HEAD). */
 static size_t send_error_response(struct connection *conn, int status,
                                   const struct http_request_head *head)
 {
     char response[512];
-    const char *reason = reason_phrase(status);
-    int omit_body = is_head_request(head);
-    int n = snprintf(response, sizeof(response),
-                     "HTTP/1.1 %d %s\r\nDate: %s\r\nContent-Type: text/plain\r\n"
-                     "Content-Length: %zu\r\nConnection: close\r\n\r\n%s%s",
-                     status, reason, http_date_now(), strlen(reason) + 1,
-                     omit_body ? "" : reason, omit_body ? "" : "\n");
-    ssize_t ignored = send(conn->fd, response, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+    size_t body = 0;
+    size_t n = format_error_response(response, sizeof(response), status, is_head_request(head),
+                                     &body);
+    ssize_t ignored = send(conn->fd, response, n, MSG_NOSIGNAL | MSG_DONTWAIT);
     (void)ignored;
-    return omit_body ? 0 : strlen(reason) + 1;
+    return body;
 }
 
 static void reject_connection(struct worker_loop *loop, struct connection *conn, int status,

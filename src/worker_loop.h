@@ -197,8 +197,4 @@ void worker_loop_release_current(struct worker_loop *loop);
 void worker_loop_stop(struct worker_loop *loop);
 int worker_loop_is_drained(const struct worker_loop *loop);
 
-/* Formats an "HTTP-date" for the Date header into out (30 bytes + NUL),
- * recomputed at most once a second. */
-const char *http_date_now(void);
-
 #endif
