@@ -22,6 +22,7 @@
 #include "src/fd_passing.h"
 #include "src/shared_state.h"
 #include "src/worker_loop.h"
+#include "src/worker_internal.h" /* (for now: the fields read below) */
 #include "src/psgi_env.h"
 #include "src/psgi_response.h"
 #include "src/request_accounting.h"

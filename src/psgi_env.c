@@ -14,6 +14,8 @@
 #include "XSUB.h"
 #include "perliol.h" /* the layer of an in-memory handle (in_memory_scalar) */
 
+#include "worker_internal.h" /* the current request and its listener */
+
 /* What an entry of the env holds, which says how a kept entry is made ready
  * for the next request. */
 enum slot_kind {

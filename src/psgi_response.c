@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 
 #include "response_writer.h"
+#include "worker_internal.h" /* the current request */
 
 /* Headers taken from the app's array without allocating; more go to the heap. */
 #define STACK_HEADERS 64

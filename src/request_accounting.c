@@ -9,6 +9,7 @@
 
 #include "access_log.h"
 #include "request_metrics.h"
+#include "worker_internal.h"
 
 /* The duration, and the line if there is a log (see the header). */
 void request_accounting_end(struct worker_loop *loop, struct connection *conn, int status,

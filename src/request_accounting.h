@@ -7,15 +7,18 @@
  * response is done, or when the loop rejects a request itself (400, 408,
  * 413, 414, 431, 505...) without it ever starting.  The glue tells the loop
  * the status and body bytes of the app's response in between
- * (request_accounting_note_response).  Kept out of worker_loop.c so that the loop
- * shows only where a request ends, not what is done about it.
+ * (request_accounting_note_response).  Kept out of the worker's files so
+ * that they show only where a request ends, not what is done about it.
  */
 #ifndef SEROW_REQUEST_ACCOUNTING_H
 #define SEROW_REQUEST_ACCOUNTING_H
 
 #include <stdint.h>
 
-#include "worker_loop.h"
+#include <stddef.h>
+
+struct worker_loop;
+struct connection;
 
 void request_accounting_start(struct worker_loop *loop, struct connection *conn);
 

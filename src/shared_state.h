@@ -15,7 +15,7 @@
  *   busy in one request for longer than SHARED_STUCK_AFTER_MS while another
  *   worker is free, and any connection idle for longer than idle_handoff; a
  *   worker that has a CPU takes those of workers waiting for the same CPU
- *   (gathering, worker_loop.c).  Takers queue the stolen slot numbers for the
+ *   (gathering, worker_gather.c).  Takers queue the stolen slot numbers for the
  *   worker, which closes its copies the next time it looks.
  *
  * The same memory carries what the status page shows: per worker its pid,

@@ -10,6 +10,9 @@
  *
  * Malformed requests, timeouts and limits are answered here, in C, with the
  * right status and a closed connection; Perl never sees them.  No Perl here.
+ *
+ * This is the loop's public face, what the glue (Serow.xs) may call; the
+ * loop's files and their layers are listed in worker_internal.h.
  */
 #ifndef SEROW_WORKER_LOOP_H
 #define SEROW_WORKER_LOOP_H
@@ -18,24 +21,9 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
-#include "access_log.h"
-#include "connection.h"
-#include "connection_transfer.h"
-#include "http_parser.h"
-#include "shared_state.h"
+#include "http_parser.h" /* struct http_limits */
 
-#define WORKER_MAX_LISTENERS 64
-/* The shortest field line, "a:" CRLF: a header section of max_header_size
- * bytes holds at most max_header_size / 4 fields, whatever max_headers says,
- * which bounds the header array. */
-#define WORKER_MIN_FIELD_LINE 4
-
-struct listener {
-    int fd;
-    int is_unix;
-    char server_name[256];
-    int server_port;
-};
+struct shared_state;
 
 struct worker_settings {
     struct http_limits limits;
@@ -50,97 +38,8 @@ struct worker_settings {
     unsigned long max_keepalive_connections; /* server-wide; 0: unlimited */
 };
 
-enum timer_list_kind {
-    TIMER_READING_HEAD, /* deadline: header timeout */
-    TIMER_READING_BODY, /* deadline: read timeout, renewed on progress */
-    TIMER_IDLE,         /* deadline: keep-alive timeout */
-    TIMER_LINGERING,    /* deadline: end of a lingering close */
-    TIMER_LIST_COUNT
-};
-
-struct timer_list {
-    struct connection *first, *last;
-};
-
-struct worker_loop {
-    int epoll_fd;
-    struct worker_settings settings;
-    struct listener listeners[WORKER_MAX_LISTENERS];
-    int num_listeners;
-    int accepting;
-    int stopping;
-    /* When the whole server stops (not a reload), whole_server_stopping is
-     * set, and until stop_grace_until idle kept-alive connections and the
-     * holder's ready ones are still served, each answered with
-     * Connection: close (see STOP_GRACE_SECONDS). */
-    double stop_grace_until;
-    int whole_server_stopping;
-
-    struct connection **connections; /* indexed by fd */
-    int connections_size;
-    int num_connections;
-
-    struct timer_list timers[TIMER_LIST_COUNT];
-    struct connection *ready_first, *ready_last;
-
-    /* events from the last epoll_wait not handled yet: they are handled one
-     * at a time, so that connections this worker has not touched stay
-     * available to the holder while it answers a request */
-    struct epoll_event *pending_events;
-    int pending_count, pending_next;
-    /* a pipelining connection whose turn is over: its next request is
-     * looked at once the others have had theirs (look_around) */
-    struct connection *turn_over;
-
-    /* sharing connections with the holder (NULL/-1 when running alone) */
-    struct shared_state *shared;
-    struct worker_slot *slot;
-    int ready_channel;      /* receiving end: connections the holder passes */
-    int handback_channel;   /* sending end: idle connections given back on stop */
-    int wake_fd;            /* rung by the holder when it took connections */
-    struct connection **slot_owner; /* slot index -> connection */
-    uint32_t worker_index;
-    /* gathering the connections of workers waiting for the same CPUs (see
-     * gather_connections in worker_loop.c) */
-    int usable_cpus;              /* CPUs this worker may run on; 0: never gather */
-    uint64_t cpus_counted_ms;
-    uint64_t gather_looked_ms;    /* the last look at the other workers */
-    struct worker_handle *gather_handles; /* per worker slot; made on first use */
-    uint32_t *free_slots;
-    uint32_t free_slot_count;
-
-    /* the request being answered */
-    struct connection *current;
-    struct http_request_head head;
-    struct http_header *headers; /* sized once from the limits */
-    size_t headers_capacity;
-    size_t head_len;
-    uint64_t body_remaining;     /* Content-Length bytes not yet read */
-    uint64_t body_received;      /* decoded body bytes handed out */
-    double body_started;         /* when the worker began to serve the request */
-    struct chunked_decoder chunked;
-    int body_done;
-    int continue_sent;
-    int response_started;
-
-    unsigned long requests_total;
-
-    /* What the access log and the metrics record of the current request:
-     * when its head was complete, and the status and body bytes of its
-     * response (set through request_accounting_note_response). */
-    uint64_t request_started_ns;
-    int response_status;
-    uint64_t response_body_bytes;
-    struct access_log *access_log;        /* NULL: no access log */
-    struct access_log_request log_request;
-    char remote_user[ACCESS_LOG_MAX_USER];
-    size_t remote_user_len;
-
-    /* Non-zero while a signal has arrived that the embedding (Perl) has not
-     * handled yet: the loop then returns instead of waiting, since a signal
-     * caught just before epoll_wait would not interrupt it.  NULL: none. */
-    volatile int *signal_pending;
-};
+/* Laid out in worker_internal.h, the worker's own header. */
+struct worker_loop;
 
 struct worker_loop *worker_loop_new(const struct worker_settings *settings);
 void worker_loop_free(struct worker_loop *loop);
@@ -153,7 +52,7 @@ int worker_loop_add_listener(struct worker_loop *loop, int fd, int is_unix,
 int worker_loop_join_holder(struct worker_loop *loop, struct shared_state *shared,
                             uint32_t worker_index, int ready_channel, int handback_channel);
 
-/* Waits for a request.  1: loop->current holds one (loop->head parsed).
+/* Waits for a request.  1: there is a current request, its head parsed.
  * 0: interrupted by a signal, or (when loop->stopping) nothing left to do;
  * check worker_loop_is_drained(). */
 int worker_loop_next_request(struct worker_loop *loop);
