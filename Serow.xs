@@ -6,6 +6,9 @@
  * go_on_with_request) without a Perl op around the app.
  */
 #define PERL_NO_GET_CONTEXT
+/* (worker_internal.h refuses to be included here: see worker_loop.h) */
+#define SEROW_XS_GLUE 1
+
 #include "EXTERN.h"
 #include "perl.h"
 #include "XSUB.h"
@@ -18,11 +21,11 @@
 
 #include <sys/eventfd.h>
 
+#include "src/access_log.h"
 #include "src/connection_holder.h"
 #include "src/fd_passing.h"
 #include "src/shared_state.h"
 #include "src/worker_loop.h"
-#include "src/worker_internal.h" /* (for now: the fields read below) */
 #include "src/psgi_env.h"
 #include "src/psgi_response.h"
 #include "src/request_accounting.h"
@@ -124,7 +127,7 @@ static int finish_plain_request(pTHX_ struct worker_loop *loop)
     uint64_t announced, given;
     if (psgi_response_length_mismatch(&announced, &given) || psgi_env_socket_handle_made())
         return 0;
-    if (loop->current) {
+    if (serow_loop_has_request(loop)) {
         note_response_outcome(loop);
         worker_loop_finish_request(loop, psgi_response_keeps_alive());
         reset_psgi_response();
@@ -181,7 +184,7 @@ loop_new(const char *class, HV *settings)
     if (RETVAL == NULL)
         croak("cannot create the event loop: %s", strerror(errno));
     /* Perl's "a signal waits for its handler" flag: see wait_for_events. */
-    RETVAL->signal_pending = (volatile int *)&PL_sig_pending;
+    serow_loop_watch_signals(RETVAL, (volatile int *)&PL_sig_pending);
   OUTPUT:
     RETVAL
 
@@ -240,14 +243,14 @@ int
 loop_request_body_framing(Serow::Loop loop)
   CODE:
     /* 0: no body, 1: Content-Length, 2: chunked */
-    RETVAL = loop->current ? (int)loop->head.framing : 0;
+    RETVAL = serow_loop_body_framing(loop);
   OUTPUT:
     RETVAL
 
 double
 loop_request_content_length(Serow::Loop loop)
   CODE:
-    RETVAL = loop->current && loop->head.framing == HTTP_BODY_LENGTH ? (double)loop->head.content_length : -1;
+    RETVAL = (double)serow_loop_content_length(loop);
   OUTPUT:
     RETVAL
 
@@ -264,8 +267,7 @@ loop_read_body(Serow::Loop loop, SV *buffer, size_t max)
     /* Room for what can still come, not max more each call: a body read
      * in several calls then grows the string once, not once per call (each
      * growth a copy of all that was read). */
-    if (loop->current && loop->head.framing == HTTP_BODY_LENGTH && loop->body_remaining < max)
-        max = (size_t)loop->body_remaining;
+    max = serow_loop_body_read_size(loop, max);
     char *p = SvGROW(buffer, cur + max + 1);
     int r = worker_loop_read_body(loop, p + cur, max, &got);
     if (r == 0) {
@@ -445,7 +447,7 @@ loop_set_socket_opener(const char *class, SV *code)
 int
 loop_response_started(Serow::Loop loop)
   CODE:
-    RETVAL = loop->response_started;
+    RETVAL = serow_loop_response_started(loop);
   OUTPUT:
     RETVAL
 
@@ -490,14 +492,14 @@ loop_open_access_log(Serow::Loop loop, SV *path, int fd)
     struct access_log *log = access_log_open(p, fd);
     if (log == NULL)
         croak("cannot use the access log %s: %s", p ? p : "(standard error)", strerror(errno));
-    access_log_close(loop->access_log);
-    loop->access_log = log;
+    serow_loop_set_access_log(loop, log);
 
 int
 loop_reopen_access_log(Serow::Loop loop)
   CODE:
     /* 1 done (or nothing to do), 0 failed with $! set: the old file stays */
-    RETVAL = loop->access_log == NULL || access_log_reopen(loop->access_log) == 0;
+    struct access_log *log = serow_loop_access_log(loop);
+    RETVAL = log == NULL || access_log_reopen(log) == 0;
   OUTPUT:
     RETVAL
 
@@ -511,7 +513,7 @@ loop_note_remote_user(Serow::Loop loop, SV *user)
 int
 loop_current_fd(Serow::Loop loop)
   CODE:
-    RETVAL = loop->current ? loop->current->fd : -1;
+    RETVAL = serow_loop_current_fd(loop);
   OUTPUT:
     RETVAL
 
@@ -529,7 +531,7 @@ loop_stop(Serow::Loop loop)
 int
 loop_is_stopping(Serow::Loop loop)
   CODE:
-    RETVAL = loop->stopping;
+    RETVAL = serow_loop_is_stopping(loop);
   OUTPUT:
     RETVAL
 
@@ -543,14 +545,14 @@ loop_is_drained(Serow::Loop loop)
 int
 loop_connection_count(Serow::Loop loop)
   CODE:
-    RETVAL = loop->num_connections;
+    RETVAL = serow_loop_connection_count(loop);
   OUTPUT:
     RETVAL
 
 double
 loop_requests_total(Serow::Loop loop)
   CODE:
-    RETVAL = (double)loop->requests_total;
+    RETVAL = (double)serow_loop_requests_total(loop);
   OUTPUT:
     RETVAL
 

@@ -38,6 +38,10 @@
 #ifndef SEROW_WORKER_INTERNAL_H
 #define SEROW_WORKER_INTERNAL_H
 
+#ifdef SEROW_XS_GLUE
+#error "Serow.xs reaches the worker loop through worker_loop.h only"
+#endif
+
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>

@@ -456,7 +456,8 @@ void worker_loop_finish_request(struct worker_loop *loop, int keep_alive)
     if (conn->buffer_len > 0) {
         /* pipelined: the next request is (partly) here already */
         conn->state = CONNECTION_READING_HEAD;
-        serow_timer_append(loop, conn, TIMER_READING_HEAD, serow_now_seconds() + loop->settings.header_timeout);
+        serow_timer_append(loop, conn, TIMER_READING_HEAD,
+                           serow_now_seconds() + loop->settings.header_timeout);
         if (++conn->pipelined_in_a_row < PIPELINED_REQUESTS_PER_TURN) {
             serow_examine_buffered_head(loop, conn, 0);
         } else {
@@ -545,4 +546,68 @@ int worker_loop_is_drained(const struct worker_loop *loop)
                                           loop->timers[TIMER_READING_HEAD].first == NULL &&
                                           loop->timers[TIMER_READING_BODY].first == NULL &&
                                           loop->timers[TIMER_LINGERING].first == NULL);
+}
+
+/* ---- what the embedding may know of the loop ----------------------------
+ *
+ * The glue (Serow.xs) sees struct worker_loop as opaque: these answer its
+ * questions, each at most once a request, so that a field can move without
+ * the glue knowing. */
+
+void serow_loop_watch_signals(struct worker_loop *loop, volatile int *signal_pending)
+{
+    loop->signal_pending = signal_pending;
+}
+
+int serow_loop_has_request(const struct worker_loop *loop)
+{
+    return loop->current != NULL;
+}
+
+int serow_loop_current_fd(const struct worker_loop *loop)
+{
+    return loop->current ? loop->current->fd : -1;
+}
+
+int serow_loop_body_framing(const struct worker_loop *loop)
+{
+    return loop->current ? (int)loop->head.framing : HTTP_BODY_NONE;
+}
+
+int64_t serow_loop_content_length(const struct worker_loop *loop)
+{
+    return loop->current && loop->head.framing == HTTP_BODY_LENGTH
+               ? (int64_t)loop->head.content_length
+               : -1;
+}
+
+int serow_loop_response_started(const struct worker_loop *loop)
+{
+    return loop->response_started;
+}
+
+int serow_loop_is_stopping(const struct worker_loop *loop)
+{
+    return loop->stopping;
+}
+
+int serow_loop_connection_count(const struct worker_loop *loop)
+{
+    return loop->num_connections;
+}
+
+unsigned long serow_loop_requests_total(const struct worker_loop *loop)
+{
+    return loop->requests_total;
+}
+
+void serow_loop_set_access_log(struct worker_loop *loop, struct access_log *log)
+{
+    access_log_close(loop->access_log);
+    loop->access_log = log;
+}
+
+struct access_log *serow_loop_access_log(const struct worker_loop *loop)
+{
+    return loop->access_log;
 }

@@ -38,8 +38,11 @@ struct worker_settings {
     unsigned long max_keepalive_connections; /* server-wide; 0: unlimited */
 };
 
-/* Laid out in worker_internal.h, the worker's own header. */
+/* Opaque outside the worker: its layout is in worker_internal.h, which only
+ * the worker's own C includes.  The embedding asks through the functions
+ * below. */
 struct worker_loop;
+struct access_log;
 
 struct worker_loop *worker_loop_new(const struct worker_settings *settings);
 void worker_loop_free(struct worker_loop *loop);
@@ -95,5 +98,29 @@ void worker_loop_release_current(struct worker_loop *loop);
  * heads are arriving may still complete. */
 void worker_loop_stop(struct worker_loop *loop);
 int worker_loop_is_drained(const struct worker_loop *loop);
+
+/* Where the embedding's "a signal waits for its handler" flag is: the loop
+ * then returns from a wait instead of sleeping through a signal. */
+void serow_loop_watch_signals(struct worker_loop *loop, volatile int *signal_pending);
+
+/* About the current request (none: 0, -1, HTTP_BODY_NONE). */
+int serow_loop_has_request(const struct worker_loop *loop);
+int serow_loop_current_fd(const struct worker_loop *loop);
+int serow_loop_body_framing(const struct worker_loop *loop);        /* enum http_body_framing */
+int64_t serow_loop_content_length(const struct worker_loop *loop);  /* -1: no Content-Length */
+int serow_loop_response_started(const struct worker_loop *loop);
+/* The most one read of at most max body bytes can give: max, or what is
+ * left of the Content-Length, so that a buffer grows once, not per read. */
+size_t serow_loop_body_read_size(const struct worker_loop *loop, size_t max);
+
+/* About the loop. */
+int serow_loop_is_stopping(const struct worker_loop *loop);
+int serow_loop_connection_count(const struct worker_loop *loop);
+unsigned long serow_loop_requests_total(const struct worker_loop *loop);
+
+/* The access log the loop writes to (NULL: none); setting one closes the
+ * one before. */
+void serow_loop_set_access_log(struct worker_loop *loop, struct access_log *log);
+struct access_log *serow_loop_access_log(const struct worker_loop *loop);
 
 #endif

@@ -275,3 +275,10 @@ int worker_loop_body_buffered(const struct worker_loop *loop, size_t max)
            loop->head.content_length <= max && loop->body_received == 0 &&
            conn->buffer_len - loop->head_len >= loop->head.content_length;
 }
+
+size_t serow_loop_body_read_size(const struct worker_loop *loop, size_t max)
+{
+    if (loop->current && loop->head.framing == HTTP_BODY_LENGTH && loop->body_remaining < max)
+        return (size_t)loop->body_remaining;
+    return max;
+}
