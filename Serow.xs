@@ -600,25 +600,7 @@ shared_reset_worker(Serow::Shared shared, unsigned int index)
   CODE:
     /* The worker in this slot is gone: whatever it published is void.
      * Its counters stay: the next worker in the slot counts on. */
-    if (index < shared->max_workers) {
-        struct worker_slot *w = &shared->workers[index];
-        uint32_t high = atomic_load(&w->slots_high_water);
-        uint32_t open = atomic_load(&w->connections);
-        atomic_store(&w->pid, 0);
-        atomic_store(&w->wake_fd, -1);
-        atomic_fetch_sub(&shared->open_connections, open <= atomic_load(&shared->open_connections) ? open : atomic_load(&shared->open_connections));
-        memset(w->connections_table, 0, sizeof(struct connection_slot) * (high < SHARED_SLOTS_PER_WORKER ? high : SHARED_SLOTS_PER_WORKER));
-        atomic_store(&w->slots_high_water, 0);
-        atomic_store(&w->idle_connections, 0);
-        atomic_store(&w->connections, 0);
-        atomic_store(&w->busy, 0);
-        atomic_store(&w->free, 0);
-        atomic_store(&w->stolen_head, 0);
-        atomic_store(&w->stolen_tail, 0);
-        memset((void *)w->stolen, 0, sizeof(w->stolen));
-        atomic_store(&w->stopping, 0);
-        w->current_request[0] = '\0';
-    }
+    serow_shared_reset_worker(shared, index);
 
 void
 shared_count_worker_restart(Serow::Shared shared)
@@ -651,17 +633,9 @@ shared_metrics(Serow::Shared shared)
         av_push(pair, newSVnv((double)count)); /* cumulative, as Prometheus wants */
         av_push(buckets, newRV_noinc((SV *)pair));
     }
-    uint32_t busy = 0, idle = 0, waiting = atomic_load(&shared->held_connections);
-    for (uint32_t i = 0; i < shared->max_workers; i++) {
-        struct worker_slot *w = &shared->workers[i];
-        if (atomic_load(&w->pid) <= 0)
-            continue;
-        if (atomic_load(&w->busy))
-            busy++;
-        else
-            idle++;
-        waiting += atomic_load(&w->idle_connections);
-    }
+    struct shared_worker_counts workers;
+    serow_shared_count_workers(shared, &workers);
+    uint32_t waiting = atomic_load(&shared->held_connections) + workers.idle_connections;
     hv_stores(m, "requests_by_status", newRV_noinc((SV *)by_status));
     hv_stores(m, "duration_buckets", newRV_noinc((SV *)buckets));
     hv_stores(m, "duration_count", newSVnv((double)count));
@@ -670,8 +644,8 @@ shared_metrics(Serow::Shared shared)
     hv_stores(m, "worker_restarts", newSVnv((double)atomic_load(&shared->worker_restarts)));
     hv_stores(m, "connections_stolen", newSVnv((double)atomic_load(&shared->connections_stolen)));
     hv_stores(m, "connections_gathered", newSVnv((double)atomic_load(&shared->connections_gathered)));
-    hv_stores(m, "busy_workers", newSVuv(busy));
-    hv_stores(m, "idle_workers", newSVuv(idle));
+    hv_stores(m, "busy_workers", newSVuv(workers.busy));
+    hv_stores(m, "idle_workers", newSVuv(workers.idle));
     hv_stores(m, "idle_connections", newSVuv(waiting));
     hv_stores(m, "queued_connections", newSVuv(atomic_load(&shared->queued_connections)));
     hv_stores(m, "open_connections", newSVuv(atomic_load(&shared->open_connections)));
@@ -700,27 +674,21 @@ shared_status(Serow::Shared shared)
     uint32_t processing = 0, waiting = atomic_load(&shared->held_connections);
     uint32_t queued = atomic_load(&shared->queued_connections);
     for (uint32_t i = 0; i < shared->max_workers; i++) {
-        struct worker_slot *w = &shared->workers[i];
-        int32_t pid = atomic_load(&w->pid);
-        if (pid <= 0)
+        struct shared_worker_status w;
+        if (!serow_shared_worker_status(shared, i, &w))
             continue;
         HV *h = newHV();
-        int busy = atomic_load(&w->busy);
-        processing += busy;
-        waiting += atomic_load(&w->idle_connections);
-        hv_stores(h, "pid", newSViv(pid));
+        processing += w.busy;
+        waiting += w.idle_connections;
+        hv_stores(h, "pid", newSViv(w.pid));
         hv_stores(h, "slot", newSVuv(i));
-        hv_stores(h, "busy", newSViv(busy));
-        hv_stores(h, "requests", newSVnv((double)atomic_load(&w->requests_served)));
-        hv_stores(h, "connections", newSVuv(atomic_load(&w->connections)));
-        hv_stores(h, "idle_connections", newSVuv(atomic_load(&w->idle_connections)));
-        if (busy) {
-            char text[SHARED_REQUEST_TEXT];
-            memcpy(text, w->current_request, sizeof(text));
-            text[sizeof(text) - 1] = '\0';
-            hv_stores(h, "request", newSVpv(text, 0));
-            uint64_t since = atomic_load(&w->busy_since_ms);
-            hv_stores(h, "busy_for_ms", newSVnv((double)shared_ms_since(shared_clock_ms(), since)));
+        hv_stores(h, "busy", newSViv(w.busy));
+        hv_stores(h, "requests", newSVnv((double)w.requests));
+        hv_stores(h, "connections", newSVuv(w.connections));
+        hv_stores(h, "idle_connections", newSVuv(w.idle_connections));
+        if (w.busy) {
+            hv_stores(h, "request", newSVpv(w.request, 0));
+            hv_stores(h, "busy_for_ms", newSVnv((double)w.busy_for_ms));
         }
         av_push(workers, newRV_noinc((SV *)h));
     }

@@ -63,3 +63,63 @@ int shared_any_worker_free(struct shared_state *shared)
     }
     return 0;
 }
+
+void serow_shared_reset_worker(struct shared_state *shared, uint32_t index)
+{
+    if (index >= shared->max_workers)
+        return;
+    struct worker_slot *w = &shared->workers[index];
+    uint32_t high = atomic_load(&w->slots_high_water);
+    uint32_t open = atomic_load(&w->connections);
+    atomic_store(&w->pid, 0);
+    atomic_store(&w->wake_fd, -1);
+    atomic_fetch_sub(&shared->open_connections, open <= atomic_load(&shared->open_connections) ? open : atomic_load(&shared->open_connections));
+    memset(w->connections_table, 0, sizeof(struct connection_slot) * (high < SHARED_SLOTS_PER_WORKER ? high : SHARED_SLOTS_PER_WORKER));
+    atomic_store(&w->slots_high_water, 0);
+    atomic_store(&w->idle_connections, 0);
+    atomic_store(&w->connections, 0);
+    atomic_store(&w->busy, 0);
+    atomic_store(&w->free, 0);
+    atomic_store(&w->stolen_head, 0);
+    atomic_store(&w->stolen_tail, 0);
+    memset((void *)w->stolen, 0, sizeof(w->stolen));
+    atomic_store(&w->stopping, 0);
+    w->current_request[0] = '\0';
+}
+
+void serow_shared_count_workers(struct shared_state *shared, struct shared_worker_counts *counts)
+{
+    counts->busy = counts->idle = counts->idle_connections = 0;
+    for (uint32_t i = 0; i < shared->max_workers; i++) {
+        struct worker_slot *w = &shared->workers[i];
+        if (atomic_load(&w->pid) <= 0)
+            continue;
+        if (atomic_load(&w->busy))
+            counts->busy++;
+        else
+            counts->idle++;
+        counts->idle_connections += atomic_load(&w->idle_connections);
+    }
+}
+
+int serow_shared_worker_status(struct shared_state *shared, uint32_t index,
+                               struct shared_worker_status *status)
+{
+    struct worker_slot *w = &shared->workers[index];
+    status->pid = atomic_load(&w->pid);
+    if (status->pid <= 0)
+        return 0;
+    status->busy = (int)atomic_load(&w->busy);
+    status->requests = atomic_load(&w->requests_served);
+    status->connections = atomic_load(&w->connections);
+    status->idle_connections = atomic_load(&w->idle_connections);
+    status->busy_for_ms = 0;
+    status->request[0] = '\0';
+    if (status->busy) {
+        memcpy(status->request, w->current_request, sizeof(status->request));
+        status->request[sizeof(status->request) - 1] = '\0';
+        uint64_t since = atomic_load(&w->busy_since_ms);
+        status->busy_for_ms = shared_ms_since(shared_clock_ms(), since);
+    }
+    return 1;
+}

@@ -133,4 +133,29 @@ int shared_worker_is_stuck(struct worker_slot *w, uint64_t now);
  * holder took from a busy one (see connection_holder.c, scan_workers). */
 int shared_any_worker_free(struct shared_state *shared);
 
+/* The worker in slot index is gone: whatever it published is void (its
+ * connections' slots, its flags, its ring of stolen slots).  Its counters
+ * stay: the next worker in the slot counts on.  (The master calls it.) */
+void serow_shared_reset_worker(struct shared_state *shared, uint32_t index);
+
+/* The workers at a glance, for the metrics: how many are in a request, how
+ * many are not, and the idle connections parked in them. */
+struct shared_worker_counts {
+    uint32_t busy, idle, idle_connections;
+};
+void serow_shared_count_workers(struct shared_state *shared, struct shared_worker_counts *counts);
+
+/* One worker, for the status page.  request and busy_for_ms only while busy. */
+struct shared_worker_status {
+    int32_t pid;
+    int busy;
+    uint64_t requests;
+    uint32_t connections, idle_connections;
+    uint64_t busy_for_ms;
+    char request[SHARED_REQUEST_TEXT];
+};
+/* 1 and *status filled when slot index has a worker, else 0. */
+int serow_shared_worker_status(struct shared_state *shared, uint32_t index,
+                               struct shared_worker_status *status);
+
 #endif
