@@ -66,7 +66,7 @@ void connection_free(struct connection *conn)
 /* Buffers given back by idle connections, kept for the next connection that
  * reads, so that a busy keep-alive connection does not pay a malloc and a free
  * per request.  Not only those of CONNECTION_READ_SIZE: a request whose small
- * body is read ahead (worker_loop.c, PREREAD_BODY_MAX) grows its buffer to
+ * body is read ahead (worker_request_body.c, PREREAD_BODY_MAX) grows its buffer to
  * the head plus the body, and freeing that one on every request made glibc
  * give the top of the heap back to the kernel (it trims above 128 KiB free)
  * and take it again, page fault by page fault, for the next: POST 64 KiB ran

@@ -102,7 +102,7 @@ static int hold(struct holder *h, int fd, const struct passed_connection *info)
     c->info = *info;
     struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP, .data.u64 = (uint64_t)fd};
     /* (EEXIST: an entry left from when we held this socket under the same
-     * number before; see track_connection in worker_loop.c) */
+     * number before; see serow_track_connection in worker_connections.c) */
     if (epoll_ctl(h->epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0 &&
         (errno != EEXIST || epoll_ctl(h->epoll_fd, EPOLL_CTL_MOD, fd, &ev) != 0)) {
         free(c);
@@ -253,7 +253,7 @@ static void connection_readable(struct holder *h, struct held_connection *c)
  *   request (the scheduler shares a CPU among runnable workers);
  * - waiting for a CPU: its request is quick, but other processes (or other
  *   workers) have the CPU.  Moving its connections buys nothing (a free
- *   worker would wait for a CPU too) and undoes gathering (worker_loop.c):
+ *   worker would wait for a CPU too) and undoes gathering (worker_gather.c):
  *   on a loaded machine a gatherer would lose its connections every time it
  *   was preempted for a few milliseconds.
  *

@@ -5,7 +5,7 @@
  * Two kinds of process take connections this way: the connection holder
  * (idle ones, and those of a worker stuck in a request) and a worker that
  * gathers the connections of workers waiting for the same CPU (see
- * worker_loop.c, gather_connections).  Both win or lose each connection by
+ * worker_gather.c).  Both win or lose each connection by
  * one compare-and-swap on its slot, so the owner never reads a connection
  * that was taken, and nobody takes one the owner is reading.
  */

@@ -21,7 +21,7 @@ static void check(int ok, const char *name)
         failures++;
 }
 
-/* What read_connection (src/worker_loop.c) lets a buffer grow to for a head:
+/* What serow_read_connection (src/worker_intake.c) lets a buffer grow to for a head:
  * max_head_bytes with the default --max-request-line and --max-header-size. */
 #define HEAD_MAX (8192 + 65536 + 8)
 
