@@ -116,12 +116,14 @@ static SV *send_array_triple(pTHX_ struct worker_loop *loop, SV *res, int last_o
 }
 
 /* Ends the request when there is nothing for the worker to look at: the
- * body had its Content-Length and psgix.io was not made.  1 when done (or
+ * body had its Content-Length (or the app's chunked framing was whole) and
+ * psgix.io was not made.  1 when done (or
  * no request is current), 0 when the worker must see to it. */
 static int finish_plain_request(pTHX_ struct worker_loop *loop)
 {
     uint64_t announced, given;
-    if (psgi_response_length_mismatch(&announced, &given) || psgi_env_socket_handle_made())
+    if (psgi_response_length_mismatch(&announced, &given) || psgi_response_app_framing_error() ||
+        psgi_env_socket_handle_made())
         return 0;
     if (loop->current) {
         note_response_outcome(loop);
@@ -416,6 +418,16 @@ loop_length_mismatch(Serow::Loop loop)
         mXPUSHn((NV)announced);
         mXPUSHn((NV)given);
     }
+
+SV *
+loop_app_framing_error(Serow::Loop loop)
+  CODE:
+    /* why the chunked framing the app wrote was cut, or undef */
+    PERL_UNUSED_VAR(loop);
+    const char *why = psgi_response_app_framing_error();
+    RETVAL = why ? newSVpv(why, 0) : &PL_sv_undef;
+  OUTPUT:
+    RETVAL
 
 int
 loop_socket_handle_made(Serow::Loop loop)

@@ -329,13 +329,18 @@ sub go_on_with_request {
 }
 
 # Ends a request that finish_plain_request left alone: a body whose length
-# was not the one announced, or psgix.io read by the app.
+# was not the one announced, chunked framing of the app's that was cut, or
+# psgix.io read by the app.
 sub end_request {
     my ($self, $env) = @_;
     my $loop = $self->{loop};
     if (my ($announced, $given) = $loop->length_mismatch) {
         Serow::Log->error("$env->{REQUEST_METHOD} $env->{REQUEST_URI}: the app's Content-Length is "
             . "$announced but its body has $given bytes: the connection is closed after it");
+    }
+    if (defined(my $why = $loop->app_framing_error)) {
+        Serow::Log->error("$env->{REQUEST_METHOD} $env->{REQUEST_URI}: the body the app chunked "
+            . "itself $why: it is cut there, and the connection is closed after it");
     }
     my $io = $loop->take_socket_handle;
     if ($io) {
