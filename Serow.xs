@@ -319,6 +319,13 @@ loop_sendfile_body(Serow::Loop loop, int fd, double offset, double len)
     RETVAL
 
 int
+loop_client_hung_up(Serow::Loop loop, double timeout)
+  CODE:
+    RETVAL = serow_client_hung_up(loop, timeout);
+  OUTPUT:
+    RETVAL
+
+int
 loop_finish_body(Serow::Loop loop)
   CODE:
     RETVAL = finish_psgi_body(aTHX_ loop) == RESPONSE_OK;
