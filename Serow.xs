@@ -471,6 +471,7 @@ void
 loop_finish_request(Serow::Loop loop)
   CODE:
     note_response_outcome(loop);
+    serow_socket_back_to_server();
     worker_loop_finish_request(loop, psgi_response_keeps_alive());
     reset_psgi_response();
     psgi_env_request_done(aTHX);
@@ -488,6 +489,7 @@ void
 loop_fail_request(Serow::Loop loop, int status)
   CODE:
     note_response_outcome(loop);
+    serow_socket_back_to_server();
     worker_loop_fail_request(loop, status);
     reset_psgi_response();
     psgi_env_request_done(aTHX);

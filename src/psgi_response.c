@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "http_parser.h"
+#include "psgi_env.h"
 #include "response_writer.h"
 
 /* Headers taken from the app's array without allocating; more go to the heap. */
@@ -360,6 +361,7 @@ static int prepare_head(pTHX_ struct worker_loop *loop, SV *status_sv, SV *heade
     free_header_list(&list);
     response.status = facts.status;
     response.active = 1;
+    serow_socket_back_to_server();
     return RESPONSE_OK;
 }
 
@@ -697,6 +699,7 @@ int send_informational_response(pTHX_ struct worker_loop *loop, SV *status_sv, S
     }
     /* keep_alive=1 so that no Connection header is added to a 1xx */
     framing.keep_alive = 1;
+    serow_socket_back_to_server();
     size_t n = format_response_head(buffer, &facts, list.items, list.count, &framing);
     free_header_list(&list);
     struct iovec iov = {buffer, n};

@@ -39,7 +39,8 @@ sub _env_template {
 }
 
 # psgix.io is made when the app first reads it (src/psgi_env.c): a handle on
-# a duplicate of the connection's socket, opened here.
+# a duplicate of the connection's socket, opened here (and made blocking
+# there, for the time the app has it).
 Serow::Loop->set_socket_opener(sub {
     my ($fd) = @_;
     open(my $io, '+<&', $fd) or return undef;
