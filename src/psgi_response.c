@@ -398,6 +398,17 @@ static int grow_body_iov(size_t count)
     return 0;
 }
 
+/* After an array body: the iovecs of one of very many parts are not kept for
+ * good. */
+static void release_body_iov(void)
+{
+    if (body_iov_size > KEPT_IOVECS) {
+        free(body_iov);
+        body_iov = NULL;
+        body_iov_size = 0;
+    }
+}
+
 /* Writes iov[0..count) (the head and the body parts), in one writev when
  * the parts are more than one writev takes but their tail can be copied. */
 static int write_head_and_parts(struct worker_loop *loop, struct iovec *iov, size_t count)
@@ -462,6 +473,7 @@ int send_psgi_response(pTHX_ struct worker_loop *loop, SV *status, SV *headers, 
         for (size_t i = 1; i < count && r == RESPONSE_OK; i++)
             r = send_app_chunks(loop, body_iov[i].iov_base, body_iov[i].iov_len);
         end_app_chunks();
+        release_body_iov();
         return r == RESPONSE_OK ? flush_head(loop, 0) : r;
     }
     if (!response.framing.body_allowed) {
@@ -483,12 +495,7 @@ int send_psgi_response(pTHX_ struct worker_loop *loop, SV *status, SV *headers, 
     body_iov[0].iov_len = response.head_len;
     response.head_len = 0;
     r = write_head_and_parts(loop, body_iov, count);
-    if (body_iov_size > KEPT_IOVECS) {
-        /* a body of very many parts: do not keep its iovecs for good */
-        free(body_iov);
-        body_iov = NULL;
-        body_iov_size = 0;
-    }
+    release_body_iov();
     return r;
 }
 
