@@ -116,12 +116,14 @@ static SV *send_array_triple(pTHX_ struct worker_loop *loop, SV *res, int last_o
 }
 
 /* Ends the request when there is nothing for the worker to look at: the
- * body had its Content-Length and psgix.io was not made.  1 when done (or
+ * body had its Content-Length (or the app's chunked framing was whole) and
+ * psgix.io was not made.  1 when done (or
  * no request is current), 0 when the worker must see to it. */
 static int finish_plain_request(pTHX_ struct worker_loop *loop)
 {
     uint64_t announced, given;
-    if (psgi_response_length_mismatch(&announced, &given) || psgi_env_socket_handle_made())
+    if (psgi_response_length_mismatch(&announced, &given) || psgi_response_app_framing_error() ||
+        psgi_env_socket_handle_made())
         return 0;
     if (loop->current) {
         note_response_outcome(loop);
@@ -317,6 +319,13 @@ loop_sendfile_body(Serow::Loop loop, int fd, double offset, double len)
     RETVAL
 
 int
+loop_client_hung_up(Serow::Loop loop, double timeout)
+  CODE:
+    RETVAL = serow_client_hung_up(loop, timeout);
+  OUTPUT:
+    RETVAL
+
+int
 loop_finish_body(Serow::Loop loop)
   CODE:
     RETVAL = finish_psgi_body(aTHX_ loop) == RESPONSE_OK;
@@ -417,6 +426,16 @@ loop_length_mismatch(Serow::Loop loop)
         mXPUSHn((NV)given);
     }
 
+SV *
+loop_app_framing_error(Serow::Loop loop)
+  CODE:
+    /* why the chunked framing the app wrote was cut, or undef */
+    PERL_UNUSED_VAR(loop);
+    const char *why = psgi_response_app_framing_error();
+    RETVAL = why ? newSVpv(why, 0) : &PL_sv_undef;
+  OUTPUT:
+    RETVAL
+
 int
 loop_socket_handle_made(Serow::Loop loop)
   CODE:
@@ -452,6 +471,7 @@ void
 loop_finish_request(Serow::Loop loop)
   CODE:
     note_response_outcome(loop);
+    serow_socket_back_to_server();
     worker_loop_finish_request(loop, psgi_response_keeps_alive());
     reset_psgi_response();
     psgi_env_request_done(aTHX);
@@ -469,6 +489,7 @@ void
 loop_fail_request(Serow::Loop loop, int status)
   CODE:
     note_response_outcome(loop);
+    serow_socket_back_to_server();
     worker_loop_fail_request(loop, status);
     reset_psgi_response();
     psgi_env_request_done(aTHX);

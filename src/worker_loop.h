@@ -174,6 +174,11 @@ int worker_loop_body_buffered(const struct worker_loop *loop, size_t max);
  * for progress.  0 on success, -1 when the client is gone or too slow. */
 int worker_loop_write(struct worker_loop *loop, struct iovec *iov, int iovcnt);
 
+/* Whether the client of the current request has closed the connection (or
+ * its sending side: it will send nothing more), waiting up to timeout
+ * seconds (> 0) for it; 1 too when no request is current. */
+int serow_client_hung_up(struct worker_loop *loop, double timeout);
+
 /* Sends len bytes of file_fd from offset with sendfile(2). */
 int worker_loop_sendfile(struct worker_loop *loop, int file_fd, uint64_t offset, uint64_t len);
 

@@ -39,7 +39,8 @@ sub _env_template {
 }
 
 # psgix.io is made when the app first reads it (src/psgi_env.c): a handle on
-# a duplicate of the connection's socket, opened here.
+# a duplicate of the connection's socket, opened here (and made blocking
+# there, for the time the app has it).
 Serow::Loop->set_socket_opener(sub {
     my ($fd) = @_;
     open(my $io, '+<&', $fd) or return undef;
@@ -329,13 +330,18 @@ sub go_on_with_request {
 }
 
 # Ends a request that finish_plain_request left alone: a body whose length
-# was not the one announced, or psgix.io read by the app.
+# was not the one announced, chunked framing of the app's that was cut, or
+# psgix.io read by the app.
 sub end_request {
     my ($self, $env) = @_;
     my $loop = $self->{loop};
     if (my ($announced, $given) = $loop->length_mismatch) {
         Serow::Log->error("$env->{REQUEST_METHOD} $env->{REQUEST_URI}: the app's Content-Length is "
             . "$announced but its body has $given bytes: the connection is closed after it");
+    }
+    if (defined(my $why = $loop->app_framing_error)) {
+        Serow::Log->error("$env->{REQUEST_METHOD} $env->{REQUEST_URI}: the body the app chunked "
+            . "itself $why: it is cut there, and the connection is closed after it");
     }
     my $io = $loop->take_socket_handle;
     if ($io) {
