@@ -16,11 +16,13 @@ use warnings;
 use Exporter 'import';
 use Net::EmptyPort ();
 use Time::HiRes ();
-use Serow::Test qw(start_server find_command);
+use Serow::Test::Common qw(root);
+use Serow::Test::Components qw(find_command);
+use Serow::Test::Server qw(start_server serow_command);
 
 our @EXPORT_OK = qw(reload_under_load);
 
-my $ROOT = Serow::Test::root();
+my $ROOT = root();
 my $APP = "$ROOT/bench/apps/hello.psgi";
 my $LUA = "$ROOT/bench/apps/count-statuses.lua";
 
@@ -90,11 +92,6 @@ sub failed_requests {
     return $n;
 }
 
-sub _serow_command {
-    my ($workers) = @_;
-    return ($^X, "-I$ROOT/blib/lib", "-I$ROOT/blib/arch", "$ROOT/script/serow", '--workers', $workers, $APP);
-}
-
 sub _start_serow {
     my ($workers) = @_;
     my $server = start_server(app_file => $APP, options => ['--workers', $workers]);
@@ -108,7 +105,7 @@ sub _start_under_starter {
     my $start_server = find_command('start_server') or die "no start_server (libserver-starter-perl)\n";
     my $port = Net::EmptyPort::empty_port();
     my $server = start_server(listen => 'none', command => [$start_server, '--port', "127.0.0.1:$port",
-        '--', _serow_command($workers)]);
+        '--', serow_command('--workers', $workers, $APP)]);
     my ($master) = $server->wait_for_log_all(qr/\(master pid (\d+)\)/, 1, RELOAD_WAIT);
     return undef unless $master && Net::EmptyPort::wait_port({ port => $port, max_wait => RELOAD_WAIT });
     return { server => $server, port => $port, master => $master };
