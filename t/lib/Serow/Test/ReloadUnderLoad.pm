@@ -111,12 +111,19 @@ sub _start_under_starter {
     return { server => $server, port => $port, master => $master };
 }
 
+# Sends $sig to the server; returns it and a mark of its log from before.
+sub _signal {
+    my ($state, $sig) = @_;
+    my $server = $state->{server};
+    my $mark = $server->log_mark;
+    $server->signal($sig);
+    return ($server, $mark);
+}
+
 # Each returns undef when the reload happened, or what went wrong.
 sub _reload_starter {
     my ($state) = @_;
-    my $server = $state->{server};
-    my $mark = $server->log_mark;
-    $server->signal('HUP');
+    my ($server, $mark) = _signal($state, 'HUP');
     my ($new) = $server->wait_for_log_all(qr/\(master pid (\d+)\)/, 1, RELOAD_WAIT, $mark);
     return 'no new Serow started' unless $new && $new != $state->{master};
     $server->wait_for_log(qr/old worker $state->{master} died, status:0\b/, RELOAD_WAIT, $mark)
@@ -127,9 +134,7 @@ sub _reload_starter {
 
 sub _reload_hup {
     my ($state) = @_;
-    my $server = $state->{server};
-    my $mark = $server->log_mark;
-    $server->signal('HUP');
+    my ($server, $mark) = _signal($state, 'HUP');
     my @new = $server->wait_for_log_all(qr/worker (\d+) started/, $state->{count}, RELOAD_WAIT, $mark);
     return 'not every new worker started' unless @new == $state->{count};
     my $old = join '|', @{ $state->{workers} };
@@ -142,13 +147,10 @@ sub _reload_hup {
 
 sub _reload_ttin_ttou {
     my ($state) = @_;
-    my $server = $state->{server};
-    my $mark = $server->log_mark;
-    $server->signal('TTIN');
+    my ($server, $mark) = _signal($state, 'TTIN');
     my ($added) = $server->wait_for_log_all(qr/worker (\d+) started/, 1, RELOAD_WAIT, $mark)
         or return 'TTIN started no worker';
-    $mark = $server->log_mark;
-    $server->signal('TTOU');
+    (undef, $mark) = _signal($state, 'TTOU');
     $server->wait_for_log(qr/worker $added exited with status 0/, RELOAD_WAIT, $mark)
         or return "TTOU: worker $added did not exit 0";
     return undef;
