@@ -684,6 +684,8 @@ shared_run_holder(Serow::Shared shared, int ready_channel, int handback_channel,
     s.keepalive_timeout_ms = (uint64_t)(setting(aTHX_ settings, "keepalive_timeout", 5) * 1000);
     s.idle_handoff_ms = (uint64_t)setting(aTHX_ settings, "idle_handoff_ms", 500);
     s.max_keepalive_connections = (uint32_t)setting(aTHX_ settings, "max_keepalive_connections", 0);
+    SV **error_log = hv_fetchs(settings, "error_log", 0);
+    s.error_log = error_log && SvOK(*error_log) ? SvPV_nolen(*error_log) : NULL;
     RETVAL = run_connection_holder(shared, ready_channel, handback_channel, &s);
   OUTPUT:
     RETVAL

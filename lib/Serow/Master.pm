@@ -182,8 +182,8 @@ sub remove_worker {
 }
 
 # logrotate has moved the logs away: the master opens them again (for the
-# workers it starts from now on), and so does every worker.  (The connection
-# holder keeps its standard error: it writes there only about failures.)
+# workers it starts from now on), and so does every worker, and the
+# connection holder its error log (it writes no access log).
 sub reopen_logs {
     my ($self, $sig) = @_;
     my $options = $self->{options};
@@ -198,6 +198,7 @@ sub reopen_logs {
             . "$options->{access_log}: $!; new workers write to the old file");
     }
     kill 'USR1', keys %{ $self->{workers} };
+    kill 'USR1', $self->{holder_pid} if $self->{holder_pid} && defined $options->{error_log};
 }
 
 sub current_workers {
@@ -262,7 +263,9 @@ sub spawn_holder {
         my ($signal_mask) = @_;
         close $_->{socket} for @{ $self->{listeners} }; # it accepts nothing
         close $self->{access_log_fh} if $self->{access_log_fh}; # and logs no request
-        $SIG{USR1} = 'IGNORE'; # it writes no access log (a USR1 sent to the process group)
+        # Until its C loop sets its own handler (which reopens --error-log,
+        # if any): a USR1 must not kill it.
+        $SIG{USR1} = 'IGNORE';
         Serow::set_signal_mask($signal_mask);
         Serow::exit_now($self->{holder}->run == 0 ? 0 : 1);
     });
@@ -438,8 +441,10 @@ One worker more, one worker less (never fewer than one).
 
 =item USR1
 
-With C<--access-log FILE>: the master and every worker open FILE again
-(after logrotate renamed it). The connection holder ignores USR1.
+With C<--access-log FILE> or C<--error-log FILE>: the master and every
+worker open the file again (after logrotate renamed it), and the connection
+holder opens C<--error-log> again (it writes no access log; without
+C<--error-log> it ignores USR1).
 
 =back
 
