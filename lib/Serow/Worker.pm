@@ -209,7 +209,8 @@ sub wrap_metrics {
     my $options = $self->{options};
     return unless defined $options->{metrics_path} && $self->{shared};
     $self->{app} = Serow::Metrics->wrap($self->{app}, shared => $self->{shared},
-        path => $options->{metrics_path}, allow => Serow::Metrics->allow_list($options));
+        path => $options->{metrics_path}, allow => Serow::Metrics->allow_list($options),
+        trusted_proxies => Serow::Metrics->trusted_proxies($options));
 }
 
 sub install_signal_handlers {
