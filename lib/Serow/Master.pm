@@ -156,6 +156,9 @@ sub stop {
     $self->{stopping} = 1;
     $self->{shared}->set_server_stopping;
     $self->stop_worker($_) for keys %{ $self->{workers} };
+    # After the TERMs: an idle worker woken by its listener closing has its
+    # TERM already, and stops instead of accepting on it again.
+    $_->stop_accepting for @{ $self->{listeners} };
 }
 
 # New workers first, then the old ones finish what they have: the listen
@@ -408,7 +411,8 @@ C<--workers> workers, and replaces any that exits (C<--max-requests>, C<psgix.ha
 an app that calls C<exit>, a crash; see F<docs/hardening.md>), and the holder if it dies. It logs a line when a worker exits (C<worker PID exited with
 status N> or C<was killed by signal N>); the worker itself logs when it is
 ready (C<worker PID started>, with its own request limit under
-C<--max-requests>) and when it stops accepting (C<worker PID stopping>).
+C<--max-requests>) and when it stops accepting (C<worker PID stopping>; a
+busy worker, once its request is answered).
 
 A worker whose master dies (even by SIGKILL) gets SIGTERM from the kernel
 and finishes its requests, so no worker outlives its master for long.
@@ -424,7 +428,10 @@ parent-death signal: a change of uid clears it. The master keeps its ids.
 =item TERM, INT, QUIT
 
 Stop accepting, let the workers finish the requests they have (up to
-C<--graceful-timeout>), then exit 0. Idle kept-alive connections get one
+C<--graceful-timeout>), then exit 0. The sockets the master opened
+(C<--listen>) are shut down at once, so new connections are refused in every
+process; sockets handed over (Server::Starter, systemd) stay open. A worker
+takes TERM between requests (L<Serow::Worker>): the app is not interrupted. Idle kept-alive connections get one
 second more for the request their client may be sending at that moment
 (answered with C<Connection: close>; see F<docs/keepalive.md>), so that a
 Server::Starter reload under load fails no request. Signals other than these
