@@ -24,8 +24,9 @@ struct holder_settings {
 /*
  * Runs until SIGTERM, SIGINT or SIGQUIT (then closes every connection it
  * holds).  With settings->error_log, SIGUSR1 opens that file again as its
- * standard error (logrotate); without, SIGUSR1 is ignored.  ready_channel: the sending end of the channel workers receive
- * from; handback_channel: the receiving end stopping workers send to.
+ * standard error (logrotate); without, SIGUSR1 is ignored.  ready_channel:
+ * the sending end of the channel workers receive from; handback_channel:
+ * the receiving end stopping workers send to.
  * Returns 0, or -1 if it could not start.
  */
 int run_connection_holder(struct shared_state *shared, int ready_channel, int handback_channel,

@@ -431,10 +431,11 @@ Stop accepting, let the workers finish the requests they have (up to
 C<--graceful-timeout>), then exit 0. The sockets the master opened
 (C<--listen>) are shut down at once, so new connections are refused in every
 process; sockets handed over (Server::Starter, systemd) stay open. A worker
-takes TERM between requests (L<Serow::Worker>): the app is not interrupted. Idle kept-alive connections get one
-second more for the request their client may be sending at that moment
-(answered with C<Connection: close>; see F<docs/keepalive.md>), so that a
-Server::Starter reload under load fails no request. Signals other than these
+takes TERM between requests (L<Serow::Worker>): the app is not interrupted.
+Idle kept-alive connections get one second more for the request their
+client may be sending at that moment (answered with C<Connection: close>;
+see F<docs/keepalive.md>), so that a Server::Starter reload under load
+fails no request. Signals other than these
 are ignored from then on.
 
 =item HUP
