@@ -152,13 +152,16 @@ sub handle_signals {
 
 sub stop {
     my ($self, $sig) = @_;
-    Serow::Log->info("received SIG$sig: finishing in-flight requests, then exiting");
     $self->{stopping} = 1;
     $self->{shared}->set_server_stopping;
     $self->stop_worker($_) for keys %{ $self->{workers} };
     # After the TERMs: an idle worker woken by its listener closing has its
     # TERM already, and stops instead of accepting on it again.
     $_->stop_accepting for @{ $self->{listeners} };
+    # Said once it is so: whoever reads the line may count on it (a response
+    # from now on closes its connection, even from a worker that takes its
+    # TERM only after the request it is busy with).
+    Serow::Log->info("received SIG$sig: finishing in-flight requests, then exiting");
 }
 
 # New workers first, then the old ones finish what they have: the listen
