@@ -39,6 +39,16 @@ static double setting(pTHX_ HV *settings, const char *name, double fallback)
     return sv && SvOK(*sv) ? SvNV(*sv) : fallback;
 }
 
+/* A signal mask that block_signals returned. */
+static void signal_mask_from_sv(pTHX_ SV *mask, sigset_t *set)
+{
+    STRLEN len;
+    const char *p = SvPV(mask, len);
+    if (len != sizeof(*set))
+        croak("not a signal mask from block_signals");
+    memcpy(set, p, sizeof(*set));
+}
+
 /* Why a writer result is an error, as a new mortal string; NULL when it is
  * none (RESPONSE_OK, RESPONSE_CLIENT_GONE).  bad_header (owned, freed here)
  * names the header at fault. */
@@ -542,6 +552,13 @@ loop_join_holder(Serow::Loop loop, Serow::Shared shared, unsigned int worker_ind
         croak("cannot join the connection holder: %s", strerror(errno));
 
 void
+loop_set_wait_signal_mask(Serow::Loop loop, SV *mask)
+  CODE:
+    sigset_t set;
+    signal_mask_from_sv(aTHX_ mask, &set);
+    worker_loop_set_wait_signal_mask(loop, &set);
+
+void
 loop_stop(Serow::Loop loop)
   CODE:
     worker_loop_stop(loop);
@@ -705,6 +722,8 @@ shared_run_holder(Serow::Shared shared, int ready_channel, int handback_channel,
     s.keepalive_timeout_ms = (uint64_t)(setting(aTHX_ settings, "keepalive_timeout", 5) * 1000);
     s.idle_handoff_ms = (uint64_t)setting(aTHX_ settings, "idle_handoff_ms", 500);
     s.max_keepalive_connections = (uint32_t)setting(aTHX_ settings, "max_keepalive_connections", 0);
+    SV **error_log = hv_fetchs(settings, "error_log", 0);
+    s.error_log = error_log && SvOK(*error_log) ? SvPV_nolen(*error_log) : NULL;
     RETVAL = run_connection_holder(shared, ready_channel, handback_channel, &s);
   OUTPUT:
     RETVAL
@@ -800,12 +819,8 @@ block_signals(...)
 void
 set_signal_mask(SV *mask)
   CODE:
-    STRLEN len;
-    const char *p = SvPV(mask, len);
     sigset_t set;
-    if (len != sizeof(set))
-        croak("set_signal_mask: not a mask from block_signals");
-    memcpy(&set, p, sizeof(set));
+    signal_mask_from_sv(aTHX_ mask, &set);
     if (sigprocmask(SIG_SETMASK, &set, NULL) != 0)
         croak("sigprocmask: %s", strerror(errno));
 

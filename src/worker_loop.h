@@ -15,6 +15,7 @@
 #define SEROW_WORKER_LOOP_H
 
 #include <stddef.h>
+#include <signal.h>
 #include <stdint.h>
 #include <sys/uio.h>
 
@@ -140,6 +141,10 @@ struct worker_loop {
      * handled yet: the loop then returns instead of waiting, since a signal
      * caught just before epoll_wait would not interrupt it.  NULL: none. */
     volatile int *signal_pending;
+    /* The signal mask while waiting for events, when it differs from the
+     * mask the rest of the time (see worker_loop_set_wait_signal_mask). */
+    sigset_t wait_signal_mask;
+    int has_wait_signal_mask;
 };
 
 struct worker_loop *worker_loop_new(const struct worker_settings *settings);
@@ -196,6 +201,12 @@ void worker_loop_fail_request(struct worker_loop *loop, int status);
 /* The current connection is taken over by the app (psgix.io): forget it
  * without closing the socket the app now holds a duplicate of. */
 void worker_loop_release_current(struct worker_loop *loop);
+
+/* Signals blocked the rest of the time may arrive while the loop waits for
+ * events: epoll_pwait puts mask in place for the wait (a worker keeps its
+ * stop signals blocked while the app runs, so that they do not cut short a
+ * sleep or a wait of the app's, and handles them between requests). */
+void worker_loop_set_wait_signal_mask(struct worker_loop *loop, const sigset_t *mask);
 
 /* Graceful stop: no more accepting, idle connections closed, requests whose
  * heads are arriving may still complete. */

@@ -210,7 +210,8 @@ sub wrap_metrics {
     my $options = $self->{options};
     return unless defined $options->{metrics_path} && $self->{shared};
     $self->{app} = Serow::Metrics->wrap($self->{app}, shared => $self->{shared},
-        path => $options->{metrics_path}, allow => Serow::Metrics->allow_list($options));
+        path => $options->{metrics_path}, allow => Serow::Metrics->allow_list($options),
+        trusted_proxies => Serow::Metrics->trusted_proxies($options));
 }
 
 sub install_signal_handlers {
@@ -234,6 +235,12 @@ sub install_signal_handlers {
     $SIG{$_} = 'IGNORE' for qw(HUP TTIN TTOU);
     $SIG{CHLD} = 'DEFAULT';
     Serow::set_signal_mask($self->{signal_mask}) if $self->{signal_mask};
+    # A stop waits for the request in the app: TERM, INT and QUIT stay
+    # blocked but while the loop waits for events (epoll_pwait lets them
+    # through), since a caught signal ends the app's sleep, select or wait
+    # early, SA_RESTART or not.  The handler above runs once the response is
+    # out; the master refuses new connections meanwhile (Serow::Listener).
+    $self->{loop}->set_wait_signal_mask(Serow::block_signals(qw(TERM INT QUIT)));
 }
 
 # Stops accepting; the requests in flight are finished, then run returns.

@@ -37,8 +37,9 @@ sub from_fd {
 sub fd { fileno $_[0]{r} }
 
 # In the app: blocks until the test opens the gate.  A signal does not end
-# the wait: the worker's handler runs (a TERM logs "worker N stopping") and
-# the wait goes on.  Perl runs a signal's handler only between statements,
+# the wait: a worker's stop signals wait for the request to be answered,
+# and the handler of any other signal runs and the wait goes on.  Perl runs
+# a signal's handler only between statements,
 # and a blocking call that a signal interrupts gives it that chance; but a
 # signal that lands after the last statement boundary and before the call
 # blocks has already been caught, so nothing interrupts the call and the
