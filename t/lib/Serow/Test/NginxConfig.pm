@@ -4,7 +4,7 @@ use warnings;
 
 # nginx configurations for Serow, as text: the one the tests put in front of
 # Serow (t/nginx, Serow::Test::Nginx), the one the benchmark uses
-# (bench/bench.pl), and the samples in eg/nginx/ that docs/deployment.md
+# (bench/lib/Serow/Bench/Servers.pm), and the samples in eg/nginx/ that docs/deployment.md
 # shows (t/nginx/config_samples.t checks that those are what site() makes, so
 # the configuration people copy is the one the tests run).
 #
