@@ -43,6 +43,16 @@ static double setting(pTHX_ HV *settings, const char *name, double fallback)
     return sv && SvOK(*sv) ? SvNV(*sv) : fallback;
 }
 
+/* A signal mask that block_signals returned. */
+static void signal_mask_from_sv(pTHX_ SV *mask, sigset_t *set)
+{
+    STRLEN len;
+    const char *p = SvPV(mask, len);
+    if (len != sizeof(*set))
+        croak("not a signal mask from block_signals");
+    memcpy(set, p, sizeof(*set));
+}
+
 /* Why a writer result is an error, as a new mortal string; NULL when it is
  * none (RESPONSE_OK, RESPONSE_CLIENT_GONE).  bad_header (owned, freed here)
  * names the header at fault. */
@@ -120,12 +130,14 @@ static SV *send_array_triple(pTHX_ struct worker_loop *loop, SV *res, int last_o
 }
 
 /* Ends the request when there is nothing for the worker to look at: the
- * body had its Content-Length and psgix.io was not made.  1 when done (or
+ * body had its Content-Length (or the app's chunked framing was whole) and
+ * psgix.io was not made.  1 when done (or
  * no request is current), 0 when the worker must see to it. */
 static int finish_plain_request(pTHX_ struct worker_loop *loop)
 {
     uint64_t announced, given;
-    if (psgi_response_length_mismatch(&announced, &given) || psgi_env_socket_handle_made())
+    if (psgi_response_length_mismatch(&announced, &given) || psgi_response_app_framing_error() ||
+        psgi_env_socket_handle_made())
         return 0;
     if (serow_loop_has_request(loop)) {
         note_response_outcome(loop);
@@ -320,6 +332,13 @@ loop_sendfile_body(Serow::Loop loop, int fd, double offset, double len)
     RETVAL
 
 int
+loop_client_hung_up(Serow::Loop loop, double timeout)
+  CODE:
+    RETVAL = serow_client_hung_up(loop, timeout);
+  OUTPUT:
+    RETVAL
+
+int
 loop_finish_body(Serow::Loop loop)
   CODE:
     RETVAL = finish_psgi_body(aTHX_ loop) == RESPONSE_OK;
@@ -420,6 +439,16 @@ loop_length_mismatch(Serow::Loop loop)
         mXPUSHn((NV)given);
     }
 
+SV *
+loop_app_framing_error(Serow::Loop loop)
+  CODE:
+    /* why the chunked framing the app wrote was cut, or undef */
+    PERL_UNUSED_VAR(loop);
+    const char *why = psgi_response_app_framing_error();
+    RETVAL = why ? newSVpv(why, 0) : &PL_sv_undef;
+  OUTPUT:
+    RETVAL
+
 int
 loop_socket_handle_made(Serow::Loop loop)
   CODE:
@@ -455,6 +484,7 @@ void
 loop_finish_request(Serow::Loop loop)
   CODE:
     note_response_outcome(loop);
+    serow_socket_back_to_server();
     worker_loop_finish_request(loop, psgi_response_keeps_alive());
     reset_psgi_response();
     psgi_env_request_done(aTHX);
@@ -472,6 +502,7 @@ void
 loop_fail_request(Serow::Loop loop, int status)
   CODE:
     note_response_outcome(loop);
+    serow_socket_back_to_server();
     worker_loop_fail_request(loop, status);
     reset_psgi_response();
     psgi_env_request_done(aTHX);
@@ -522,6 +553,13 @@ loop_join_holder(Serow::Loop loop, Serow::Shared shared, unsigned int worker_ind
   CODE:
     if (worker_loop_join_holder(loop, shared, worker_index, ready_channel, handback_channel) != 0)
         croak("cannot join the connection holder: %s", strerror(errno));
+
+void
+loop_set_wait_signal_mask(Serow::Loop loop, SV *mask)
+  CODE:
+    sigset_t set;
+    signal_mask_from_sv(aTHX_ mask, &set);
+    worker_loop_set_wait_signal_mask(loop, &set);
 
 void
 loop_stop(Serow::Loop loop)
@@ -661,6 +699,8 @@ shared_run_holder(Serow::Shared shared, int ready_channel, int handback_channel,
     s.keepalive_timeout_ms = (uint64_t)(setting(aTHX_ settings, "keepalive_timeout", 5) * 1000);
     s.idle_handoff_ms = (uint64_t)setting(aTHX_ settings, "idle_handoff_ms", 500);
     s.max_keepalive_connections = (uint32_t)setting(aTHX_ settings, "max_keepalive_connections", 0);
+    SV **error_log = hv_fetchs(settings, "error_log", 0);
+    s.error_log = error_log && SvOK(*error_log) ? SvPV_nolen(*error_log) : NULL;
     RETVAL = run_connection_holder(shared, ready_channel, handback_channel, &s);
   OUTPUT:
     RETVAL
@@ -750,12 +790,8 @@ block_signals(...)
 void
 set_signal_mask(SV *mask)
   CODE:
-    STRLEN len;
-    const char *p = SvPV(mask, len);
     sigset_t set;
-    if (len != sizeof(set))
-        croak("set_signal_mask: not a mask from block_signals");
-    memcpy(&set, p, sizeof(set));
+    signal_mask_from_sv(aTHX_ mask, &set);
     if (sigprocmask(SIG_SETMASK, &set, NULL) != 0)
         croak("sigprocmask: %s", strerror(errno));
 

@@ -73,11 +73,35 @@ struct holder {
 };
 
 static volatile sig_atomic_t stop_requested;
+static volatile sig_atomic_t reopen_requested;
 
 static void request_stop(int sig)
 {
     (void)sig;
     stop_requested = 1;
+}
+
+/* Only the flag: open and dup2 are done by the loop, outside the handler. */
+static void request_reopen(int sig)
+{
+    (void)sig;
+    reopen_requested = 1;
+}
+
+/* USR1: logrotate renamed --error-log.  The holder's standard error is the
+ * master's descriptor on the old file (inherited at fork), so the path is
+ * opened again and put in its place, as Serow::Log->open_file does in Perl. */
+static void reopen_error_log(const char *path)
+{
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0 || dup2(fd, STDERR_FILENO) < 0) {
+        serow_log_error("connection holder cannot reopen the error log %s: %s; still writing to "
+                        "the old file", path, strerror(errno));
+    } else {
+        serow_log_info("connection holder %d reopened the error log", (int)getpid());
+    }
+    if (fd >= 0)
+        close(fd);
 }
 
 /* ---- the connections held --------------------------------------------- */
@@ -522,7 +546,12 @@ int run_connection_holder(struct shared_state *shared, int ready_channel, int ha
     signal(SIGHUP, SIG_IGN);
     signal(SIGTTIN, SIG_IGN);
     signal(SIGTTOU, SIG_IGN);
-    signal(SIGUSR1, SIG_IGN);
+    if (settings->error_log) {
+        sa.sa_handler = request_reopen;
+        sigaction(SIGUSR1, &sa, NULL);
+    } else {
+        signal(SIGUSR1, SIG_IGN); /* a USR1 to the process group for the access log */
+    }
     signal(SIGUSR2, SIG_IGN);
     signal(SIGPIPE, SIG_IGN);
 
@@ -544,6 +573,10 @@ int run_connection_holder(struct shared_state *shared, int ready_channel, int ha
         int n = epoll_wait(h->epoll_fd, events, EPOLL_BATCH, choose_timeout(h, &scan));
         atomic_store(&shared->holder_sleeping, 0);
         atomic_store(&shared->holder_awaits_free, 0);
+        if (reopen_requested) {
+            reopen_requested = 0;
+            reopen_error_log(h->settings.error_log);
+        }
         for (int i = 0; i < n; i++) {
             uint64_t tag = events[i].data.u64;
             if (tag == TAG_WAKE) {

@@ -18,12 +18,15 @@ struct holder_settings {
     uint64_t keepalive_timeout_ms;
     uint64_t idle_handoff_ms;  /* idle this long in a worker: moves here */
     uint32_t max_keepalive_connections; /* 0: no cap */
+    const char *error_log; /* --error-log, reopened on SIGUSR1; NULL: none */
 };
 
 /*
  * Runs until SIGTERM, SIGINT or SIGQUIT (then closes every connection it
- * holds).  ready_channel: the sending end of the channel workers receive
- * from; handback_channel: the receiving end stopping workers send to.
+ * holds).  With settings->error_log, SIGUSR1 opens that file again as its
+ * standard error (logrotate); without, SIGUSR1 is ignored.  ready_channel:
+ * the sending end of the channel workers receive from; handback_channel:
+ * the receiving end stopping workers send to.
  * Returns 0, or -1 if it could not start.
  */
 int run_connection_holder(struct shared_state *shared, int ready_channel, int handback_channel,

@@ -5,7 +5,7 @@
 #include <time.h>
 #include <unistd.h>
 
-void serow_log_error(const char *format, ...)
+static void log_line(const char *level, const char *format, va_list args)
 {
     char stamp[32] = "";
     time_t now = time(NULL);
@@ -16,12 +16,9 @@ void serow_log_error(const char *format, ...)
     /* One write for the whole line, so that lines of processes sharing the
      * log do not interleave. */
     char line[1024];
-    int used = snprintf(line, sizeof(line), "[%s] [error] [pid %d] ", stamp, (int)getpid());
-    va_list args;
-    va_start(args, format);
+    int used = snprintf(line, sizeof(line), "[%s] [%s] [pid %d] ", stamp, level, (int)getpid());
     if (used >= 0 && (size_t)used < sizeof(line))
         used += vsnprintf(line + used, sizeof(line) - used, format, args);
-    va_end(args);
     if (used < 0)
         return;
     if ((size_t)used >= sizeof(line) - 1)
@@ -29,4 +26,20 @@ void serow_log_error(const char *format, ...)
     line[used++] = '\n';
     ssize_t ignored = write(STDERR_FILENO, line, (size_t)used);
     (void)ignored;
+}
+
+void serow_log_error(const char *format, ...)
+{
+    va_list args;
+    va_start(args, format);
+    log_line("error", format, args);
+    va_end(args);
+}
+
+void serow_log_info(const char *format, ...)
+{
+    va_list args;
+    va_start(args, format);
+    log_line("info", format, args);
+    va_end(args);
 }

@@ -15,6 +15,7 @@
 #include "perliol.h" /* the layer of an in-memory handle (in_memory_scalar) */
 
 #include "worker_internal.h" /* the current request and its listener */
+#include <fcntl.h>
 
 /* What an entry of the env holds, which says how a kept entry is made ready
  * for the next request. */
@@ -775,6 +776,7 @@ static struct {
     IV serial;       /* the request whose env is out; 0 between requests */
     int fd;          /* its connection */
     SV *handle;      /* the handle made for it, if the app asked */
+    int lent;        /* the connection is blocking, for the app's handle */
 } socket_state;
 static IV env_serial;
 static SV *socket_opener; /* Perl code: fd -> handle (a dup) or undef */
@@ -811,6 +813,14 @@ static SV *open_socket_handle(pTHX_ int fd)
     return handle;
 }
 
+static int set_nonblocking(int fd, int on)
+{
+    int flags = fcntl(fd, F_GETFL);
+    if (flags < 0)
+        return -1;
+    return fcntl(fd, F_SETFL, on ? flags | O_NONBLOCK : flags & ~O_NONBLOCK);
+}
+
 /* The value starts as the serial of its request; the first read replaces it
  * with the handle, or with undef when that request is over. */
 static int socket_handle_get(pTHX_ SV *sv, MAGIC *mg)
@@ -823,8 +833,15 @@ static int socket_handle_get(pTHX_ SV *sv, MAGIC *mg)
         sv_setsv(sv, &PL_sv_undef);
         return 0;
     }
-    if (socket_state.handle == NULL)
+    if (socket_state.handle == NULL) {
         socket_state.handle = open_socket_handle(aTHX_ socket_state.fd);
+        /* The handle is blocking, as Starman's is: an app written for it (a
+         * WebSocket handler's plain sysread and print) would otherwise fail
+         * with EAGAIN.  The duplicate shares the server's file description,
+         * O_NONBLOCK included: serow_socket_back_to_server undoes it. */
+        if (socket_state.handle && set_nonblocking(socket_state.fd, 0) == 0)
+            socket_state.lent = 1;
+    }
     sv_setsv(sv, socket_state.handle ? socket_state.handle : &PL_sv_undef);
     return 0;
 }
@@ -859,6 +876,14 @@ static void set_socket_handle(pTHX_ HV *env, int fd)
     store_new(aTHX_ env, slot, sv);
 }
 
+void serow_socket_back_to_server(void)
+{
+    if (socket_state.lent && socket_state.serial != 0) {
+        set_nonblocking(socket_state.fd, 1);
+        socket_state.lent = 0;
+    }
+}
+
 int psgi_env_socket_handle_made(void)
 {
     return socket_state.handle != NULL;
@@ -873,6 +898,8 @@ SV *psgi_env_take_socket_handle(pTHX)
 
 void psgi_env_request_done(pTHX)
 {
+    /* (a connection that is over, or the app's now: left as it is) */
+    socket_state.lent = 0;
     socket_state.serial = 0;
     if (socket_state.handle) {
         SvREFCNT_dec(socket_state.handle);

@@ -55,6 +55,11 @@ void psgi_env_retire(pTHX);
  * descriptor and returns a handle on a duplicate of it (or undef). */
 void psgi_env_set_socket_opener(pTHX_ SV *code);
 
+/* The server is about to use the current connection again (a response, an
+ * error, the end of the request): when the app's psgix.io made it blocking,
+ * it is made non-blocking again, as the worker loop's I/O and timeouts need. */
+void serow_socket_back_to_server(void);
+
 /* Whether the app of the current request read psgix.io. */
 int psgi_env_socket_handle_made(void);
 

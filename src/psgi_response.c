@@ -6,10 +6,14 @@
 
 #include "XSUB.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
+#include "http_parser.h"
+#include "psgi_env.h"
 #include "response_writer.h"
 #include "worker_internal.h" /* the current request */
 
@@ -33,6 +37,11 @@ static struct {
     char *head;           /* formatted head not yet written: it goes out with */
     size_t head_len;      /* the first body bytes, in the same writev */
     size_t head_size;
+    /* A body the app framed itself (framing.app_chunked): read with the
+     * request parser's decoder as it goes out. */
+    struct chunked_decoder app_chunks;
+    int app_chunks_done;          /* its last chunk and trailer section have gone */
+    const char *app_framing_error; /* why the rest of it was dropped; NULL: none */
 } response;
 
 /* The iovecs of an array body (the head in [0]), grown to the most parts
@@ -48,6 +57,7 @@ void reset_psgi_response(void)
     response.body_given = 0;
     response.body_sent = 0;
     response.failed = 0;
+    response.app_framing_error = NULL;
 }
 
 const char *psgi_bytes(pTHX_ SV *sv, STRLEN *len)
@@ -193,9 +203,114 @@ static int status_of(pTHX_ SV *status)
     return n;
 }
 
-/* Plans and formats the head into response.head. */
+/* ---- a body the app framed itself -----------------------------------------
+ *
+ * An app that sets Transfer-Encoding: chunked (Plack::Middleware::Chunked
+ * does) writes its own chunk lines.  Were they broken, or followed by more
+ * bytes, the client would read what follows as the next response.  So they
+ * are read with the request parser's decoder as they go out: what follows an
+ * error or the last chunk is dropped, and the connection closes after the
+ * response (as after a Content-Length mismatch).  The decoder works in place,
+ * so it reads a copy, a block at a time; the client gets the app's own bytes,
+ * or (HTTP/1.0, framing.decode_app_chunks) the decoded ones. */
+
+#define APP_CHUNKS_BLOCK 16384
+
+/* Reads the next n (at most APP_CHUNKS_BLOCK) bytes of an app's chunked body
+ * with decoder, on a copy in block.  Returns how many of them may go out
+ * (those before an error or after the last chunk may not; *error then says
+ * why), and leaves their *decoded_len decoded bytes at block. */
+static size_t read_app_chunks(struct chunked_decoder *decoder, int *done, const char *data,
+                              size_t n, char *block, size_t *decoded_len, const char **error)
+{
+    size_t decoded = n, consumed = 0;
+    *decoded_len = 0;
+    if (*done) {
+        *error = "has bytes after its last chunk";
+        return 0;
+    }
+    memcpy(block, data, n);
+    int r = decode_chunked(decoder, block, &decoded, &consumed);
+    *decoded_len = decoded;
+    if (r == CHUNKED_ERROR) {
+        *error = "is not valid chunked framing";
+    } else if (r == CHUNKED_DONE) {
+        *done = 1;
+        if (consumed < n)
+            *error = "has bytes after its last chunk";
+    }
+    return consumed;
+}
+
+/* Whether the parts of an array body are whole, valid chunked framing: known
+ * before the head goes out, so that the head can say the connection closes. */
+static int app_chunks_valid(const struct iovec *parts, size_t count)
+{
+    struct chunked_decoder decoder;
+    char block[APP_CHUNKS_BLOCK];
+    const char *error = NULL;
+    int done = 0;
+    chunked_decoder_init(&decoder);
+    for (size_t i = 0; i < count; i++) {
+        for (size_t at = 0; at < parts[i].iov_len && error == NULL; at += APP_CHUNKS_BLOCK) {
+            size_t n = parts[i].iov_len - at, decoded;
+            if (n > APP_CHUNKS_BLOCK)
+                n = APP_CHUNKS_BLOCK;
+            read_app_chunks(&decoder, &done, (const char *)parts[i].iov_base + at, n, block,
+                            &decoded, &error);
+        }
+    }
+    return done && error == NULL;
+}
+
+static int write_all(struct worker_loop *loop, struct iovec *iov, int count);
+static int flush_head(struct worker_loop *loop, int more_follows);
+
+/* Sends the next len bytes of a body the app framed itself (the head first if
+ * it has not gone): as they are, or decoded for HTTP/1.0, up to an error in
+ * them or the end of the last chunk. */
+static int send_app_chunks(struct worker_loop *loop, const char *data, size_t len)
+{
+    char block[APP_CHUNKS_BLOCK];
+    response.body_given += len;
+    while (len > 0 && response.app_framing_error == NULL) {
+        size_t n = len < APP_CHUNKS_BLOCK ? len : APP_CHUNKS_BLOCK, decoded;
+        size_t valid = read_app_chunks(&response.app_chunks, &response.app_chunks_done, data, n,
+                                       block, &decoded, &response.app_framing_error);
+        struct iovec iov[2];
+        int count = 0;
+        if (response.head_len) {
+            iov[count].iov_base = response.head;
+            iov[count++].iov_len = response.head_len;
+        }
+        iov[count].iov_base = response.framing.decode_app_chunks ? block : (char *)data;
+        iov[count].iov_len = response.framing.decode_app_chunks ? decoded : valid;
+        if (iov[count].iov_len > 0) {
+            response.body_sent += iov[count++].iov_len;
+            response.head_len = 0;
+            int r = write_all(loop, iov, count);
+            if (r != RESPONSE_OK)
+                return r;
+        }
+        data += n;
+        len -= n;
+    }
+    return RESPONSE_OK;
+}
+
+/* The app's body has ended: one that stopped before its last chunk is cut. */
+static void end_app_chunks(void)
+{
+    if (response.framing.app_chunked && !response.app_chunks_done &&
+        response.app_framing_error == NULL)
+        response.app_framing_error = "ends before its last chunk";
+}
+
+/* Plans and formats the head into response.head.  parts: the whole body
+ * when it is known (an array), else NULL. */
 static int prepare_head(pTHX_ struct worker_loop *loop, SV *status_sv, SV *headers,
-                        int length_known, uint64_t length, SV **bad_header)
+                        int length_known, uint64_t length, const struct iovec *parts,
+                        size_t num_parts, SV **bad_header)
 {
     struct header_list list;
     struct response_facts facts;
@@ -226,6 +341,12 @@ static int prepare_head(pTHX_ struct worker_loop *loop, SV *status_sv, SV *heade
     /* After a 101 the bytes are no longer HTTP: no next request to read. */
     if (facts.status == 101)
         response.framing.keep_alive = 0;
+    if (response.framing.app_chunked) {
+        chunked_decoder_init(&response.app_chunks);
+        response.app_chunks_done = 0;
+        if (parts && !app_chunks_valid(parts, num_parts))
+            response.framing.keep_alive = 0;
+    }
     size_t need = response_head_size(list.items, list.count);
     if (need > response.head_size) {
         char *grown = realloc(response.head, need);
@@ -241,6 +362,7 @@ static int prepare_head(pTHX_ struct worker_loop *loop, SV *status_sv, SV *heade
     free_header_list(&list);
     response.status = facts.status;
     response.active = 1;
+    serow_socket_back_to_server();
     return RESPONSE_OK;
 }
 
@@ -275,6 +397,17 @@ static int grow_body_iov(size_t count)
     body_iov = grown;
     body_iov_size = count;
     return 0;
+}
+
+/* After an array body: the iovecs of one of very many parts are not kept for
+ * good. */
+static void release_body_iov(void)
+{
+    if (body_iov_size > KEPT_IOVECS) {
+        free(body_iov);
+        body_iov = NULL;
+        body_iov_size = 0;
+    }
 }
 
 /* Writes iov[0..count) (the head and the body parts), in one writev when
@@ -333,9 +466,17 @@ int send_psgi_response(pTHX_ struct worker_loop *loop, SV *status, SV *headers, 
         body_iov[count++].iov_len = len;
         length += len;
     }
-    int r = prepare_head(aTHX_ loop, status, headers, 1, length, bad_header);
+    int r = prepare_head(aTHX_ loop, status, headers, 1, length, body_iov + 1, count - 1,
+                         bad_header);
     if (r != RESPONSE_OK)
         return r;
+    if (response.framing.app_chunked) {
+        for (size_t i = 1; i < count && r == RESPONSE_OK; i++)
+            r = send_app_chunks(loop, body_iov[i].iov_base, body_iov[i].iov_len);
+        end_app_chunks();
+        release_body_iov();
+        return r == RESPONSE_OK ? flush_head(loop, 0) : r;
+    }
     if (!response.framing.body_allowed) {
         count = 1;
     } else {
@@ -355,12 +496,7 @@ int send_psgi_response(pTHX_ struct worker_loop *loop, SV *status, SV *headers, 
     body_iov[0].iov_len = response.head_len;
     response.head_len = 0;
     r = write_head_and_parts(loop, body_iov, count);
-    if (body_iov_size > KEPT_IOVECS) {
-        /* a body of very many parts: do not keep its iovecs for good */
-        free(body_iov);
-        body_iov = NULL;
-        body_iov_size = 0;
-    }
+    release_body_iov();
     return r;
 }
 
@@ -370,7 +506,7 @@ int start_psgi_response(pTHX_ struct worker_loop *loop, SV *status, SV *headers,
     if (response.active || loop->response_started)
         return RESPONSE_TOO_LATE;
     return prepare_head(aTHX_ loop, status, headers, length >= 0,
-                        length >= 0 ? (uint64_t)length : 0, bad_header);
+                        length >= 0 ? (uint64_t)length : 0, NULL, 0, bad_header);
 }
 
 int write_psgi_body(pTHX_ struct worker_loop *loop, const char *data, size_t len)
@@ -383,6 +519,8 @@ int write_psgi_body(pTHX_ struct worker_loop *loop, const char *data, size_t len
         return RESPONSE_CLIENT_GONE;
     if (!response.framing.body_allowed || len == 0)
         return RESPONSE_OK; /* HEAD, 204, 304: the body is dropped; "" would end a chunked body */
+    if (response.framing.app_chunked)
+        return send_app_chunks(loop, data, len);
     len = allowed_body_bytes(len);
     if (len == 0)
         return RESPONSE_OK;
@@ -424,12 +562,37 @@ static int flush_head(struct worker_loop *loop, int more_follows)
     return write_all(loop, &iov, 1);
 }
 
+/* A file whose bytes are chunked framing the app wrote: read, not sent with
+ * sendfile, since each byte is checked (see send_app_chunks). */
+static int send_file_app_chunks(struct worker_loop *loop, int fd, uint64_t offset, uint64_t len)
+{
+    char data[APP_CHUNKS_BLOCK];
+    while (len > 0 && response.app_framing_error == NULL) {
+        ssize_t n = pread(fd, data, len < sizeof(data) ? (size_t)len : sizeof(data), (off_t)offset);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            /* as when sendfile finds the file shorter than it said */
+            response.failed = 1;
+            return RESPONSE_CLIENT_GONE;
+        }
+        int r = send_app_chunks(loop, data, (size_t)n);
+        if (r != RESPONSE_OK)
+            return r;
+        offset += (uint64_t)n;
+        len -= (uint64_t)n;
+    }
+    return RESPONSE_OK;
+}
+
 int sendfile_psgi_body(pTHX_ struct worker_loop *loop, int fd, uint64_t offset, uint64_t len)
 {
     if (!response.active || response.failed || loop->current == NULL)
         return RESPONSE_CLIENT_GONE;
     if (!response.framing.body_allowed || len == 0)
         return RESPONSE_OK;
+    if (response.framing.app_chunked)
+        return send_file_app_chunks(loop, fd, offset, len);
     response.body_given += len;
     if (response.framing.has_content_length &&
         len > response.framing.content_length - response.body_sent)
@@ -475,6 +638,7 @@ int finish_psgi_body(pTHX_ struct worker_loop *loop)
         response.head_len = 0;
         return write_all(loop, iov, count);
     }
+    end_app_chunks();
     return flush_head(loop, 0);
 }
 
@@ -489,6 +653,11 @@ int psgi_response_length_mismatch(uint64_t *announced, uint64_t *given)
     return 1;
 }
 
+const char *psgi_response_app_framing_error(void)
+{
+    return response.active ? response.app_framing_error : NULL;
+}
+
 int psgi_response_outcome(uint64_t *body_bytes)
 {
     *body_bytes = response.active ? response.body_sent : 0;
@@ -500,9 +669,11 @@ int psgi_response_keeps_alive(void)
     uint64_t announced, given;
     if (!response.active || response.failed || !response.framing.keep_alive)
         return 0;
-    /* A body shorter or longer than its Content-Length desynchronises the
-     * connection: close it rather than let the next response be misread. */
-    return !psgi_response_length_mismatch(&announced, &given);
+    /* A body shorter or longer than its Content-Length, or chunked framing
+     * of the app's that broke or ended early, desynchronises the connection:
+     * close it rather than let the next response be misread. */
+    return !psgi_response_length_mismatch(&announced, &given) &&
+           response.app_framing_error == NULL;
 }
 
 int send_informational_response(pTHX_ struct worker_loop *loop, SV *status_sv, SV *headers,
@@ -536,6 +707,7 @@ int send_informational_response(pTHX_ struct worker_loop *loop, SV *status_sv, S
     }
     /* keep_alive=1 so that no Connection header is added to a 1xx */
     framing.keep_alive = 1;
+    serow_socket_back_to_server();
     size_t n = format_response_head(buffer, &facts, list.items, list.count, &framing);
     free_header_list(&list);
     struct iovec iov = {buffer, n};

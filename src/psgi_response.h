@@ -40,6 +40,13 @@ int send_informational_response(pTHX_ struct worker_loop *loop, SV *status, SV *
  * connection is then closed after it), with both lengths. */
 int psgi_response_length_mismatch(uint64_t *announced, uint64_t *given);
 
+/* Why the chunked framing of a body the app framed itself (Transfer-Encoding:
+ * chunked in its headers) was cut: "is not valid chunked framing", "has bytes
+ * after its last chunk" or "ends before its last chunk"; NULL when it was
+ * whole (or the app did not frame its body).  The connection is then closed
+ * after the response. */
+const char *psgi_response_app_framing_error(void);
+
 /* Whether the response sent allows the connection to stay open: the app's
  * and client's wishes, and whether the body had the length announced. */
 int psgi_response_keeps_alive(void);

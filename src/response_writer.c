@@ -204,6 +204,8 @@ int plan_response(const struct response_facts *facts, const struct response_head
     framing->has_content_length = 0;
     framing->content_length = 0;
     framing->content_length_from_app = app_content_length;
+    framing->app_chunked = 0;
+    framing->decode_app_chunks = 0;
     int delimited = 1; /* the client can tell where the response ends */
 
     if (app_content_length) {
@@ -219,6 +221,12 @@ int plan_response(const struct response_facts *facts, const struct response_head
          * 6.2), and would contradict it, even when we know the length.  A
          * response to HEAD has no body to delimit. */
         delimited = facts->is_head_request || (app_chunked && facts->minor_version >= 1);
+        /* Framing that does not parse would let the client read what follows
+         * it as the next response: it is checked as it goes out.  An
+         * HTTP/1.0 client knows no transfer coding (RFC 9112 6.1): it gets
+         * the body decoded, ended by the close (delimited is 0 then). */
+        framing->app_chunked = app_chunked && framing->body_allowed;
+        framing->decode_app_chunks = facts->minor_version == 0;
     } else if (facts->is_head_request) {
         /* Only a length that describes the body a GET would get. */
         if (facts->body_length_known && facts->body_length > 0) {
@@ -294,6 +302,10 @@ size_t format_response_head(char *out, const struct response_facts *facts,
          * frame one (RFC 9110 8.6, RFC 9112 6.1), whatever the app says. */
         if ((status < 200 || status == 204) &&
             (NAME_IS(h, "transfer-encoding") || NAME_IS(h, "content-length")))
+            continue;
+        /* RFC 9112 6.1: no Transfer-Encoding to a client that did not say
+         * HTTP/1.1 (the app's chunks are decoded: see plan_response). */
+        if (facts->minor_version == 0 && NAME_IS(h, "transfer-encoding"))
             continue;
         if (NAME_IS(h, "date"))
             has_date = 1;

@@ -37,6 +37,11 @@ struct response_framing {
     uint64_t content_length;   /* its value: the bytes the body must have */
     int content_length_from_app; /* else the server adds the header */
     int length_mismatch;       /* the app's Content-Length is not its body's length */
+    int app_chunked;           /* the app's body carries its own chunked framing (its
+                                * Transfer-Encoding ends in chunked): it is checked as it
+                                * goes out, and never passed on broken */
+    int decode_app_chunks;     /* HTTP/1.0: that framing is removed, the body ends with
+                                * the connection (no Transfer-Encoding for 1.0, RFC 9112 6.1) */
 };
 
 /* Why a response cannot be sent as the app gave it. */
@@ -61,9 +66,9 @@ int plan_response(const struct response_facts *facts, const struct response_head
 size_t response_head_size(const struct response_header *headers, size_t num_headers);
 
 /*
- * Writes the status line, the app's headers (Connection left out, and the
+ * Writes the status line, the app's headers (Connection left out, the
  * framing headers of a status that has no body and may not have them: 1xx,
- * 204), Date, the framing headers the server adds and the empty line into
+ * 204, and Transfer-Encoding for an HTTP/1.0 client), Date, the framing headers the server adds and the empty line into
  * out.  Returns the length.
  */
 size_t format_response_head(char *out, const struct response_facts *facts,

@@ -172,6 +172,10 @@ struct worker_loop {
      * handled yet: the loop then returns instead of waiting, since a signal
      * caught just before epoll_wait would not interrupt it.  NULL: none. */
     volatile int *signal_pending;
+    /* The signal mask while waiting for events, when it differs from the
+     * mask the rest of the time (see worker_loop_set_wait_signal_mask). */
+    sigset_t wait_signal_mask;
+    int has_wait_signal_mask;
 };
 
 /* ---- the clock, timer lists and the ready queue -------------------------

@@ -275,7 +275,8 @@ static int start_request(struct worker_loop *loop, struct connection *conn)
  * embedding last looked at its pending signals, but before epoll_wait began,
  * would leave the loop asleep with the signal unhandled (a TERM ignored until
  * the master's --graceful-timeout kills the worker).  So signals are blocked
- * while *signal_pending is checked, and epoll_pwait unblocks them atomically.
+ * while *signal_pending is checked, and epoll_pwait unblocks them atomically
+ * (and those blocked outside the wait: wait_signal_mask).
  */
 static int epoll_wait_unless_signalled(struct worker_loop *loop, struct epoll_event *events,
                                        int timeout_ms)
@@ -290,9 +291,17 @@ static int epoll_wait_unless_signalled(struct worker_loop *loop, struct epoll_ev
         n = -1;
         errno = EINTR;
     } else {
-        n = epoll_pwait(loop->epoll_fd, events, EPOLL_BATCH, timeout_ms, &old);
+        n = epoll_pwait(loop->epoll_fd, events, EPOLL_BATCH, timeout_ms,
+                        loop->has_wait_signal_mask ? &loop->wait_signal_mask : &old);
     }
     int saved_errno = errno;
+    /* epoll_pwait lets a pending signal in only when it finds no event: a
+     * worker that always has one (a busy server, or a listener the master
+     * shut down) would keep its stop signal blocked for ever.  So the wait
+     * mask is put in place once more, which delivers it (Perl's handler
+     * only notes it: the loop returns at its next wait). */
+    if (loop->has_wait_signal_mask)
+        sigprocmask(SIG_SETMASK, &loop->wait_signal_mask, NULL);
     sigprocmask(SIG_SETMASK, &old, NULL);
     errno = saved_errno;
     return n;
@@ -418,9 +427,12 @@ int worker_loop_may_keep_alive(struct worker_loop *loop)
     if (conn == NULL || !loop->head.keep_alive)
         return 0;
     /* A stopping worker keeps connections open only if it can hand them over,
-     * and only if the server goes on without it. */
-    if (loop->stopping &&
-        (loop->handback_channel < 0 || atomic_load(&loop->shared->server_stopping)))
+     * and only if the server goes on without it.  (When the whole server
+     * stops, this worker may not have handled its TERM yet: it waits until
+     * the request in the app is answered.) */
+    if (loop->stopping && loop->handback_channel < 0)
+        return 0;
+    if (loop->shared && atomic_load(&loop->shared->server_stopping))
         return 0;
     if (loop->settings.max_keepalive_requests &&
         conn->requests_served + 1 >= loop->settings.max_keepalive_requests)
@@ -500,6 +512,12 @@ void worker_loop_release_current(struct worker_loop *loop)
 }
 
 /* ---- stopping ---------------------------------------------------------- */
+
+void worker_loop_set_wait_signal_mask(struct worker_loop *loop, const sigset_t *mask)
+{
+    loop->wait_signal_mask = *mask;
+    loop->has_wait_signal_mask = 1;
+}
 
 void worker_loop_stop(struct worker_loop *loop)
 {

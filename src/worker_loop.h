@@ -18,6 +18,7 @@
 #define SEROW_WORKER_LOOP_H
 
 #include <stddef.h>
+#include <signal.h>
 #include <stdint.h>
 #include <sys/uio.h>
 
@@ -76,6 +77,11 @@ int worker_loop_body_buffered(const struct worker_loop *loop, size_t max);
  * for progress.  0 on success, -1 when the client is gone or too slow. */
 int worker_loop_write(struct worker_loop *loop, struct iovec *iov, int iovcnt);
 
+/* Whether the client of the current request has closed the connection (or
+ * its sending side: it will send nothing more), waiting up to timeout
+ * seconds (> 0) for it; 1 too when no request is current. */
+int serow_client_hung_up(struct worker_loop *loop, double timeout);
+
 /* Sends len bytes of file_fd from offset with sendfile(2). */
 int worker_loop_sendfile(struct worker_loop *loop, int file_fd, uint64_t offset, uint64_t len);
 
@@ -93,6 +99,12 @@ void worker_loop_fail_request(struct worker_loop *loop, int status);
 /* The current connection is taken over by the app (psgix.io): forget it
  * without closing the socket the app now holds a duplicate of. */
 void worker_loop_release_current(struct worker_loop *loop);
+
+/* Signals blocked the rest of the time may arrive while the loop waits for
+ * events: epoll_pwait puts mask in place for the wait (a worker keeps its
+ * stop signals blocked while the app runs, so that they do not cut short a
+ * sleep or a wait of the app's, and handles them between requests). */
+void worker_loop_set_wait_signal_mask(struct worker_loop *loop, const sigset_t *mask);
 
 /* Graceful stop: no more accepting, idle connections closed, requests whose
  * heads are arriving may still complete. */

@@ -40,6 +40,11 @@ int serow_wait_for(int fd, short events, double timeout)
     }
 }
 
+int serow_client_hung_up(struct worker_loop *loop, double timeout)
+{
+    return loop->current == NULL || serow_wait_for(loop->current->fd, POLLRDHUP, timeout);
+}
+
 int worker_loop_write(struct worker_loop *loop, struct iovec *iov, int iovcnt)
 {
     struct connection *conn = loop->current;

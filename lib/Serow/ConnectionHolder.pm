@@ -45,6 +45,7 @@ sub run {
         keepalive_timeout         => $options->{keepalive_timeout},
         max_keepalive_connections => $options->{max_keepalive_connections},
         idle_handoff_ms           => IDLE_HANDOFF_MS,
+        error_log                 => $options->{error_log}, # reopened on USR1
     });
 }
 

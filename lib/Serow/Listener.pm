@@ -6,7 +6,7 @@ use warnings;
 # nothing it can do without, since every worker carries what it loaded
 # (IO::Socket::IP and what it pulls in were 3 MB of each worker's RSS).
 use Socket qw(IPPROTO_TCP IPPROTO_IPV6 IPV6_V6ONLY TCP_NODELAY SOL_SOCKET SO_REUSEADDR
-              SOCK_STREAM AF_UNIX AF_INET AF_INET6 AI_PASSIVE AI_NUMERICSERV
+              SOCK_STREAM SHUT_RDWR AF_UNIX AF_INET AF_INET6 AI_PASSIVE AI_NUMERICSERV
               getaddrinfo pack_sockaddr_un sockaddr_family unpack_sockaddr_in
               unpack_sockaddr_in6 inet_ntop);
 
@@ -156,6 +156,17 @@ sub from_systemd {
         push @listeners, $listener;
     }
     return @listeners;
+}
+
+# TERM, INT, QUIT: a socket Serow opened (--listen) stops taking
+# connections at once, in every process that has it: new clients are
+# refused (a balancer or a proxy tries elsewhere) instead of waiting in the
+# backlog for a worker that will not come.  shutdown acts on the socket, not
+# on this process's descriptor.  Sockets handed over (Server::Starter,
+# systemd, listen_sockets) are left open: they outlive this server.
+sub stop_accepting {
+    my ($self) = @_;
+    shutdown($self->{socket}, SHUT_RDWR) if $self->{owned};
 }
 
 sub close_and_unlink {

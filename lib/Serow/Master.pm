@@ -152,10 +152,16 @@ sub handle_signals {
 
 sub stop {
     my ($self, $sig) = @_;
-    Serow::Log->info("received SIG$sig: finishing in-flight requests, then exiting");
     $self->{stopping} = 1;
     $self->{shared}->set_server_stopping;
     $self->stop_worker($_) for keys %{ $self->{workers} };
+    # After the TERMs: an idle worker woken by its listener closing has its
+    # TERM already, and stops instead of accepting on it again.
+    $_->stop_accepting for @{ $self->{listeners} };
+    # Said once it is so: whoever reads the line may count on it (a response
+    # from now on closes its connection, even from a worker that takes its
+    # TERM only after the request it is busy with).
+    Serow::Log->info("received SIG$sig: finishing in-flight requests, then exiting");
 }
 
 # New workers first, then the old ones finish what they have: the listen
@@ -182,8 +188,8 @@ sub remove_worker {
 }
 
 # logrotate has moved the logs away: the master opens them again (for the
-# workers it starts from now on), and so does every worker.  (The connection
-# holder keeps its standard error: it writes there only about failures.)
+# workers it starts from now on), and so does every worker, and the
+# connection holder its error log (it writes no access log).
 sub reopen_logs {
     my ($self, $sig) = @_;
     my $options = $self->{options};
@@ -198,6 +204,7 @@ sub reopen_logs {
             . "$options->{access_log}: $!; new workers write to the old file");
     }
     kill 'USR1', keys %{ $self->{workers} };
+    kill 'USR1', $self->{holder_pid} if $self->{holder_pid} && defined $options->{error_log};
 }
 
 sub current_workers {
@@ -262,7 +269,9 @@ sub spawn_holder {
         my ($signal_mask) = @_;
         close $_->{socket} for @{ $self->{listeners} }; # it accepts nothing
         close $self->{access_log_fh} if $self->{access_log_fh}; # and logs no request
-        $SIG{USR1} = 'IGNORE'; # it writes no access log (a USR1 sent to the process group)
+        # Until its C loop sets its own handler (which reopens --error-log,
+        # if any): a USR1 must not kill it.
+        $SIG{USR1} = 'IGNORE';
         Serow::set_signal_mask($signal_mask);
         Serow::exit_now($self->{holder}->run == 0 ? 0 : 1);
     });
@@ -405,7 +414,8 @@ C<--workers> workers, and replaces any that exits (C<--max-requests>, C<psgix.ha
 an app that calls C<exit>, a crash; see F<docs/hardening.md>), and the holder if it dies. It logs a line when a worker exits (C<worker PID exited with
 status N> or C<was killed by signal N>); the worker itself logs when it is
 ready (C<worker PID started>, with its own request limit under
-C<--max-requests>) and when it stops accepting (C<worker PID stopping>).
+C<--max-requests>) and when it stops accepting (C<worker PID stopping>; a
+busy worker, once its request is answered).
 
 A worker whose master dies (even by SIGKILL) gets SIGTERM from the kernel
 and finishes its requests, so no worker outlives its master for long.
@@ -421,10 +431,14 @@ parent-death signal: a change of uid clears it. The master keeps its ids.
 =item TERM, INT, QUIT
 
 Stop accepting, let the workers finish the requests they have (up to
-C<--graceful-timeout>), then exit 0. Idle kept-alive connections get one
-second more for the request their client may be sending at that moment
-(answered with C<Connection: close>; see F<docs/keepalive.md>), so that a
-Server::Starter reload under load fails no request. Signals other than these
+C<--graceful-timeout>), then exit 0. The sockets the master opened
+(C<--listen>) are shut down at once, so new connections are refused in every
+process; sockets handed over (Server::Starter, systemd) stay open. A worker
+takes TERM between requests (L<Serow::Worker>): the app is not interrupted.
+Idle kept-alive connections get one second more for the request their
+client may be sending at that moment (answered with C<Connection: close>;
+see F<docs/keepalive.md>), so that a Server::Starter reload under load
+fails no request. Signals other than these
 are ignored from then on.
 
 =item HUP
@@ -438,8 +452,10 @@ One worker more, one worker less (never fewer than one).
 
 =item USR1
 
-With C<--access-log FILE>: the master and every worker open FILE again
-(after logrotate renamed it). The connection holder ignores USR1.
+With C<--access-log FILE> or C<--error-log FILE>: the master and every
+worker open the file again (after logrotate renamed it), and the connection
+holder opens C<--error-log> again (it writes no access log; without
+C<--error-log> it ignores USR1).
 
 =back
 

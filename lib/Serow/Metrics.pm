@@ -18,6 +18,7 @@ sub check_options {
     my $path = $options->{metrics_path} // return;
     die "--metrics-path: '$path' is not a path (it starts with /)\n" unless $path =~ m{\A/};
     $class->allow_list($options);
+    $class->trusted_proxies($options);
     return;
 }
 
@@ -27,17 +28,26 @@ sub allow_list {
     return Serow::AddressList->new('--metrics-allow', @allow ? @allow : DEFAULT_ALLOW);
 }
 
+# --metrics-trusted-proxy: the proxies whose forwarded client address is
+# judged by --metrics-allow (Serow::AddressList::allows_request); undef
+# when there are none, and a forwarded request is refused.
+sub trusted_proxies {
+    my ($class, $options) = @_;
+    my @proxies = @{ $options->{metrics_trusted_proxy} || [] } or return undef;
+    return Serow::AddressList->new('--metrics-trusted-proxy', @proxies);
+}
+
 # The app, with the metrics answered before it at --metrics-path: the
 # server's own page, which no app has to mount and no app can shadow.
 sub wrap {
     my ($class, $app, %args) = @_;
     my ($shared, $path) = @args{qw(shared path)};
-    my $allow = $args{allow};
+    my ($allow, $trusted_proxies) = @args{qw(allow trusted_proxies)};
     return sub {
         my ($env) = @_;
         return $app->($env) unless $env->{PATH_INFO} eq $path;
         return [403, ['Content-Type' => 'text/plain'], ["Forbidden\n"]]
-            unless $allow->allows($env->{REMOTE_ADDR});
+            unless $allow->allows_request($env, $trusted_proxies);
         return [200, ['Content-Type' => CONTENT_TYPE, 'Cache-Control' => 'no-store'],
                 [$class->render($shared->metrics)]];
     };
@@ -125,7 +135,9 @@ Serow::Metrics - Prometheus metrics of a Serow server (C<--metrics-path>)
 With C<--metrics-path>, each worker answers requests for that path itself,
 before the app, in the Prometheus text exposition format 0.0.4. Only the
 addresses in C<--metrics-allow> (default: C<127.0.0.1> and C<::1>) may read
-it; others get 403.
+it; others get 403, and so do requests that came through a proxy
+(C<X-Forwarded-For>, C<Forwarded>, C<X-Real-IP>) unless it is one of
+C<--metrics-trusted-proxy> (L<Serow::AddressList/allows_request>).
 
 It is a server option rather than a middleware such as
 L<Plack::Middleware::SerowStatus> because the numbers are the server's, not

@@ -35,10 +35,11 @@ my @OPTIONS = (
     pid_file => ['string', undef, 'write the master\'s pid to this file once the sockets are open; removed on a clean stop', 'FILE'],
     user => ['string', undef, 'user (name or number) the workers and the connection holder run as; the sockets are opened first, so ports below 1024 work', 'USER'],
     group => ['string', undef, 'group (name or number) they run as (default: the --user\'s group)', 'GROUP'],
-    error_log => ['string', undef, 'append the log to this file instead of standard error', 'FILE'],
+    error_log => ['string', undef, 'append the log to this file instead of standard error; reopened on USR1', 'FILE'],
     access_log => ['string', undef, 'write an access log line per request (Apache combined format) to FILE, or to standard error with "-" or "stderr"; reopened on USR1. Off by default: a line costs every request a format and a write', 'FILE'],
     metrics_path => ['string', undef, 'answer Prometheus metrics at this path (e.g. /metrics) before the app; off by default', 'PATH'],
-    metrics_allow => ['list', [], 'addresses or CIDR networks that may read --metrics-path (repeatable; default 127.0.0.1 and ::1); others get 403', 'CIDR...'],
+    metrics_allow => ['list', [], 'addresses or CIDR networks that may read --metrics-path (repeatable; default 127.0.0.1 and ::1); others get 403, and so does a request with X-Forwarded-For, Forwarded or X-Real-IP unless it comes from a --metrics-trusted-proxy', 'CIDR...'],
+    metrics_trusted_proxy => ['list', [], 'proxies (addresses or CIDR networks) whose forwarded client address (the last in X-Forwarded-For, Forwarded, X-Real-IP) --metrics-allow judges; none by default: forwarded requests get 403', 'CIDR...'],
 );
 
 # Other servers' option names, so that moving from Starman, Starlet or

@@ -10,6 +10,8 @@ use Serow::Log ();
 use Serow::PidFile ();
 use Serow::Privileges ();
 use Serow::Metrics ();
+use Scalar::Util ();
+use overload ();
 
 use constant DEFAULT_LISTEN => '0.0.0.0:5000';
 
@@ -81,8 +83,25 @@ sub open_listeners {
     } @addresses;
 }
 
+# What $app is when it is no PSGI app ("'42'", "undef", "a HASH reference"),
+# or undef when it is one: a code reference, or an object that can be called
+# as one (Plack::Component overloads &{}).  Anything else would be accepted
+# and then answer every request with a 500.
+sub not_an_app {
+    my ($app) = @_;
+    return undef if ref $app eq 'CODE' || (Scalar::Util::blessed($app) && overload::Method($app, '&{}'));
+    return 'undef' unless defined $app;
+    return "'$app'" unless ref $app;
+    return Scalar::Util::blessed($app) ? 'a ' . ref($app) . ' object' : 'a ' . ref($app) . ' reference';
+}
+
 sub run {
     my ($self, $app) = @_;
+    # (serow checks the app it loads itself, naming the file: this is for
+    # plackup -s Serow and Serow::Server->run called from Perl.)
+    if (defined(my $what = not_an_app($app))) {
+        die "the app is $what, not a PSGI app (a code reference)\n";
+    }
     # Until the master sets its own handlers, signals wait for it (a stop
     # then stops it before it starts any process) instead of killing this
     # process with the pid file and sockets left behind.

@@ -39,7 +39,8 @@ sub _env_template {
 }
 
 # psgix.io is made when the app first reads it (src/psgi_env.c): a handle on
-# a duplicate of the connection's socket, opened here.
+# a duplicate of the connection's socket, opened here (and made blocking
+# there, for the time the app has it).
 Serow::Loop->set_socket_opener(sub {
     my ($fd) = @_;
     open(my $io, '+<&', $fd) or return undef;
@@ -209,7 +210,8 @@ sub wrap_metrics {
     my $options = $self->{options};
     return unless defined $options->{metrics_path} && $self->{shared};
     $self->{app} = Serow::Metrics->wrap($self->{app}, shared => $self->{shared},
-        path => $options->{metrics_path}, allow => Serow::Metrics->allow_list($options));
+        path => $options->{metrics_path}, allow => Serow::Metrics->allow_list($options),
+        trusted_proxies => Serow::Metrics->trusted_proxies($options));
 }
 
 sub install_signal_handlers {
@@ -233,6 +235,12 @@ sub install_signal_handlers {
     $SIG{$_} = 'IGNORE' for qw(HUP TTIN TTOU);
     $SIG{CHLD} = 'DEFAULT';
     Serow::set_signal_mask($self->{signal_mask}) if $self->{signal_mask};
+    # A stop waits for the request in the app: TERM, INT and QUIT stay
+    # blocked but while the loop waits for events (epoll_pwait lets them
+    # through), since a caught signal ends the app's sleep, select or wait
+    # early, SA_RESTART or not.  The handler above runs once the response is
+    # out; the master refuses new connections meanwhile (Serow::Listener).
+    $self->{loop}->set_wait_signal_mask(Serow::block_signals(qw(TERM INT QUIT)));
 }
 
 # Stops accepting; the requests in flight are finished, then run returns.
@@ -329,13 +337,18 @@ sub go_on_with_request {
 }
 
 # Ends a request that finish_plain_request left alone: a body whose length
-# was not the one announced, or psgix.io read by the app.
+# was not the one announced, chunked framing of the app's that was cut, or
+# psgix.io read by the app.
 sub end_request {
     my ($self, $env) = @_;
     my $loop = $self->{loop};
     if (my ($announced, $given) = $loop->length_mismatch) {
         Serow::Log->error("$env->{REQUEST_METHOD} $env->{REQUEST_URI}: the app's Content-Length is "
             . "$announced but its body has $given bytes: the connection is closed after it");
+    }
+    if (defined(my $why = $loop->app_framing_error)) {
+        Serow::Log->error("$env->{REQUEST_METHOD} $env->{REQUEST_URI}: the body the app chunked "
+            . "itself $why: it is cut there, and the connection is closed after it");
     }
     my $io = $loop->take_socket_handle;
     if ($io) {

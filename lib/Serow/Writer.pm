@@ -30,10 +30,18 @@ sub compression_header_size {
     return $COMPRESSION_HEADER_SIZE{ $outermost // '' } // 0;
 }
 
+# What write (and poll_cb) die with when the client has gone away.
+use constant CLIENT_GONE => "Serow: the client has gone away\n";
+
+# How long poll_cb waits for the client to hang up after a call of its
+# callback that wrote nothing, before it calls it again.
+use constant POLL_IDLE_SECONDS => 0.05;
+
 # new($loop, hold => BYTES): BYTES from compression_header_size.
 sub new {
     my ($class, $loop, %opts) = @_;
-    return bless { loop => $loop, closed => 0, hold => $opts{hold} // 0, held => '' }, $class;
+    return bless { loop => $loop, closed => 0, hold => $opts{hold} // 0, held => '', sends => 0 },
+        $class;
 }
 
 # Dies when the client has gone away: an app streaming without end (server-
@@ -42,13 +50,14 @@ sub write {
     my ($self, $data) = @_;
     return if $self->{closed} || !defined $data || !length $data;
     return if $self->send($data);
-    die "Serow: the client has gone away\n";
+    die CLIENT_GONE;
 }
 
 # As write, but returns false instead of dying when the client has gone.
 sub send {
     my ($self, $data) = @_;
     return 1 if $self->{closed} || !length $data;
+    $self->{sends}++; # (poll_cb's measure of progress)
     if ($self->{hold}) {
         if (length($self->{held}) + length($data) <= $self->{hold}) {
             $self->{held} .= $data;
@@ -81,10 +90,27 @@ sub gone { $_[0]{gone} }
 # The request is over: this writer does nothing more.
 sub abandon { $_[0]{closed} = 1 }
 
-# psgi.nonblocking is false: the callback can be run at once.
+# psgi.nonblocking is false: there is no event loop to call back from, and
+# the writer can always take more (a write waits until it has gone).  So
+# the callback runs here, again and again while the writer is open, as a
+# server with an event loop would call it each time the socket can take more:
+# a stream written from it goes on until it closes the writer.  A client
+# that goes away ends it: a write dies then; and a call that wrote nothing
+# waits up to POLL_IDLE_SECONDS for the client to hang up before the next
+# one, so that a callback with nothing to send neither spins the CPU nor
+# outlives its client.
 sub poll_cb {
     my ($self, $cb) = @_;
-    $cb->($self);
+    until ($self->{closed}) {
+        my $sends = $self->{sends};
+        $cb->($self);
+        next if $self->{closed} || $self->{sends} != $sends;
+        if ($self->{loop}->client_hung_up(POLL_IDLE_SECONDS)) {
+            $self->{gone} = $self->{closed} = 1;
+            die CLIENT_GONE;
+        }
+    }
+    return;
 }
 
 1;
@@ -114,6 +140,15 @@ event followed by a pause reaches the client during the pause.
 =item close
 
 Ends the body (after sending held bytes).
+
+=item poll_cb($cb)
+
+Calls C<< $cb->($writer) >> again and again until the writer is closed: a
+body written from the callback, a part per call, goes out whole. The calls
+end when the callback closes the writer, or dies (a write dies when the
+client has gone away). After a call that wrote nothing, the next waits up
+to 0.05 s, and none comes once the client has closed the connection (or its
+sending side): it dies as a write would.
 
 =back
 

@@ -61,6 +61,9 @@ ok wait_until(sub {
     $seen{ $res->{body} }++ if $res && $res->{status} == 200;
     keys %seen == 2;
 }, 60), 'requests through HAProxy reach both servers' or diag explain(\%seen), haproxy_log();
+# The health checks read it from HAProxy's address, which the allow list
+# lets in; a client's request passed on with X-Forwarded-For does not get it.
+is http_get($front, '/server-status')->{status}, 403, "the status page through HAProxy: 403";
 
 is $servers[1]->stop, 0, 'server B stops';
 $servers[1]->close_listen_socket; # its port now refuses connections

@@ -5,7 +5,7 @@ use File::Temp ();
 use Net::EmptyPort qw(empty_port wait_port);
 use lib 't/lib';
 use Serow ();
-use Serow::Test qw(start_server http_get wait_until run_serow);
+use Serow::Test qw(start_server http_get wait_until run_serow is_connection_holder);
 
 # The master's first log line says what an operator needs: version, every
 # listen address (URL or UNIX path), workers, master pid, keep-alive; every
@@ -72,6 +72,13 @@ subtest '--error-log is opened again on USR1 (logrotate)' => sub {
     rename $log, "$log.1" or die "rename: $!";
     $server->signal('USR1');
     ok wait_until(sub { $read->($log) =~ /reopen their logs/ }), 'the master writes to a new file';
+    # The connection holder says so on its standard error, which is the new
+    # file only once it has opened it again.
+    my ($holder) = grep { is_connection_holder($_) } Serow::Test::all_child_pids($server->pid);
+    ok $holder, 'there is a connection holder';
+    ok wait_until(sub { $read->($log) =~ /\[pid $holder\] connection holder $holder reopened the error log/ }),
+        'the connection holder writes to the new file' or diag $read->($log);
+    is readlink("/proc/$holder/fd/2"), $log, "its standard error is the new file";
     my $n = 0;
     ok wait_until(sub { http_get($server, '/after' . ++$n); $read->($log) =~ m{app line /after} }),
         'the workers too (what the app prints on standard error)';

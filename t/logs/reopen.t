@@ -52,7 +52,7 @@ ok wait_until(sub { count_lines($file) == 7 && count_lines("$file.1") == 15 }),
     'seven lines in the new file, fifteen in the renamed one';
 
 # The signal sent to the whole process group (as some scripts do): the
-# connection holder ignores it, nothing dies, the log is reopened again.
+# connection holder (which has no access log) lives on, nothing dies, the log is reopened again.
 my @children_before = Serow::Test::all_child_pids($server->pid);
 my ($holder) = grep { is_connection_holder($_) } @children_before;
 ok $holder, 'there is a connection holder';

@@ -37,12 +37,13 @@ subtest 'HUP: new workers, the request in flight finishes, no request fails' => 
     is scalar(@new), 2, 'two new workers started';
     ok !grep({ my $n = $_; grep { $_ == $n } @old } @new), 'with new pids';
     my ($idle) = grep { $_ != $busy } @old;
-    ok $server->wait_for_log(qr/worker $busy stopping/, undef, $mark), 'the busy old worker stops accepting';
     ok $server->wait_for_log(qr/worker $idle exited with status 0/, undef, $mark), 'the idle old worker has left';
     $gate->open;
     my $res = read_response($slow);
     is $res && $res->{status}, 200, 'the slow request completes with 200';
     is $res && $res->{body}, "slow request done by $busy", 'answered by the old worker';
+    # (Its TERM waited for the request in the app to be answered.)
+    ok $server->wait_for_log(qr/worker $busy stopping/, undef, $mark), 'the busy old worker stops accepting';
     ok $server->wait_for_log(qr/worker $busy exited with status 0/, undef, $mark), 'which then leaves';
     is_deeply [child_pids($server->pid)], [sort { $a <=> $b } @new], 'only the new workers are left';
 

@@ -2,14 +2,39 @@ use strict;
 use warnings;
 use Test::More;
 use Net::EmptyPort qw(empty_port wait_port);
+use File::Temp ();
+use Socket qw(AF_INET AF_UNIX SOCK_STREAM inet_aton pack_sockaddr_in pack_sockaddr_un);
+use Time::HiRes ();
 use lib 't/lib';
 use Serow::Test qw(start_server raw_connect read_response http_get gate gated_app wait_until process_alive);
 
-# TERM, INT and QUIT stop the server gracefully: no more accepting, the
-# requests in flight are finished, then the master exits 0.
+# TERM, INT and QUIT stop the server gracefully: no more accepting (the
+# sockets Serow opened refuse new connections at once), the requests in
+# flight are finished (a stop signal does not cut short what the app is
+# doing), then the master exits 0.
 
 my $gate = gate();
-my $app = gated_app($gate);
+my $gated = gated_app($gate);
+# /sleep: sleeps SLEEP_SECONDS and says how long it slept (a monotonic clock).
+use constant SLEEP_SECONDS => 2;
+my $app = sub {
+    my ($env) = @_;
+    return $gated->($env) unless $env->{PATH_INFO} eq '/sleep';
+    my $start = Time::HiRes::clock_gettime(Time::HiRes::CLOCK_MONOTONIC());
+    print STDERR "sleeping in worker $$\n";
+    Time::HiRes::sleep(SLEEP_SECONDS);
+    my $slept = Time::HiRes::clock_gettime(Time::HiRes::CLOCK_MONOTONIC()) - $start;
+    return [200, ['Content-Type' => 'text/plain'], ["slept $slept"]];
+};
+
+# Whether a connect to $target ({ port } or { path }) is refused now.
+sub connect_refused {
+    my ($target) = @_;
+    my ($family, $address) = $target->{path} ? (AF_UNIX, pack_sockaddr_un($target->{path}))
+        : (AF_INET, pack_sockaddr_in($target->{port}, inet_aton('127.0.0.1')));
+    socket(my $sock, $family, SOCK_STREAM, 0) or die "socket: $!";
+    return connect($sock, $address) ? 0 : $!{ECONNREFUSED} ? 1 : 0;
+}
 
 # Starts a request that stays in the app until the gate opens; returns the
 # socket and the pid of the worker holding it.
@@ -29,40 +54,60 @@ for my $sig (qw(TERM INT QUIT)) {
         ok $worker, 'a slow request is in the app' or return diag $server->log;
         $server->signal($sig);
         ok $server->wait_for_log(qr/received SIG$sig: finishing in-flight requests/), 'the master says it stops';
-        # The master passes TERM on to its workers whichever signal it got.
-        ok $server->wait_for_log(qr/worker $worker stopping \(SIGTERM\)/),
-            'the worker holding the request got the signal';
+        # This socket is the test's, handed over as Server::Starter does: it
+        # outlives the server, and stays open.
+        ok !connect_refused($server), 'a socket Serow was handed is not closed';
         $gate->open;
         my $res = read_response($sock);
         is $res && $res->{status}, 200, 'the slow request is answered with 200';
         is $res && $res->{body}, "slow request done by $worker", 'in full';
         is $res && $res->{headers}{connection}, 'close', 'and the connection is closed after it';
+        # The master passes TERM on to its workers whichever signal it got;
+        # the worker handles it once its request is answered.
+        ok $server->wait_for_log(qr/worker $worker stopping \(SIGTERM\)/), 'the worker got the signal';
         is $server->wait_exit, 0, 'the master exits 0';
         like $server->log, qr/\] stopped\n/, 'after saying so';
         unlike $server->log, qr/did not finish/, 'no worker had to be killed';
     };
 }
 
-subtest 'after the signal, new connections are no longer served' => sub {
-    my $port = empty_port();
-    my $server = start_server(app => $app, listen => 'none',
-        options => ['--listen', "127.0.0.1:$port", '--workers', 2]);
-    ok wait_port({ port => $port, max_wait => 30 }), 'the server listens' or return diag $server->log;
-    is http_get({ port => $port }, '/')->{status}, 200, 'it serves';
-    my ($sock, $worker) = start_slow_request($server, { port => $port });
-    ok $worker, 'a slow request is in the app' or return diag $server->log;
-    $server->signal('TERM');
-    # Each worker says when it stops accepting.
-    ok $server->wait_for_log(qr/worker \d+ stopping/), "worker $_ of 2 stopped accepting" for 1 .. 2;
-    my $late = raw_connect({ port => $port });
-    syswrite $late, "GET /late HTTP/1.1\r\nHost: x\r\n\r\n";
-    $gate->open;
-    is read_response($sock)->{status}, 200, 'the request in flight is answered';
-    is $server->wait_exit, 0, 'the master exits 0';
-    my $res = read_response($late);
-    ok !$res, 'the connection made after the signal got no response';
-    ok !IO::Socket::IP->new(PeerHost => '127.0.0.1', PeerPort => $port), 'and the port is closed';
-};
+for my $kind (qw(tcp unix)) {
+    subtest "after the signal, a socket Serow opened ($kind) refuses new connections at once" => sub {
+        my $dir = File::Temp->newdir;
+        my $target = $kind eq 'tcp' ? { port => empty_port() } : { path => "$dir/serow.sock" };
+        my $server = start_server(app => $app, listen => 'none',
+            options => ['--listen', $target->{path} // "127.0.0.1:$target->{port}", '--workers', 2]);
+        ok $server->wait_for_log(qr/listening on/), 'the server listens' or return diag $server->log;
+        is http_get($target, '/')->{status}, 200, 'it serves';
+        my ($sock, $worker) = start_slow_request($server, $target);
+        ok $worker, 'a slow request is in the app' or return diag $server->log;
+        $server->signal('TERM');
+        # (A poll: the master takes the signal when it next runs.)
+        ok wait_until(sub { connect_refused($target) }), 'a new connection is refused'
+            or diag $server->log;
+        ok process_alive($server->pid), 'while the master still runs';
+        $gate->open;
+        my $res = read_response($sock);
+        is $res && $res->{status}, 200, 'the request in flight is answered';
+        is $server->wait_exit, 0, 'the master exits 0';
+        unlike $server->log, qr/did not finish/, 'no worker had to be killed';
+    };
+}
+
+for my $to ('the master', 'the whole process group') {
+    subtest "TERM to $to does not cut short the app's sleep" => sub {
+        my $server = start_server(app => $app, options => ['--workers', 2]);
+        my $sock = raw_connect($server);
+        syswrite $sock, "GET /sleep HTTP/1.1\r\nHost: x\r\n\r\n";
+        ok $server->wait_for_log(qr/sleeping in worker \d+/), 'the app sleeps' or return diag $server->log;
+        kill 'TERM', $to eq 'the master' ? $server->pid : -$server->pid;
+        my $res = read_response($sock);
+        is $res && $res->{status}, 200, 'answered with 200';
+        my ($slept) = ($res && $res->{body} // '') =~ /slept ([\d.]+)/;
+        cmp_ok $slept // 0, '>=', SLEEP_SECONDS, 'after sleeping for as long as it asked';
+        is $server->wait_exit, 0, 'the master exits 0';
+    };
+}
 
 subtest 'a signal right after start is not lost by a worker still starting' => sub {
     # A TERM that reached a worker just before it went to sleep in epoll used
@@ -85,7 +130,7 @@ subtest 'HUP and TTIN during the shutdown start no new workers' => sub {
     my ($sock, $worker) = start_slow_request($server);
     ok $worker or return diag $server->log;
     $server->signal('TERM');
-    ok $server->wait_for_log(qr/worker $worker stopping/);
+    ok $server->wait_for_log(qr/received SIGTERM/);
     $server->signal('HUP');
     $server->signal('TTIN');
     # The master handles signals in order; a QUIT after these shows they were seen.

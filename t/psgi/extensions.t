@@ -27,6 +27,8 @@ sub read_line {
 }
 
 my ($kept_io, $kept_env);
+# More than a socket buffer takes at once.
+use constant BIG => 4 * 1024 * 1024;
 
 my $app = sub {
     my ($env) = @_;
@@ -54,6 +56,25 @@ my $app = sub {
         close $kept_io;
         undef $kept_io;
         return [200, [@type], ['done']];
+    }
+    if ($path eq '/echo-upgrade') {
+        # A blocking handler as written for Starman: plain sysread and print
+        # on psgix.io, without blocking(1).
+        my $io = $env->{'psgix.io'};
+        print $io "HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\n";
+        $io->flush or die "print: $!\n";
+        for (;;) {
+            my $line = '';
+            while ($line !~ /\n\z/) {
+                defined(my $n = sysread($io, $line, 1, length $line)) or die "sysread: $!\n";
+                return sub { } if $n == 0;
+            }
+            last if $line eq "bye\n";
+            print $io $line eq "big\n" ? 'x' x BIG . "\n" : "echo: $line";
+            $io->flush or die "print: $!\n";
+        }
+        close $io;
+        return sub { };
     }
     if ($path eq '/peer') {
         my $io = $env->{'psgix.io'};
@@ -140,6 +161,52 @@ subtest 'psgix.io: a handle the app keeps stays open, and the server leaves it a
     my $rest = '';
     1 while IO::Select->new($held)->can_read(30) && sysread($held, $rest, 4096, length $rest);
     is $rest, '', 'the connection ends when the app closes it, with nothing from the server';
+};
+
+subtest 'psgix.io is blocking: a handler written for Starman works unchanged' => sub {
+    my $sock = raw_connect($server);
+    syswrite $sock, "GET /echo-upgrade HTTP/1.1\r\nHost: x\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\n";
+    is Serow::Test::read_until_match($sock, qr/\r\n\r\n\z/),
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\n",
+        'the handler\'s 101, nothing from the server';
+    syswrite $sock, "ping\n";
+    is Serow::Test::read_until_match($sock, qr/\n\z/), "echo: ping\n",
+        'its sysread waited for the client';
+    syswrite $sock, "big\n";
+    my $big = Serow::Test::read_until_match($sock, qr/\n\z/);
+    ok $big eq 'x' x BIG . "\n", 'its print of more than the socket takes at once went out whole'
+        or diag length($big) . ' bytes';
+    syswrite $sock, "bye\n";
+    my ($rest, $closed) = Serow::Test::read_until_close($sock);
+    is $rest, '', 'nothing more';
+    ok $closed, 'the connection closes when the handler is done';
+    unlike $server->log, qr/the app died: (?:sysread|print)/, 'no I/O error in the handler';
+    my $sock2 = raw_connect($server);
+    for (1 .. 2) {
+        syswrite $sock2, "GET /peer HTTP/1.1\r\nHost: x\r\n\r\n";
+        like read_response($sock2)->{body}, qr/^\d+ \d+$/,
+            'a connection whose app read psgix.io and answered normally is served on';
+    }
+};
+
+subtest 'psgix.io read, the connection closed: it is the server\'s again, non-blocking' => sub {
+    # The app read psgix.io and answered normally with Connection: close,
+    # with a request pipelined behind: the server stops sending and discards
+    # what the client still sends for a while (lingering), which must never
+    # wait on a socket left blocking for the app.  One worker: it serves the
+    # next connection only if it did not.
+    my $sock = raw_connect($server);
+    syswrite $sock, "GET /peer HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        . "GET /peer HTTP/1.1\r\nHost: x\r\n\r\n";
+    my ($raw, $closed) = Serow::Test::read_until_close($sock);
+    like $raw, qr/\r\n\r\n\d+ \d+\z/, 'answered once';
+    ok $closed, 'the server ended its side';
+    syswrite $sock, "more from the client\n";
+    for (1 .. 2) {
+        my $res = get('/pid');
+        like $res && $res->{body}, qr/^\d+$/, 'the worker serves the next connection';
+    }
+    close $sock;
 };
 
 subtest 'psgix.io is the client\'s socket' => sub {

@@ -8,6 +8,8 @@ use lib 't/lib';
 use Serow::Test qw(start_server raw_connect read_response parse_response raw_request);
 
 my ($kept_writer, $last_stream_error, @twice);
+# Given by the app, so that a response is known to the byte.
+my $DATE = 'Tue, 24 Nov 2026 12:00:00 GMT';
 
 my $app = sub {
     my ($env) = @_;
@@ -36,6 +38,33 @@ my $app = sub {
             my $w = $_[0]->([200, [@type]]);
             $w->poll_cb(sub { $_[0]->write('polled'); $_[0]->close });
         };
+    }
+    if ($path =~ m{\A/poll-parts(-length)?\z}) {
+        # A body written entirely from poll_cb, a part per call, with a call
+        # that sends nothing before each part.
+        my @length = $1 ? ('Content-Length' => 11) : ();
+        return sub {
+            my $w = $_[0]->([200, ['Date' => $DATE, @length]]);
+            my @parts = ('one', 'two', 'three');
+            my $calls = 0;
+            $w->poll_cb(sub {
+                my ($writer) = @_;
+                return if $calls++ % 2;
+                $writer->write(shift @parts);
+                $writer->close unless @parts;
+            });
+        };
+    }
+    if ($path eq '/poll-idle') {
+        # Never closes, and sends nothing after its first call.
+        return sub {
+            my $w = $_[0]->([200, [@type]]);
+            my $first = 1;
+            $w->poll_cb(sub { $_[0]->write('tick') if $first; $first = 0 });
+        };
+    }
+    if ($path eq '/poll-endless') {
+        return sub { $_[0]->([200, [@type]])->poll_cb(sub { $_[0]->write('x' x 65536) }) };
     }
     if ($path eq '/no-content') {
         return sub { my $w = $_[0]->([204, []]); $w->write('dropped'); $w->close };
@@ -149,6 +178,31 @@ subtest 'an app that forgets close: the body is ended for it' => sub {
 
 subtest 'poll_cb' => sub {
     is get11('/poll-cb')->{body}, 'polled';
+};
+
+subtest 'poll_cb: the callback is called until it closes the writer' => sub {
+    is raw_request($server, "GET /poll-parts HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"),
+        "HTTP/1.1 200 OK\r\nDate: $DATE\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+        . "3\r\none\r\n3\r\ntwo\r\n5\r\nthree\r\n0\r\n\r\n",
+        'HTTP/1.1: a chunk per write, then the last chunk';
+    is raw_request($server, "GET /poll-parts-length HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"),
+        "HTTP/1.1 200 OK\r\nDate: $DATE\r\nContent-Length: 11\r\nConnection: close\r\n\r\nonetwothree",
+        'the app\'s Content-Length: the whole body';
+    is raw_request($server, "GET /poll-parts HTTP/1.0\r\n\r\n"),
+        "HTTP/1.1 200 OK\r\nDate: $DATE\r\nConnection: close\r\n\r\nonetwothree",
+        'HTTP/1.0: the whole body, then the close';
+};
+
+subtest 'poll_cb: a callback that never closes ends when its client leaves' => sub {
+    for my $path ('/poll-idle', '/poll-endless') {
+        my $sock = raw_connect($server);
+        syswrite $sock, "GET $path HTTP/1.1\r\nHost: x\r\n\r\n";
+        like Serow::Test::read_until_match($sock, qr/\r\n\r\n.*(?:tick|x)/s), qr{\AHTTP/1.1 200 OK},
+            "$path: the stream started";
+        close $sock;
+        # (one worker: it answers only once the callback has stopped)
+        is get11('/delayed')->{body}, 'delayed body', "$path: the worker serves on";
+    }
 };
 
 subtest 'HEAD and 204: writes are dropped, the connection is kept' => sub {

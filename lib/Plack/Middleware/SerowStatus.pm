@@ -3,7 +3,7 @@ use strict;
 use warnings;
 use parent 'Plack::Middleware';
 
-use Plack::Util::Accessor qw(path allow);
+use Plack::Util::Accessor qw(path allow trusted_proxy);
 use JSON::PP ();
 use Time::HiRes ();
 use Plack::Middleware::SerowStatus::HTML ();
@@ -17,13 +17,18 @@ sub prepare_app {
     $self->path('/server-status') unless defined $self->path;
     my $allow = $self->allow // DEFAULT_ALLOW;
     $self->{allow_list} = Serow::AddressList->new('SerowStatus: allow', ref $allow ? @$allow : $allow);
+    # None by default: a request through a proxy (X-Forwarded-For...) is refused.
+    if (defined(my $proxies = $self->trusted_proxy)) {
+        $self->{trusted_proxies} = Serow::AddressList->new('SerowStatus: trusted_proxy',
+            ref $proxies ? @$proxies : $proxies);
+    }
 }
 
 sub call {
     my ($self, $env) = @_;
     return $self->app->($env) unless $env->{PATH_INFO} eq $self->path;
     return [403, ['Content-Type' => 'text/plain'], ["Forbidden\n"]]
-        unless $self->{allow_list}->allows($env->{REMOTE_ADDR});
+        unless $self->{allow_list}->allows_request($env, $self->{trusted_proxies});
     my $status_of = $env->{'serow.status'}
         or return [500, ['Content-Type' => 'text/plain'], ["SerowStatus: the server is not Serow\n"]];
     my $status = $status_of->();
@@ -109,7 +114,20 @@ Plack::Middleware::SerowStatus - what a Serow server is doing, for people and mo
 Answers requests for C<path> (default C</server-status>) from the addresses in
 C<allow> (IPv4 and IPv6 addresses or CIDR networks; default this machine
 only; others get 403) with the server's state, read from the memory Serow's
-processes share:
+processes share.
+
+A request with an C<X-Forwarded-For>, C<Forwarded> or C<X-Real-IP> header
+came through a proxy, whose address (127.0.0.1 for nginx on the same host)
+says nothing about the client: it gets 403, unless it comes from one of
+C<trusted_proxy> (addresses or networks, none by default); then the client
+address that proxy added (the last in each header) must be in C<allow>:
+
+    enable 'SerowStatus', allow => ['10.0.0.0/8'], trusted_proxy => ['127.0.0.1'];
+
+A proxy that sets none of these headers makes every request look local:
+block the path at the proxy (F<docs/status.md>).
+
+The state:
 
 =over
 

@@ -7,9 +7,9 @@ package Serow::Test::CProgram;
 use strict;
 use warnings;
 use File::Temp ();
-use POSIX ();
 use Test::More ();
-use Serow::Test ();
+use Serow::Test::Common qw(root);
+use Serow::Test::Process qw(run_command);
 
 my @FLAGS = ('-std=gnu11', '-O1', '-g', '-Wall', '-Wextra');
 my @SANITIZE = ('-fsanitize=address,undefined', '-fno-sanitize-recover=all', '-fno-omit-frame-pointer');
@@ -20,7 +20,7 @@ my @SANITIZE = ('-fsanitize=address,undefined', '-fno-sanitize-recover=all', '-f
 # when no C compiler works here.
 sub build {
     my (%o) = @_;
-    my $root = Serow::Test::root();
+    my $root = root();
     my $dir = File::Temp::tempdir(CLEANUP => 1);
     my $cc = (grep { compiler_works($dir, $_) } 'gcc', 'cc')[0]
         or return { binary => undef };
@@ -42,17 +42,7 @@ sub run {
     local $ENV{ASAN_OPTIONS} = join ':', 'detect_leaks=0', 'abort_on_error=1',
         grep { length } $ENV{ASAN_OPTIONS} // '';
     local $ENV{UBSAN_OPTIONS} = 'halt_on_error=1:print_stacktrace=1';
-    my $pid = open my $fh, '-|';
-    die "fork: $!" unless defined $pid;
-    if (!$pid) {
-        open STDERR, '>&', \*STDOUT or die;
-        exec @cmd or do { print "exec $cmd[0]: $!\n"; POSIX::_exit(127) };
-    }
-    local $/;
-    my $output = <$fh> // '';
-    close $fh;
-    my $status = $? & 127 ? 128 + ($? & 127) : $? >> 8;
-    return { status => $status, output => $output };
+    return run_command(@cmd);
 }
 
 # One Test::More test per "ok - NAME" / "not ok - NAME" line of a run's output,

@@ -16,7 +16,11 @@ our @EXPORT_OK = qw(smoke);
 
 use JSON::PP ();
 use Test::More;
-use Serow::Test qw(read_until_match start_server raw_connect send_all read_response http_get gate hammer);
+use Serow::Test::Common qw(root);
+use Serow::Test::Client qw(read_until_match raw_connect send_all read_response http_get);
+use Serow::Test::Server qw(start_server);
+use Serow::Test::Gate qw(gate);
+use Serow::Test::Hammer qw(hammer);
 
 sub request {
     my ($server, $head, $body) = @_;
@@ -29,7 +33,7 @@ sub request {
 sub smoke {
     my (%o) = @_;
     my $gate = gate();
-    my $lib = Serow::Test::root() . '/t/lib';
+    my $lib = root() . '/t/lib';
     my $server = start_server(app_file => $o{app_file}, options => ['--workers', 2],
         env => { SEROW_TEST_GATE => $gate->fd,
                  PERL5LIB => join(':', $lib, grep { defined && length } $ENV{PERL5LIB}) });

@@ -33,13 +33,14 @@ use File::Temp ();
 use IO::Socket::IP ();
 use Net::EmptyPort ();
 use POSIX ();
-use Serow::Test ();
+use Serow::Test::Common qw(STOP_TIMEOUT);
+use Serow::Test::Components qw(find_command);
 use Serow::Test::NginxConfig ();
+use Serow::Test::Process qw(wait_until fork_group wait_for_exit kill_group);
 
 our @EXPORT_OK = qw(start_nginx origin_config);
 
 use constant START_TIMEOUT => 60;
-use constant STOP_TIMEOUT => 60;
 # A free port can be taken by another test between the look and nginx's
 # bind: then nginx exits at once, and a new port is tried.
 use constant PORT_ATTEMPTS => 5;
@@ -50,9 +51,7 @@ sub origin_config {
     return "server {\n    listen $listen;\n    location / { return 200 \"ok\\n\"; }\n}\n";
 }
 
-sub nginx_binary {
-    return (grep { -x } '/usr/sbin/nginx', map { "$_/nginx" } split /:/, $ENV{PATH} // '')[0];
-}
+sub nginx_binary { find_command('nginx', '/usr/sbin') }
 
 # start_nginx(config => sub { my ($listen) = @_; ...http block... })
 sub start_nginx {
@@ -98,21 +97,12 @@ sub _launch {
         open my $fh, '>', "$dir/nginx.conf" or die "$dir/nginx.conf: $!";
         print {$fh} $make->($dir, "127.0.0.1:$self->{port}");
         close $fh;
-        my $pid = fork // die "fork: $!";
-        if ($pid == 0) {
-            POSIX::setpgid(0, 0);
-            # Should the test be killed, nginx gets a TERM instead of running on
-            # (the death signal survives exec).
-            eval { require Serow; Serow::set_parent_death_signal(POSIX::SIGTERM()) };
+        $self->{pid} = fork_group(sub {
             open(STDOUT, '>', '/dev/null');
             open(STDERR, '>>', "$dir/stderr.log");
-            $SIG{PIPE} = 'DEFAULT';
             delete $ENV{LD_PRELOAD}; # tools/test-sanitized's libasan is for perl, not nginx
-            { exec $binary, '-p', $dir, '-c', "$dir/nginx.conf", '-e', "$dir/error.log" }
-            POSIX::_exit(112);
-        }
-        POSIX::setpgid($pid, $pid);
-        $self->{pid} = $pid;
+            exec $binary, '-p', $dir, '-c', "$dir/nginx.conf", '-e', "$dir/error.log";
+        });
         return $self if $self->_wait_listening;
         my $why = $self->error_log . $self->_slurp('stderr.log');
         $self->stop;
@@ -125,7 +115,7 @@ sub _launch {
 # Until nginx accepts connections on its port (1), or has exited (0).
 sub _wait_listening {
     my ($self) = @_;
-    my $listening = Serow::Test::wait_until(sub {
+    my $listening = wait_until(sub {
         if (waitpid($self->{pid}, POSIX::WNOHANG()) == $self->{pid}) {
             $self->{exit_status} = $?;
             return 'exited';
@@ -156,27 +146,14 @@ sub stop {
     my ($self) = @_;
     return $self->{exit_status} if defined $self->{exit_status} || !$self->{pid};
     kill 'QUIT', $self->{pid};
-    my $status;
-    Serow::Test::wait_until(sub {
-        waitpid($self->{pid}, POSIX::WNOHANG()) == $self->{pid} or return 0;
-        $status = $?;
-        return 1;
-    }, STOP_TIMEOUT);
-    if (!defined $status) {
-        # The whole group: a worker would outlive a killed master.
-        kill 'KILL', -$self->{pid};
-        waitpid($self->{pid}, 0);
-        $status = $?;
-    }
-    return $self->{exit_status} = $status;
+    return $self->{exit_status} = wait_for_exit($self->{pid}, STOP_TIMEOUT) // kill_group($self->{pid});
 }
 
 sub DESTROY {
     my ($self) = @_;
     local ($?, $@, $!);
     return unless $self->{pid} && !defined $self->{exit_status} && $self->{owner} == $$;
-    kill 'KILL', -$self->{pid};
-    waitpid($self->{pid}, 0);
+    kill_group($self->{pid});
 }
 
 1;

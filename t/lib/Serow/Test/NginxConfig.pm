@@ -4,7 +4,7 @@ use warnings;
 
 # nginx configurations for Serow, as text: the one the tests put in front of
 # Serow (t/nginx, Serow::Test::Nginx), the one the benchmark uses
-# (bench/bench.pl), and the samples in eg/nginx/ that docs/deployment.md
+# (bench/lib/Serow/Bench/Servers.pm), and the samples in eg/nginx/ that docs/deployment.md
 # shows (t/nginx/config_samples.t checks that those are what site() makes, so
 # the configuration people copy is the one the tests run).
 #
@@ -75,7 +75,9 @@ sub site {
             . $c->('        ', "Keep-alive to the upstream needs HTTP/1.1 and no \"Connection: close\".")
             . "        proxy_http_version 1.1;\n"
             . "        proxy_set_header Connection \"\";\n"
-            . $c->('        ', "For Plack::Middleware::ReverseProxy: the client's address, host and scheme.")
+            . $c->('        ', "For Plack::Middleware::ReverseProxy: the client's address, host and scheme.\n"
+                . "X-Forwarded-For also tells Serow the request is not local: its status page\n"
+                . "and --metrics-path refuse it (docs/status.md).")
             . "        proxy_set_header Host \$host;\n"
             . "        proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for;\n"
             . "        proxy_set_header X-Forwarded-Proto \$scheme;\n"

@@ -16,11 +16,13 @@ use warnings;
 use Exporter 'import';
 use Net::EmptyPort ();
 use Time::HiRes ();
-use Serow::Test qw(start_server find_command);
+use Serow::Test::Common qw(root);
+use Serow::Test::Components qw(find_command);
+use Serow::Test::Server qw(start_server serow_command);
 
 our @EXPORT_OK = qw(reload_under_load);
 
-my $ROOT = Serow::Test::root();
+my $ROOT = root();
 my $APP = "$ROOT/bench/apps/hello.psgi";
 my $LUA = "$ROOT/bench/apps/count-statuses.lua";
 
@@ -90,11 +92,6 @@ sub failed_requests {
     return $n;
 }
 
-sub _serow_command {
-    my ($workers) = @_;
-    return ($^X, "-I$ROOT/blib/lib", "-I$ROOT/blib/arch", "$ROOT/script/serow", '--workers', $workers, $APP);
-}
-
 sub _start_serow {
     my ($workers) = @_;
     my $server = start_server(app_file => $APP, options => ['--workers', $workers]);
@@ -108,18 +105,25 @@ sub _start_under_starter {
     my $start_server = find_command('start_server') or die "no start_server (libserver-starter-perl)\n";
     my $port = Net::EmptyPort::empty_port();
     my $server = start_server(listen => 'none', command => [$start_server, '--port', "127.0.0.1:$port",
-        '--', _serow_command($workers)]);
+        '--', serow_command('--workers', $workers, $APP)]);
     my ($master) = $server->wait_for_log_all(qr/\(master pid (\d+)\)/, 1, RELOAD_WAIT);
     return undef unless $master && Net::EmptyPort::wait_port({ port => $port, max_wait => RELOAD_WAIT });
     return { server => $server, port => $port, master => $master };
 }
 
+# Sends $sig to the server; returns it and a mark of its log from before.
+sub _signal {
+    my ($state, $sig) = @_;
+    my $server = $state->{server};
+    my $mark = $server->log_mark;
+    $server->signal($sig);
+    return ($server, $mark);
+}
+
 # Each returns undef when the reload happened, or what went wrong.
 sub _reload_starter {
     my ($state) = @_;
-    my $server = $state->{server};
-    my $mark = $server->log_mark;
-    $server->signal('HUP');
+    my ($server, $mark) = _signal($state, 'HUP');
     my ($new) = $server->wait_for_log_all(qr/\(master pid (\d+)\)/, 1, RELOAD_WAIT, $mark);
     return 'no new Serow started' unless $new && $new != $state->{master};
     $server->wait_for_log(qr/old worker $state->{master} died, status:0\b/, RELOAD_WAIT, $mark)
@@ -130,9 +134,7 @@ sub _reload_starter {
 
 sub _reload_hup {
     my ($state) = @_;
-    my $server = $state->{server};
-    my $mark = $server->log_mark;
-    $server->signal('HUP');
+    my ($server, $mark) = _signal($state, 'HUP');
     my @new = $server->wait_for_log_all(qr/worker (\d+) started/, $state->{count}, RELOAD_WAIT, $mark);
     return 'not every new worker started' unless @new == $state->{count};
     my $old = join '|', @{ $state->{workers} };
@@ -145,13 +147,10 @@ sub _reload_hup {
 
 sub _reload_ttin_ttou {
     my ($state) = @_;
-    my $server = $state->{server};
-    my $mark = $server->log_mark;
-    $server->signal('TTIN');
+    my ($server, $mark) = _signal($state, 'TTIN');
     my ($added) = $server->wait_for_log_all(qr/worker (\d+) started/, 1, RELOAD_WAIT, $mark)
         or return 'TTIN started no worker';
-    $mark = $server->log_mark;
-    $server->signal('TTOU');
+    (undef, $mark) = _signal($state, 'TTOU');
     $server->wait_for_log(qr/worker $added exited with status 0/, RELOAD_WAIT, $mark)
         or return "TTOU: worker $added did not exit 0";
     return undef;

@@ -18,12 +18,14 @@ use File::Temp ();
 use IO::Handle ();
 use POSIX ();
 use Time::HiRes ();
-use Serow::Test qw(start_server raw_connect raw_request read_response parse_response send_all
-                   wait_until child_pids);
+use Serow::Test::Client qw(raw_connect raw_request read_response parse_response send_all);
+use Serow::Test::Common qw(root);
+use Serow::Test::Process qw(wait_until child_pids all_child_pids is_connection_holder);
+use Serow::Test::Server qw(start_server);
 
 our @EXPORT_OK = qw(soak);
 
-my $ROOT = Serow::Test::root();
+my $ROOT = root();
 
 # A worker may grow by less than this over the soak (after a warm-up).
 use constant MAX_RSS_GROWTH_KB => 1024;
@@ -137,9 +139,9 @@ sub snapshot {
     my %snap;
     my $master = $server->pid;
     my %workers = map { $_ => 1 } child_pids($master);
-    for my $pid ($master, Serow::Test::all_child_pids($master)) {
+    for my $pid ($master, all_child_pids($master)) {
         my $role = $pid == $master ? 'master' : $workers{$pid} ? 'worker'
-                 : Serow::Test::is_connection_holder($pid) ? 'holder' : next;
+                 : is_connection_holder($pid) ? 'holder' : next;
         my $rss = _status_field($pid, 'VmRSS') // next;
         my %kinds;
         for my $fd (glob "/proc/$pid/fd/*") {
@@ -172,7 +174,7 @@ sub _holds_connections {
         $inodes{ $f[9] } = 1 if ($f[1] // '') =~ /:$port\z/ && $f[3] ne '0A';
     }
     my $master = $server->pid;
-    for my $pid ($master, Serow::Test::all_child_pids($master)) {
+    for my $pid ($master, all_child_pids($master)) {
         for my $fd (glob "/proc/$pid/fd/*") {
             my $link = readlink($fd) // next;
             return 1 if $link =~ /\Asocket:\[(\d+)\]\z/ && $inodes{$1};

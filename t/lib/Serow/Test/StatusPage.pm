@@ -8,7 +8,10 @@ use warnings;
 use Exporter 'import';
 use JSON::PP ();
 use Plack::Middleware::SerowStatus ();
-use Serow::Test qw(start_server raw_connect read_response wait_until gate);
+use Serow::Test::Client qw(raw_connect read_response);
+use Serow::Test::Gate qw(gate);
+use Serow::Test::Process qw(wait_until);
+use Serow::Test::Server qw(start_server);
 
 our @EXPORT_OK = qw(server_with_held_request status_json);
 

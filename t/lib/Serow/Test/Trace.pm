@@ -12,9 +12,9 @@ use warnings;
 
 use Exporter 'import';
 use File::Temp ();
-use IO::Select ();
 use POSIX ();
-use Time::HiRes ();
+use Serow::Test::Client qw(read_until_match);
+use Serow::Test::Process qw(child_pids);
 
 our @EXPORT_OK = qw(have_strace worker_pids trace_syscalls mark client_writes);
 
@@ -36,16 +36,9 @@ sub have_strace {
     return !system('strace -V >/dev/null 2>&1');
 }
 
-# The processes whose parent is $pid (a master's workers).
-sub worker_pids {
-    my ($pid) = @_;
-    my @children;
-    for my $task (glob "/proc/$pid/task/*") {
-        open(my $fh, '<', "$task/children") or next;
-        push @children, split ' ', scalar(<$fh>) // '';
-    }
-    return grep { !Serow::Test::is_connection_holder($_) } @children;
-}
+# A master's workers (Serow::Test::Process::child_pids), under the name
+# the tests that trace one know.
+sub worker_pids { child_pids(@_) }
 
 # The calls that write to clients: not the log (fd 2), and not the 8-byte
 # eventfd write with which a worker that becomes busy wakes the connection
@@ -75,14 +68,7 @@ sub trace_syscalls {
         POSIX::_exit(112);
     }
     close $notes_write;
-    my $notes = '';
-    my $sel = IO::Select->new($notes_read);
-    my $deadline = Time::HiRes::time + ATTACH_TIMEOUT;
-    while ($notes !~ /attached/) {
-        my $left = $deadline - Time::HiRes::time;
-        last if $left <= 0 || !$sel->can_read($left);
-        sysread($notes_read, $notes, 4096, length $notes) or last;
-    }
+    my $notes = read_until_match($notes_read, qr/attached/, ATTACH_TIMEOUT);
     if ($notes !~ /attached/) {
         kill 'KILL', $strace;
         waitpid($strace, 0);
