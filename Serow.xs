@@ -102,7 +102,7 @@ static int response_result(pTHX_ int r, SV *bad_header)
 static void note_response_outcome(struct worker_loop *loop)
 {
     uint64_t body_bytes;
-    int status = psgi_response_outcome(&body_bytes);
+    int status = psgi_response_outcome(loop, &body_bytes);
     request_accounting_note_response(loop, status, body_bytes);
 }
 
@@ -136,15 +136,15 @@ static SV *send_array_triple(pTHX_ struct worker_loop *loop, SV *res, int last_o
 static int finish_plain_request(pTHX_ struct worker_loop *loop)
 {
     uint64_t announced, given;
-    if (psgi_response_length_mismatch(&announced, &given) || psgi_response_app_framing_error() ||
-        psgi_env_socket_handle_made())
+    if (psgi_response_length_mismatch(loop, &announced, &given) ||
+        psgi_response_app_framing_error(loop) || psgi_env_socket_handle_made(loop))
         return 0;
     if (serow_loop_has_request(loop)) {
         note_response_outcome(loop);
-        worker_loop_finish_request(loop, psgi_response_keeps_alive());
-        reset_psgi_response();
+        worker_loop_finish_request(loop, psgi_response_keeps_alive(loop));
+        reset_psgi_response(loop);
     }
-    psgi_env_request_done(aTHX);
+    psgi_env_request_done(aTHX_ loop);
     return 1;
 }
 
@@ -433,8 +433,7 @@ loop_length_mismatch(Serow::Loop loop)
   PPCODE:
     /* (announced, given) when the body did not have its Content-Length */
     uint64_t announced, given;
-    PERL_UNUSED_VAR(loop);
-    if (psgi_response_length_mismatch(&announced, &given)) {
+    if (psgi_response_length_mismatch(loop, &announced, &given)) {
         mXPUSHn((NV)announced);
         mXPUSHn((NV)given);
     }
@@ -443,8 +442,7 @@ SV *
 loop_app_framing_error(Serow::Loop loop)
   CODE:
     /* why the chunked framing the app wrote was cut, or undef */
-    PERL_UNUSED_VAR(loop);
-    const char *why = psgi_response_app_framing_error();
+    const char *why = psgi_response_app_framing_error(loop);
     RETVAL = why ? newSVpv(why, 0) : &PL_sv_undef;
   OUTPUT:
     RETVAL
@@ -452,16 +450,14 @@ loop_app_framing_error(Serow::Loop loop)
 int
 loop_socket_handle_made(Serow::Loop loop)
   CODE:
-    PERL_UNUSED_VAR(loop);
-    RETVAL = psgi_env_socket_handle_made();
+    RETVAL = psgi_env_socket_handle_made(loop);
   OUTPUT:
     RETVAL
 
 SV *
 loop_take_socket_handle(Serow::Loop loop)
   CODE:
-    PERL_UNUSED_VAR(loop);
-    RETVAL = psgi_env_take_socket_handle(aTHX);
+    RETVAL = psgi_env_take_socket_handle(aTHX_ loop);
     if (RETVAL == NULL)
         RETVAL = &PL_sv_undef;
   OUTPUT:
@@ -484,10 +480,10 @@ void
 loop_finish_request(Serow::Loop loop)
   CODE:
     note_response_outcome(loop);
-    serow_socket_back_to_server();
-    worker_loop_finish_request(loop, psgi_response_keeps_alive());
-    reset_psgi_response();
-    psgi_env_request_done(aTHX);
+    serow_socket_back_to_server(loop);
+    worker_loop_finish_request(loop, psgi_response_keeps_alive(loop));
+    reset_psgi_response(loop);
+    psgi_env_request_done(aTHX_ loop);
 
 int
 loop_finish_plain_request(Serow::Loop loop)
@@ -502,18 +498,18 @@ void
 loop_fail_request(Serow::Loop loop, int status)
   CODE:
     note_response_outcome(loop);
-    serow_socket_back_to_server();
+    serow_socket_back_to_server(loop);
     worker_loop_fail_request(loop, status);
-    reset_psgi_response();
-    psgi_env_request_done(aTHX);
+    reset_psgi_response(loop);
+    psgi_env_request_done(aTHX_ loop);
 
 void
 loop_release_current(Serow::Loop loop)
   CODE:
     note_response_outcome(loop);
     worker_loop_release_current(loop);
-    reset_psgi_response();
-    psgi_env_request_done(aTHX);
+    reset_psgi_response(loop);
+    psgi_env_request_done(aTHX_ loop);
 
 void
 loop_open_access_log(Serow::Loop loop, SV *path, int fd)

@@ -254,7 +254,7 @@ static SV *filled_body_input(pTHX_ struct worker_loop *loop)
      * worker would find no body left to read). */
     if (PerlIO_seek(IoIFP(GvIO(gv)), 0, SEEK_SET) != 0)
         return NULL;
-    size_t len = (size_t)loop->head.content_length, got = 0;
+    size_t len = (size_t)loop->request.head.content_length, got = 0;
     SV *scalar = body_input_scalar;
     sv_setpvs(scalar, "");
     char *p = SvGROW(scalar, len + 1);
@@ -772,12 +772,11 @@ static void set_decoded_path(pTHX_ SV *sv, const char *path, size_t len)
  * also tells the worker whether the app may have used the socket itself.
  */
 
-static struct {
-    IV serial;       /* the request whose env is out; 0 between requests */
-    int fd;          /* its connection */
-    SV *handle;      /* the handle made for it, if the app asked */
-    int lent;        /* the connection is blocking, for the app's handle */
-} socket_state;
+/* The lending of the request whose env is out (its loop's
+ * request.socket: the getter has no loop to ask), set by each build; and
+ * the serial of the last env built.  Per process: neither is the state of
+ * a request. */
+static struct serow_socket_lending *lending;
 static IV env_serial;
 static SV *socket_opener; /* Perl code: fd -> handle (a dup) or undef */
 
@@ -829,20 +828,21 @@ static int socket_handle_get(pTHX_ SV *sv, MAGIC *mg)
         return 0; /* resolved: sv holds the handle */
     mg->mg_private = 1;
     IV serial = SvIOKp(sv) ? SvIVX(sv) : 0;
-    if (serial == 0 || serial != socket_state.serial) {
+    struct serow_socket_lending *sock = lending;
+    if (serial == 0 || sock == NULL || serial != sock->serial) {
         sv_setsv(sv, &PL_sv_undef);
         return 0;
     }
-    if (socket_state.handle == NULL) {
-        socket_state.handle = open_socket_handle(aTHX_ socket_state.fd);
+    if (sock->handle == NULL) {
+        sock->handle = open_socket_handle(aTHX_ sock->fd);
         /* The handle is blocking, as Starman's is: an app written for it (a
          * WebSocket handler's plain sysread and print) would otherwise fail
          * with EAGAIN.  The duplicate shares the server's file description,
          * O_NONBLOCK included: serow_socket_back_to_server undoes it. */
-        if (socket_state.handle && set_nonblocking(socket_state.fd, 0) == 0)
-            socket_state.lent = 1;
+        if (sock->handle && set_nonblocking(sock->fd, 0) == 0)
+            sock->lent = 1;
     }
-    sv_setsv(sv, socket_state.handle ? socket_state.handle : &PL_sv_undef);
+    sv_setsv(sv, sock->handle ? sock->handle : &PL_sv_undef);
     return 0;
 }
 
@@ -850,23 +850,24 @@ static const MGVTBL socket_handle_vtbl = {socket_handle_get, NULL, NULL, NULL, N
                                           NULL, NULL, NULL};
 
 /* The connection's socket is the next request's; returns its serial. */
-static IV start_socket_state(pTHX_ int fd)
+static IV start_socket_lending(pTHX_ struct serow_socket_lending *sock, int fd)
 {
-    socket_state.serial = ++env_serial;
-    socket_state.fd = fd;
-    if (socket_state.handle) {
-        SvREFCNT_dec(socket_state.handle);
-        socket_state.handle = NULL;
+    lending = sock;
+    sock->serial = ++env_serial;
+    sock->fd = fd;
+    if (sock->handle) {
+        SvREFCNT_dec(sock->handle);
+        sock->handle = NULL;
     }
-    return socket_state.serial;
+    return sock->serial;
 }
 
 /* psgix.io for the request on fd: the kept value (made unresolved again by
  * psgi_env_retire) or a new one. */
-static void set_socket_handle(pTHX_ HV *env, int fd)
+static void set_socket_handle(pTHX_ HV *env, struct serow_socket_lending *sock, int fd)
 {
     struct env_slot *slot = &request_slots[KEY_PSGIX_IO];
-    IV serial = start_socket_state(aTHX_ fd);
+    IV serial = start_socket_lending(aTHX_ sock, fd);
     if (slot->kept != NULL) {
         sv_setiv(slot_value(aTHX_ env, slot), serial);
         return;
@@ -876,35 +877,38 @@ static void set_socket_handle(pTHX_ HV *env, int fd)
     store_new(aTHX_ env, slot, sv);
 }
 
-void serow_socket_back_to_server(void)
+void serow_socket_back_to_server(struct worker_loop *loop)
 {
-    if (socket_state.lent && socket_state.serial != 0) {
-        set_nonblocking(socket_state.fd, 1);
-        socket_state.lent = 0;
+    struct serow_socket_lending *sock = &loop->request.socket;
+    if (sock->lent && sock->serial != 0) {
+        set_nonblocking(sock->fd, 1);
+        sock->lent = 0;
     }
 }
 
-int psgi_env_socket_handle_made(void)
+int psgi_env_socket_handle_made(const struct worker_loop *loop)
 {
-    return socket_state.handle != NULL;
+    return loop->request.socket.handle != NULL;
 }
 
-SV *psgi_env_take_socket_handle(pTHX)
+SV *psgi_env_take_socket_handle(pTHX_ struct worker_loop *loop)
 {
-    SV *handle = socket_state.handle;
-    socket_state.handle = NULL;
+    SV *handle = loop->request.socket.handle;
+    loop->request.socket.handle = NULL;
     return handle;
 }
 
-void psgi_env_request_done(pTHX)
+void psgi_env_request_done(pTHX_ struct worker_loop *loop)
 {
+    struct serow_socket_lending *sock = &loop->request.socket;
     /* (a connection that is over, or the app's now: left as it is) */
-    socket_state.lent = 0;
-    socket_state.serial = 0;
-    if (socket_state.handle) {
-        SvREFCNT_dec(socket_state.handle);
-        socket_state.handle = NULL;
+    sock->lent = 0;
+    sock->serial = 0;
+    if (sock->handle) {
+        SvREFCNT_dec(sock->handle);
+        sock->handle = NULL;
     }
+    lending = NULL;
 }
 
 /* Most names fit in a buffer on the stack; a longer one (the parser takes
@@ -961,8 +965,8 @@ static void store_header(pTHX_ HV *env, const struct http_header *h)
 
 HV *build_psgi_env(pTHX_ struct worker_loop *loop)
 {
-    struct connection *conn = loop->current;
-    const struct http_request_head *head = &loop->head;
+    struct connection *conn = loop->request.conn;
+    const struct http_request_head *head = &loop->request.head;
     const struct listener *listener = &loop->listeners[conn->listener_index];
     HV *env;
 
@@ -1018,7 +1022,7 @@ HV *build_psgi_env(pTHX_ struct worker_loop *loop)
     set_key_bytes(aTHX_ env, KEY_REMOTE_ADDR, conn->remote_addr, strlen(conn->remote_addr));
     set_integer(aTHX_ slot_value(aTHX_ env, &request_slots[KEY_REMOTE_PORT]), conn->remote_port);
 
-    set_socket_handle(aTHX_ env, conn->fd);
+    set_socket_handle(aTHX_ env, &loop->request.socket, conn->fd);
     struct env_slot *cleanup = &request_slots[KEY_PSGIX_CLEANUP_HANDLERS];
     if (cleanup->kept != NULL) /* emptied by psgi_env_retire */
         (void)slot_value(aTHX_ env, cleanup);

@@ -32,7 +32,7 @@ void psgi_env_set_body_input(pTHX_ SV *handle, size_t max);
 int psgi_env_has_body_input(void);
 
 /*
- * The env for loop->current: the template's keys plus the request's own,
+ * The env for loop->request.conn: the template's keys plus the request's own,
  * psgix.io included (made on first use), an empty psgix.cleanup.handlers
  * and, without a body, the empty psgi.input while that handle is open;
  * with a small body all buffered, the body handle filled with it (the body
@@ -58,16 +58,16 @@ void psgi_env_set_socket_opener(pTHX_ SV *code);
 /* The server is about to use the current connection again (a response, an
  * error, the end of the request): when the app's psgix.io made it blocking,
  * it is made non-blocking again, as the worker loop's I/O and timeouts need. */
-void serow_socket_back_to_server(void);
+void serow_socket_back_to_server(struct worker_loop *loop);
 
 /* Whether the app of the current request read psgix.io. */
-int psgi_env_socket_handle_made(void);
+int psgi_env_socket_handle_made(const struct worker_loop *loop);
 
 /* The psgix.io handle of the current request (a new reference the caller
  * owns), or NULL when the app did not read psgix.io. */
-SV *psgi_env_take_socket_handle(pTHX);
+SV *psgi_env_take_socket_handle(pTHX_ struct worker_loop *loop);
 
 /* The current request is over: its env's psgix.io can no longer be made. */
-void psgi_env_request_done(pTHX);
+void psgi_env_request_done(pTHX_ struct worker_loop *loop);
 
 #endif

@@ -26,23 +26,11 @@
  * writevs of IOV_MAX parts, without a copy. */
 #define COALESCE_MAX_BYTES (4 * 1024 * 1024)
 
-/* One response at a time per worker: its framing and what has gone out. */
-static struct {
-    int active;
-    int status;
-    struct response_framing framing;
-    uint64_t body_given;  /* body bytes the app gave */
-    uint64_t body_sent;   /* body bytes sent: never more than a Content-Length */
-    int failed;
-    char *head;           /* formatted head not yet written: it goes out with */
-    size_t head_len;      /* the first body bytes, in the same writev */
-    size_t head_size;
-    /* A body the app framed itself (framing.app_chunked): read with the
-     * request parser's decoder as it goes out. */
-    struct chunked_decoder app_chunks;
-    int app_chunks_done;          /* its last chunk and trailer section have gone */
-    const char *app_framing_error; /* why the rest of it was dropped; NULL: none */
-} response;
+/* The head of the response in progress is formatted here; the buffer
+ * outlives the request (a per-process cache, grown to the largest head),
+ * the bytes waiting in it are the request's (response->head_len). */
+static char *head_buffer;
+static size_t head_buffer_size;
 
 /* The iovecs of an array body (the head in [0]), grown to the most parts
  * seen, and kept for the next response up to KEPT_IOVECS. */
@@ -50,14 +38,15 @@ static struct {
 static struct iovec *body_iov;
 static size_t body_iov_size;
 
-void reset_psgi_response(void)
+void reset_psgi_response(struct worker_loop *loop)
 {
-    response.active = 0;
-    response.head_len = 0;
-    response.body_given = 0;
-    response.body_sent = 0;
-    response.failed = 0;
-    response.app_framing_error = NULL;
+    struct serow_response *response = &loop->request.response;
+    response->active = 0;
+    response->head_len = 0;
+    response->body_given = 0;
+    response->body_sent = 0;
+    response->failed = 0;
+    response->app_framing_error = NULL;
 }
 
 const char *psgi_bytes(pTHX_ SV *sv, STRLEN *len)
@@ -271,23 +260,24 @@ static int flush_head(struct worker_loop *loop, int more_follows);
  * them or the end of the last chunk. */
 static int send_app_chunks(struct worker_loop *loop, const char *data, size_t len)
 {
+    struct serow_response *response = &loop->request.response;
     char block[APP_CHUNKS_BLOCK];
-    response.body_given += len;
-    while (len > 0 && response.app_framing_error == NULL) {
+    response->body_given += len;
+    while (len > 0 && response->app_framing_error == NULL) {
         size_t n = len < APP_CHUNKS_BLOCK ? len : APP_CHUNKS_BLOCK, decoded;
-        size_t valid = read_app_chunks(&response.app_chunks, &response.app_chunks_done, data, n,
-                                       block, &decoded, &response.app_framing_error);
+        size_t valid = read_app_chunks(&response->app_chunks, &response->app_chunks_done, data, n,
+                                       block, &decoded, &response->app_framing_error);
         struct iovec iov[2];
         int count = 0;
-        if (response.head_len) {
-            iov[count].iov_base = response.head;
-            iov[count++].iov_len = response.head_len;
+        if (response->head_len) {
+            iov[count].iov_base = head_buffer;
+            iov[count++].iov_len = response->head_len;
         }
-        iov[count].iov_base = response.framing.decode_app_chunks ? block : (char *)data;
-        iov[count].iov_len = response.framing.decode_app_chunks ? decoded : valid;
+        iov[count].iov_base = response->framing.decode_app_chunks ? block : (char *)data;
+        iov[count].iov_len = response->framing.decode_app_chunks ? decoded : valid;
         if (iov[count].iov_len > 0) {
-            response.body_sent += iov[count++].iov_len;
-            response.head_len = 0;
+            response->body_sent += iov[count++].iov_len;
+            response->head_len = 0;
             int r = write_all(loop, iov, count);
             if (r != RESPONSE_OK)
                 return r;
@@ -299,24 +289,25 @@ static int send_app_chunks(struct worker_loop *loop, const char *data, size_t le
 }
 
 /* The app's body has ended: one that stopped before its last chunk is cut. */
-static void end_app_chunks(void)
+static void end_app_chunks(struct serow_response *response)
 {
-    if (response.framing.app_chunked && !response.app_chunks_done &&
-        response.app_framing_error == NULL)
-        response.app_framing_error = "ends before its last chunk";
+    if (response->framing.app_chunked && !response->app_chunks_done &&
+        response->app_framing_error == NULL)
+        response->app_framing_error = "ends before its last chunk";
 }
 
-/* Plans and formats the head into response.head.  parts: the whole body
+/* Plans and formats the head into head_buffer.  parts: the whole body
  * when it is known (an array), else NULL. */
 static int prepare_head(pTHX_ struct worker_loop *loop, SV *status_sv, SV *headers,
                         int length_known, uint64_t length, const struct iovec *parts,
                         size_t num_parts, SV **bad_header)
 {
+    struct serow_response *response = &loop->request.response;
     struct header_list list;
     struct response_facts facts;
     size_t bad_index = 0;
 
-    reset_psgi_response();
+    reset_psgi_response(loop);
     facts.status = status_of(aTHX_ status_sv);
     /* 1xx are interim: a client would wait on for the final response.
      * Only 101 ends the exchange (the connection then leaves HTTP). */
@@ -325,13 +316,13 @@ static int prepare_head(pTHX_ struct worker_loop *loop, SV *status_sv, SV *heade
     int r = collect_headers(aTHX_ headers, &list, bad_header);
     if (r != RESPONSE_OK)
         return r;
-    facts.is_head_request = loop->head.method_len == 4 && memcmp(loop->head.method, "HEAD", 4) == 0;
-    facts.minor_version = loop->head.minor_version;
+    facts.is_head_request = loop->request.head.method_len == 4 && memcmp(loop->request.head.method, "HEAD", 4) == 0;
+    facts.minor_version = loop->request.head.minor_version;
     facts.may_keep_alive = worker_loop_may_keep_alive(loop);
     facts.body_length_known = length_known;
     facts.body_length = length;
 
-    r = plan_response(&facts, list.items, list.count, &response.framing, &bad_index);
+    r = plan_response(&facts, list.items, list.count, &response->framing, &bad_index);
     if (r != RESPONSE_OK) {
         if (bad_header && bad_index < list.count)
             *bad_header = newSVpvn(list.items[bad_index].name, list.items[bad_index].name_len);
@@ -340,36 +331,37 @@ static int prepare_head(pTHX_ struct worker_loop *loop, SV *status_sv, SV *heade
     }
     /* After a 101 the bytes are no longer HTTP: no next request to read. */
     if (facts.status == 101)
-        response.framing.keep_alive = 0;
-    if (response.framing.app_chunked) {
-        chunked_decoder_init(&response.app_chunks);
-        response.app_chunks_done = 0;
+        response->framing.keep_alive = 0;
+    if (response->framing.app_chunked) {
+        chunked_decoder_init(&response->app_chunks);
+        response->app_chunks_done = 0;
         if (parts && !app_chunks_valid(parts, num_parts))
-            response.framing.keep_alive = 0;
+            response->framing.keep_alive = 0;
     }
     size_t need = response_head_size(list.items, list.count);
-    if (need > response.head_size) {
-        char *grown = realloc(response.head, need);
+    if (need > head_buffer_size) {
+        char *grown = realloc(head_buffer, need);
         if (grown == NULL) {
             free_header_list(&list);
             return RESPONSE_CLIENT_GONE;
         }
-        response.head = grown;
-        response.head_size = need;
+        head_buffer = grown;
+        head_buffer_size = need;
     }
-    response.head_len = format_response_head(response.head, &facts, list.items, list.count,
-                                             &response.framing);
+    response->head_len = format_response_head(head_buffer, &facts, list.items, list.count,
+                                             &response->framing);
     free_header_list(&list);
-    response.status = facts.status;
-    response.active = 1;
-    serow_socket_back_to_server();
+    response->status = facts.status;
+    response->active = 1;
+    serow_socket_back_to_server(loop);
     return RESPONSE_OK;
 }
 
 static int write_all(struct worker_loop *loop, struct iovec *iov, int count)
 {
+    struct serow_response *response = &loop->request.response;
     if (worker_loop_write(loop, iov, count) != 0) {
-        response.failed = 1;
+        response->failed = 1;
         return RESPONSE_CLIENT_GONE;
     }
     return RESPONSE_OK;
@@ -378,12 +370,12 @@ static int write_all(struct worker_loop *loop, struct iovec *iov, int count)
 /* How much of len more body bytes may go out: all of them, unless that
  * would pass the Content-Length announced (the rest is dropped, and the
  * connection closes after the response: see psgi_response_keeps_alive). */
-static size_t allowed_body_bytes(size_t len)
+static size_t allowed_body_bytes(struct serow_response *response, size_t len)
 {
-    response.body_given += len;
-    if (!response.framing.has_content_length)
+    response->body_given += len;
+    if (!response->framing.has_content_length)
         return len;
-    uint64_t room = response.framing.content_length - response.body_sent;
+    uint64_t room = response->framing.content_length - response->body_sent;
     return (uint64_t)len > room ? (size_t)room : len;
 }
 
@@ -439,11 +431,12 @@ static int write_head_and_parts(struct worker_loop *loop, struct iovec *iov, siz
 int send_psgi_response(pTHX_ struct worker_loop *loop, SV *status, SV *headers, AV *body,
                        SV **bad_header)
 {
+    struct serow_response *response = &loop->request.response;
     SSize_t parts = av_len(body) + 1;
     size_t count = 1; /* iov[0] is the head */
     uint64_t length = 0;
 
-    if (response.active || loop->response_started)
+    if (response->active || loop->request.response_started)
         return RESPONSE_TOO_LATE;
     if (grow_body_iov((size_t)parts + 1) != 0)
         return RESPONSE_CLIENT_GONE;
@@ -470,31 +463,31 @@ int send_psgi_response(pTHX_ struct worker_loop *loop, SV *status, SV *headers, 
                          bad_header);
     if (r != RESPONSE_OK)
         return r;
-    if (response.framing.app_chunked) {
+    if (response->framing.app_chunked) {
         for (size_t i = 1; i < count && r == RESPONSE_OK; i++)
             r = send_app_chunks(loop, body_iov[i].iov_base, body_iov[i].iov_len);
-        end_app_chunks();
+        end_app_chunks(response);
         release_body_iov();
         return r == RESPONSE_OK ? flush_head(loop, 0) : r;
     }
-    if (!response.framing.body_allowed) {
+    if (!response->framing.body_allowed) {
         count = 1;
     } else {
         /* Never more than the Content-Length announced. */
-        size_t allowed = (size_t)allowed_body_bytes((size_t)length);
+        size_t allowed = (size_t)allowed_body_bytes(response, (size_t)length);
         size_t kept = 1;
         while (kept < count && allowed > 0) {
             if (body_iov[kept].iov_len > allowed)
                 body_iov[kept].iov_len = allowed;
             allowed -= body_iov[kept].iov_len;
-            response.body_sent += body_iov[kept].iov_len;
+            response->body_sent += body_iov[kept].iov_len;
             kept++;
         }
         count = kept;
     }
-    body_iov[0].iov_base = response.head;
-    body_iov[0].iov_len = response.head_len;
-    response.head_len = 0;
+    body_iov[0].iov_base = head_buffer;
+    body_iov[0].iov_len = response->head_len;
+    response->head_len = 0;
     r = write_head_and_parts(loop, body_iov, count);
     release_body_iov();
     return r;
@@ -503,7 +496,8 @@ int send_psgi_response(pTHX_ struct worker_loop *loop, SV *status, SV *headers, 
 int start_psgi_response(pTHX_ struct worker_loop *loop, SV *status, SV *headers,
                         int64_t length, SV **bad_header)
 {
-    if (response.active || loop->response_started)
+    struct serow_response *response = &loop->request.response;
+    if (response->active || loop->request.response_started)
         return RESPONSE_TOO_LATE;
     return prepare_head(aTHX_ loop, status, headers, length >= 0,
                         length >= 0 ? (uint64_t)length : 0, NULL, 0, bad_header);
@@ -511,47 +505,49 @@ int start_psgi_response(pTHX_ struct worker_loop *loop, SV *status, SV *headers,
 
 int write_psgi_body(pTHX_ struct worker_loop *loop, const char *data, size_t len)
 {
+    struct serow_response *response = &loop->request.response;
     struct iovec iov[4];
     int count = 0;
     char size_line[24];
 
-    if (!response.active || response.failed)
+    if (!response->active || response->failed)
         return RESPONSE_CLIENT_GONE;
-    if (!response.framing.body_allowed || len == 0)
+    if (!response->framing.body_allowed || len == 0)
         return RESPONSE_OK; /* HEAD, 204, 304: the body is dropped; "" would end a chunked body */
-    if (response.framing.app_chunked)
+    if (response->framing.app_chunked)
         return send_app_chunks(loop, data, len);
-    len = allowed_body_bytes(len);
+    len = allowed_body_bytes(response, len);
     if (len == 0)
         return RESPONSE_OK;
-    if (response.head_len) {
-        iov[count].iov_base = response.head;
-        iov[count++].iov_len = response.head_len;
+    if (response->head_len) {
+        iov[count].iov_base = head_buffer;
+        iov[count++].iov_len = response->head_len;
     }
-    if (response.framing.chunked) {
+    if (response->framing.chunked) {
         iov[count].iov_base = size_line;
         iov[count++].iov_len = format_chunk_size(size_line, len);
     }
     iov[count].iov_base = (void *)data;
     iov[count++].iov_len = len;
-    if (response.framing.chunked) {
+    if (response->framing.chunked) {
         iov[count].iov_base = (void *)CHUNK_END;
         iov[count++].iov_len = 2;
     }
-    response.head_len = 0;
-    response.body_sent += len;
+    response->head_len = 0;
+    response->body_sent += len;
     return write_all(loop, iov, count);
 }
 
 static int flush_head(struct worker_loop *loop, int more_follows)
 {
-    if (response.head_len == 0)
+    struct serow_response *response = &loop->request.response;
+    if (response->head_len == 0)
         return RESPONSE_OK;
-    struct iovec iov = {response.head, response.head_len};
-    response.head_len = 0;
+    struct iovec iov = {head_buffer, response->head_len};
+    response->head_len = 0;
     if (more_follows) {
         /* MSG_MORE: the head waits for the file's first bytes, one packet. */
-        ssize_t n = send(loop->current->fd, iov.iov_base, iov.iov_len, MSG_MORE | MSG_NOSIGNAL);
+        ssize_t n = send(loop->request.conn->fd, iov.iov_base, iov.iov_len, MSG_MORE | MSG_NOSIGNAL);
         if (n == (ssize_t)iov.iov_len)
             return RESPONSE_OK;
         if (n > 0) {
@@ -566,14 +562,15 @@ static int flush_head(struct worker_loop *loop, int more_follows)
  * sendfile, since each byte is checked (see send_app_chunks). */
 static int send_file_app_chunks(struct worker_loop *loop, int fd, uint64_t offset, uint64_t len)
 {
+    struct serow_response *response = &loop->request.response;
     char data[APP_CHUNKS_BLOCK];
-    while (len > 0 && response.app_framing_error == NULL) {
+    while (len > 0 && response->app_framing_error == NULL) {
         ssize_t n = pread(fd, data, len < sizeof(data) ? (size_t)len : sizeof(data), (off_t)offset);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {
             /* as when sendfile finds the file shorter than it said */
-            response.failed = 1;
+            response->failed = 1;
             return RESPONSE_CLIENT_GONE;
         }
         int r = send_app_chunks(loop, data, (size_t)n);
@@ -587,35 +584,36 @@ static int send_file_app_chunks(struct worker_loop *loop, int fd, uint64_t offse
 
 int sendfile_psgi_body(pTHX_ struct worker_loop *loop, int fd, uint64_t offset, uint64_t len)
 {
-    if (!response.active || response.failed || loop->current == NULL)
+    struct serow_response *response = &loop->request.response;
+    if (!response->active || response->failed || loop->request.conn == NULL)
         return RESPONSE_CLIENT_GONE;
-    if (!response.framing.body_allowed || len == 0)
+    if (!response->framing.body_allowed || len == 0)
         return RESPONSE_OK;
-    if (response.framing.app_chunked)
+    if (response->framing.app_chunked)
         return send_file_app_chunks(loop, fd, offset, len);
-    response.body_given += len;
-    if (response.framing.has_content_length &&
-        len > response.framing.content_length - response.body_sent)
-        len = response.framing.content_length - response.body_sent;
+    response->body_given += len;
+    if (response->framing.has_content_length &&
+        len > response->framing.content_length - response->body_sent)
+        len = response->framing.content_length - response->body_sent;
     if (len == 0)
         return RESPONSE_OK;
     int r;
-    if (response.framing.chunked) {
+    if (response->framing.chunked) {
         char size_line[24];
-        struct iovec iov[2] = {{response.head, response.head_len},
+        struct iovec iov[2] = {{head_buffer, response->head_len},
                                {size_line, format_chunk_size(size_line, (size_t)len)}};
-        response.head_len = 0;
+        response->head_len = 0;
         if ((r = write_all(loop, iov, 2)) != RESPONSE_OK)
             return r;
     } else if ((r = flush_head(loop, 1)) != RESPONSE_OK) {
         return r;
     }
     if (worker_loop_sendfile(loop, fd, offset, len) != 0) {
-        response.failed = 1;
+        response->failed = 1;
         return RESPONSE_CLIENT_GONE;
     }
-    response.body_sent += len;
-    if (response.framing.chunked) {
+    response->body_sent += len;
+    if (response->framing.chunked) {
         struct iovec end = {(void *)CHUNK_END, 2};
         return write_all(loop, &end, 1);
     }
@@ -624,69 +622,76 @@ int sendfile_psgi_body(pTHX_ struct worker_loop *loop, int fd, uint64_t offset, 
 
 int finish_psgi_body(pTHX_ struct worker_loop *loop)
 {
-    if (!response.active || response.failed)
+    struct serow_response *response = &loop->request.response;
+    if (!response->active || response->failed)
         return RESPONSE_CLIENT_GONE;
-    if (response.framing.chunked && response.framing.body_allowed) {
+    if (response->framing.chunked && response->framing.body_allowed) {
         struct iovec iov[2];
         int count = 0;
-        if (response.head_len) {
-            iov[count].iov_base = response.head;
-            iov[count++].iov_len = response.head_len;
+        if (response->head_len) {
+            iov[count].iov_base = head_buffer;
+            iov[count++].iov_len = response->head_len;
         }
         iov[count].iov_base = (void *)LAST_CHUNK;
         iov[count++].iov_len = sizeof(LAST_CHUNK) - 1;
-        response.head_len = 0;
+        response->head_len = 0;
         return write_all(loop, iov, count);
     }
-    end_app_chunks();
+    end_app_chunks(response);
     return flush_head(loop, 0);
 }
 
-int psgi_response_length_mismatch(uint64_t *announced, uint64_t *given)
+int psgi_response_length_mismatch(const struct worker_loop *loop, uint64_t *announced,
+                                  uint64_t *given)
 {
-    if (!response.active || !response.framing.body_allowed ||
-        !response.framing.has_content_length ||
-        response.body_given == response.framing.content_length)
+    const struct serow_response *response = &loop->request.response;
+    if (!response->active || !response->framing.body_allowed ||
+        !response->framing.has_content_length ||
+        response->body_given == response->framing.content_length)
         return 0;
-    *announced = response.framing.content_length;
-    *given = response.body_given;
+    *announced = response->framing.content_length;
+    *given = response->body_given;
     return 1;
 }
 
-const char *psgi_response_app_framing_error(void)
+const char *psgi_response_app_framing_error(const struct worker_loop *loop)
 {
-    return response.active ? response.app_framing_error : NULL;
+    const struct serow_response *response = &loop->request.response;
+    return response->active ? response->app_framing_error : NULL;
 }
 
-int psgi_response_outcome(uint64_t *body_bytes)
+int psgi_response_outcome(const struct worker_loop *loop, uint64_t *body_bytes)
 {
-    *body_bytes = response.active ? response.body_sent : 0;
-    return response.active ? response.status : 0;
+    const struct serow_response *response = &loop->request.response;
+    *body_bytes = response->active ? response->body_sent : 0;
+    return response->active ? response->status : 0;
 }
 
-int psgi_response_keeps_alive(void)
+int psgi_response_keeps_alive(const struct worker_loop *loop)
 {
+    const struct serow_response *response = &loop->request.response;
     uint64_t announced, given;
-    if (!response.active || response.failed || !response.framing.keep_alive)
+    if (!response->active || response->failed || !response->framing.keep_alive)
         return 0;
     /* A body shorter or longer than its Content-Length, or chunked framing
      * of the app's that broke or ended early, desynchronises the connection:
      * close it rather than let the next response be misread. */
-    return !psgi_response_length_mismatch(&announced, &given) &&
-           response.app_framing_error == NULL;
+    return !psgi_response_length_mismatch(loop, &announced, &given) &&
+           response->app_framing_error == NULL;
 }
 
 int send_informational_response(pTHX_ struct worker_loop *loop, SV *status_sv, SV *headers,
                                 SV **bad_header)
 {
+    struct serow_response *response = &loop->request.response;
     struct header_list list;
     size_t bad_index = 0;
     int status = status_of(aTHX_ status_sv);
     if (status < 100 || status > 199 || status == 101)
         return RESPONSE_BAD_STATUS;
-    if (response.active || loop->response_started)
+    if (response->active || loop->request.response_started)
         return RESPONSE_TOO_LATE;
-    if (loop->head.minor_version == 0)
+    if (loop->request.head.minor_version == 0)
         return RESPONSE_OK; /* HTTP/1.0 clients do not expect 1xx responses */
     int r = collect_headers(aTHX_ headers, &list, bad_header);
     if (r != RESPONSE_OK)
@@ -707,13 +712,13 @@ int send_informational_response(pTHX_ struct worker_loop *loop, SV *status_sv, S
     }
     /* keep_alive=1 so that no Connection header is added to a 1xx */
     framing.keep_alive = 1;
-    serow_socket_back_to_server();
+    serow_socket_back_to_server(loop);
     size_t n = format_response_head(buffer, &facts, list.items, list.count, &framing);
     free_header_list(&list);
     struct iovec iov = {buffer, n};
     r = worker_loop_write(loop, &iov, 1) == 0 ? RESPONSE_OK : RESPONSE_CLIENT_GONE;
     /* The final response has not started: a 1xx does not count. */
-    loop->response_started = 0;
+    loop->request.response_started = 0;
     free(buffer);
     return r;
 }

@@ -17,13 +17,13 @@ void request_accounting_end(struct worker_loop *loop, struct connection *conn, i
 {
     if (loop->slot)
         request_metrics_count(&loop->slot->counters, status,
-                              served ? metrics_clock_ns() - loop->request_started_ns : 0);
+                              served ? metrics_clock_ns() - loop->request.started_ns : 0);
     if (loop->access_log == NULL)
         return;
     struct access_log_entry e = {.remote_addr = conn->remote_addr, .status = status,
                                  .body_bytes = body_bytes};
     if (served) {
-        const struct access_log_request *r = &loop->log_request;
+        const struct access_log_request *r = &loop->request.log_request;
         e.request_line = conn->buffer + r->line_offset;
         e.request_line_len = r->line_len;
         if (r->referer_len != SIZE_MAX) {
@@ -34,8 +34,8 @@ void request_accounting_end(struct worker_loop *loop, struct connection *conn, i
             e.user_agent = conn->buffer + r->agent_offset;
             e.user_agent_len = r->agent_len;
         }
-        e.remote_user = loop->remote_user;
-        e.remote_user_len = loop->remote_user_len;
+        e.remote_user = loop->request.remote_user;
+        e.remote_user_len = loop->request.remote_user_len;
     } else {
         e.request_line = access_log_raw_request_line(conn->buffer, conn->buffer_len,
                                                      &e.request_line_len);
@@ -46,24 +46,24 @@ void request_accounting_end(struct worker_loop *loop, struct connection *conn, i
 /* Once the head is complete and the request goes to the app. */
 void request_accounting_start(struct worker_loop *loop, struct connection *conn)
 {
-    loop->request_started_ns = metrics_clock_ns();
-    loop->response_status = 0;
-    loop->response_body_bytes = 0;
-    loop->remote_user_len = 0;
+    loop->request.started_ns = metrics_clock_ns();
+    loop->request.status = 0;
+    loop->request.body_bytes = 0;
+    loop->request.remote_user_len = 0;
     if (loop->access_log)
-        access_log_note_request(&loop->log_request, conn->buffer, &loop->head);
+        access_log_note_request(&loop->request.log_request, conn->buffer, &loop->request.head);
 }
 
 void request_accounting_note_response(struct worker_loop *loop, int status, uint64_t body_bytes)
 {
-    loop->response_status = status;
-    loop->response_body_bytes = body_bytes;
+    loop->request.status = status;
+    loop->request.body_bytes = body_bytes;
 }
 
 void request_accounting_note_remote_user(struct worker_loop *loop, const char *user, size_t len)
 {
-    if (len > sizeof(loop->remote_user))
-        len = sizeof(loop->remote_user);
-    memcpy(loop->remote_user, user, len);
-    loop->remote_user_len = len;
+    if (len > sizeof(loop->request.remote_user))
+        len = sizeof(loop->request.remote_user);
+    memcpy(loop->request.remote_user, user, len);
+    loop->request.remote_user_len = len;
 }

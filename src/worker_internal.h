@@ -51,6 +51,7 @@
 #include "connection.h"
 #include "connection_transfer.h"
 #include "http_parser.h"
+#include "request.h"
 #include "shared_state.h"
 #include "worker_loop.h"
 
@@ -141,32 +142,16 @@ struct worker_loop {
     uint32_t *free_slots;
     uint32_t free_slot_count;
 
-    /* the request being answered */
-    struct connection *current;
-    struct http_request_head head;
-    struct http_header *headers; /* sized once from the limits */
+    /* The request being answered: all of its state, in one place
+     * (request.h).  headers is the array its head's fields are parsed
+     * into, sized once from the limits. */
+    struct serow_request request;
+    struct http_header *headers;
     size_t headers_capacity;
-    size_t head_len;
-    uint64_t body_remaining;     /* Content-Length bytes not yet read */
-    uint64_t body_received;      /* decoded body bytes handed out */
-    double body_started;         /* when the worker began to serve the request */
-    struct chunked_decoder chunked;
-    int body_done;
-    int continue_sent;
-    int response_started;
 
     unsigned long requests_total;
 
-    /* What the access log and the metrics record of the current request:
-     * when its head was complete, and the status and body bytes of its
-     * response (set through request_accounting_note_response). */
-    uint64_t request_started_ns;
-    int response_status;
-    uint64_t response_body_bytes;
     struct access_log *access_log;        /* NULL: no access log */
-    struct access_log_request log_request;
-    char remote_user[ACCESS_LOG_MAX_USER];
-    size_t remote_user_len;
 
     /* Non-zero while a signal has arrived that the embedding (Perl) has not
      * handled yet: the loop then returns instead of waiting, since a signal

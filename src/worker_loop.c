@@ -81,8 +81,8 @@ struct worker_loop *worker_loop_new(const struct worker_settings *settings)
     loop->handback_channel = -1;
     loop->wake_fd = -1;
     loop->accepting = 1;
-    loop->head.headers = loop->headers;
-    loop->head.headers_capacity = capacity;
+    loop->request.head.headers = loop->headers;
+    loop->request.head.headers_capacity = capacity;
     return loop;
 }
 
@@ -195,14 +195,14 @@ static void publish_current_request(struct worker_loop *loop)
     if (loop->slot == NULL)
         return;
     char *text = loop->slot->current_request;
-    size_t m = loop->head.method_len, t = loop->head.target_len;
+    size_t m = loop->request.head.method_len, t = loop->request.head.target_len;
     if (m > SHARED_REQUEST_TEXT / 4)
         m = SHARED_REQUEST_TEXT / 4;
     if (m + 1 + t >= SHARED_REQUEST_TEXT)
         t = SHARED_REQUEST_TEXT - m - 2;
-    memcpy(text, loop->head.method, m);
+    memcpy(text, loop->request.head.method, m);
     text[m] = ' ';
-    memcpy(text + m + 1, loop->head.target, t);
+    memcpy(text + m + 1, loop->request.head.target, t);
     text[m + 1 + t] = '\0';
 }
 
@@ -241,19 +241,19 @@ static void end_stop_grace_if_over(struct worker_loop *loop)
 static int start_request(struct worker_loop *loop, struct connection *conn)
 {
     serow_ready_remove(loop, conn);
-    int r = parse_request_head(conn->buffer, conn->buffer_len, &loop->head,
+    int r = parse_request_head(conn->buffer, conn->buffer_len, &loop->request.head,
                                &loop->settings.limits);
     if (r == HTTP_PARSE_INCOMPLETE) {
         /* "\r\n\r\n" matched only empty lines before the request line */
         return 0;
     }
     if (r == HTTP_PARSE_ERROR) {
-        serow_reject_connection(loop, conn, loop->head.error_status, &loop->head);
+        serow_reject_connection(loop, conn, loop->request.head.error_status, &loop->request.head);
         return 0;
     }
-    if (loop->settings.max_body_size && loop->head.framing == HTTP_BODY_LENGTH &&
-        loop->head.content_length > loop->settings.max_body_size) {
-        serow_reject_connection(loop, conn, 413, &loop->head);
+    if (loop->settings.max_body_size && loop->request.head.framing == HTTP_BODY_LENGTH &&
+        loop->request.head.content_length > loop->settings.max_body_size) {
+        serow_reject_connection(loop, conn, 413, &loop->request.head);
         return 0;
     }
     if (serow_wait_for_small_body(loop, conn, (size_t)r))
@@ -261,8 +261,8 @@ static int start_request(struct worker_loop *loop, struct connection *conn)
     serow_timer_remove(loop, conn);
     conn->state = CONNECTION_SERVING;
     conn->empty_lines_dropped = 0;
-    loop->current = conn;
-    loop->head_len = (size_t)r;
+    loop->request.conn = conn;
+    loop->request.head_len = (size_t)r;
     serow_body_start(loop);
     request_accounting_start(loop, conn);
     announce_busy(loop);
@@ -423,8 +423,8 @@ int worker_loop_next_request(struct worker_loop *loop)
 
 int worker_loop_may_keep_alive(struct worker_loop *loop)
 {
-    struct connection *conn = loop->current;
-    if (conn == NULL || !loop->head.keep_alive)
+    struct connection *conn = loop->request.conn;
+    if (conn == NULL || !loop->request.head.keep_alive)
         return 0;
     /* A stopping worker keeps connections open only if it can hand them over,
      * and only if the server goes on without it.  (When the whole server
@@ -446,25 +446,25 @@ int worker_loop_may_keep_alive(struct worker_loop *loop)
 
 void worker_loop_finish_request(struct worker_loop *loop, int keep_alive)
 {
-    struct connection *conn = loop->current;
+    struct connection *conn = loop->request.conn;
     if (conn == NULL)
         return;
-    request_accounting_end(loop, conn, loop->response_status, loop->response_body_bytes, 1);
-    loop->current = NULL;
+    request_accounting_end(loop, conn, loop->request.status, loop->request.body_bytes, 1);
+    loop->request.conn = NULL;
     conn->requests_served++;
     loop->requests_total++;
     announce_done(loop);
 
-    if (!loop->body_done)
+    if (!loop->request.body_done)
         keep_alive = 0; /* the app did not read the body: where would the next request start? */
     if (!keep_alive) {
-        if (conn->buffer_len > loop->head_len || !loop->body_done)
+        if (conn->buffer_len > loop->request.head_len || !loop->request.body_done)
             serow_close_lingering(loop, conn); /* the client may still be sending */
         else
             serow_close_connection(loop, conn);
         return;
     }
-    connection_consume(conn, loop->head_len);
+    connection_consume(conn, loop->request.head_len);
     if (conn->buffer_len > 0) {
         /* pipelined: the next request is (partly) here already */
         conn->state = CONNECTION_READING_HEAD;
@@ -484,16 +484,16 @@ void worker_loop_finish_request(struct worker_loop *loop, int keep_alive)
 
 void worker_loop_fail_request(struct worker_loop *loop, int status)
 {
-    struct connection *conn = loop->current;
+    struct connection *conn = loop->request.conn;
     if (conn == NULL)
         return;
-    if (!loop->response_started) {
-        size_t body = serow_send_error_response(conn, status, &loop->head);
+    if (!loop->request.response_started) {
+        size_t body = serow_send_error_response(conn, status, &loop->request.head);
         request_accounting_note_response(loop, status, body);
     }
     /* else the response was cut: the log shows the status it began with */
-    request_accounting_end(loop, conn, loop->response_status, loop->response_body_bytes, 1);
-    loop->current = NULL;
+    request_accounting_end(loop, conn, loop->request.status, loop->request.body_bytes, 1);
+    loop->request.conn = NULL;
     conn->requests_served++;
     loop->requests_total++;
     announce_done(loop);
@@ -502,10 +502,10 @@ void worker_loop_fail_request(struct worker_loop *loop, int status)
 
 void worker_loop_release_current(struct worker_loop *loop)
 {
-    struct connection *conn = loop->current;
+    struct connection *conn = loop->request.conn;
     if (conn == NULL)
         return;
-    request_accounting_end(loop, conn, loop->response_status, loop->response_body_bytes, 1);
+    request_accounting_end(loop, conn, loop->request.status, loop->request.body_bytes, 1);
     loop->requests_total++;
     announce_done(loop);
     serow_close_connection(loop, conn); /* our descriptor only: the app holds a duplicate */
@@ -560,7 +560,7 @@ int worker_loop_is_drained(const struct worker_loop *loop)
         return 0;
     if (loop->stop_grace_until > 0 && holder_has_connections(loop))
         return 0;
-    return loop->num_connections == 0 || (loop->current == NULL && loop->ready_first == NULL &&
+    return loop->num_connections == 0 || (loop->request.conn == NULL && loop->ready_first == NULL &&
                                           loop->timers[TIMER_READING_HEAD].first == NULL &&
                                           loop->timers[TIMER_READING_BODY].first == NULL &&
                                           loop->timers[TIMER_LINGERING].first == NULL);
@@ -579,29 +579,29 @@ void serow_loop_watch_signals(struct worker_loop *loop, volatile int *signal_pen
 
 int serow_loop_has_request(const struct worker_loop *loop)
 {
-    return loop->current != NULL;
+    return loop->request.conn != NULL;
 }
 
 int serow_loop_current_fd(const struct worker_loop *loop)
 {
-    return loop->current ? loop->current->fd : -1;
+    return loop->request.conn ? loop->request.conn->fd : -1;
 }
 
 int serow_loop_body_framing(const struct worker_loop *loop)
 {
-    return loop->current ? (int)loop->head.framing : HTTP_BODY_NONE;
+    return loop->request.conn ? (int)loop->request.head.framing : HTTP_BODY_NONE;
 }
 
 int64_t serow_loop_content_length(const struct worker_loop *loop)
 {
-    return loop->current && loop->head.framing == HTTP_BODY_LENGTH
-               ? (int64_t)loop->head.content_length
+    return loop->request.conn && loop->request.head.framing == HTTP_BODY_LENGTH
+               ? (int64_t)loop->request.head.content_length
                : -1;
 }
 
 int serow_loop_response_started(const struct worker_loop *loop)
 {
-    return loop->response_started;
+    return loop->request.response_started;
 }
 
 int serow_loop_is_stopping(const struct worker_loop *loop)

@@ -42,15 +42,15 @@ int serow_wait_for(int fd, short events, double timeout)
 
 int serow_client_hung_up(struct worker_loop *loop, double timeout)
 {
-    return loop->current == NULL || serow_wait_for(loop->current->fd, POLLRDHUP, timeout);
+    return loop->request.conn == NULL || serow_wait_for(loop->request.conn->fd, POLLRDHUP, timeout);
 }
 
 int worker_loop_write(struct worker_loop *loop, struct iovec *iov, int iovcnt)
 {
-    struct connection *conn = loop->current;
+    struct connection *conn = loop->request.conn;
     if (conn == NULL)
         return -1;
-    loop->response_started = 1;
+    loop->request.response_started = 1;
     while (iovcnt > 0) {
         int batch = iovcnt > IOV_MAX ? IOV_MAX : iovcnt;
         ssize_t n = writev(conn->fd, iov, batch);
@@ -76,10 +76,10 @@ int worker_loop_write(struct worker_loop *loop, struct iovec *iov, int iovcnt)
 
 int worker_loop_sendfile(struct worker_loop *loop, int file_fd, uint64_t offset, uint64_t len)
 {
-    struct connection *conn = loop->current;
+    struct connection *conn = loop->request.conn;
     if (conn == NULL)
         return -1;
-    loop->response_started = 1;
+    loop->request.response_started = 1;
     off_t off = (off_t)offset;
     while (len > 0) {
         size_t chunk = len > (1u << 30) ? (1u << 30) : (size_t)len;

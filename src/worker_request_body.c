@@ -4,9 +4,9 @@
  * (Content-Length or chunked, the chunked coding removed here), and the
  * "100 Continue" that a client waiting to send its body is owed.
  *
- * Owns: the body state of the current request (body_remaining,
+ * Owns: the body state of the current request (its body_remaining,
  * body_received, body_started, body_done, continue_sent, the chunked
- * decoder), the read-ahead state of a connection (body_preread and its
+ * decoder, in loop->request), the read-ahead state of a connection (body_preread and its
  * scan), the read timeout of a body and the minimum body rate.  It reads
  * only the connection it is given; it may not close connections or answer
  * with error pages: it returns the status (400, 408, 413) for its caller to
@@ -51,7 +51,7 @@ static void send_continue(struct worker_loop *loop, struct connection *conn, int
     }
     struct iovec iov = {(void *)continue_line, sizeof(continue_line) - 1};
     worker_loop_write(loop, &iov, 1);
-    loop->response_started = 0;
+    loop->request.response_started = 0;
 }
 
 /* ---- read ahead, in the event loop -------------------------------------- */
@@ -102,7 +102,7 @@ void serow_examine_buffered_body(struct worker_loop *loop, struct connection *co
 int serow_wait_for_small_body(struct worker_loop *loop, struct connection *conn,
                               size_t head_len)
 {
-    const struct http_request_head *head = &loop->head;
+    const struct http_request_head *head = &loop->request.head;
     if (conn->body_preread) {
         /* back from the event loop with its body */
         conn->body_preread = CONNECTION_PREREAD_NONE;
@@ -141,27 +141,27 @@ int serow_wait_for_small_body(struct worker_loop *loop, struct connection *conn,
 
 void serow_body_start(struct worker_loop *loop)
 {
-    loop->body_remaining = loop->head.framing == HTTP_BODY_LENGTH ? loop->head.content_length : 0;
-    loop->body_received = 0;
-    loop->body_started = serow_now_seconds();
-    loop->body_done = loop->head.framing == HTTP_BODY_NONE ||
-                      (loop->head.framing == HTTP_BODY_LENGTH && loop->body_remaining == 0);
-    loop->continue_sent = 0;
-    loop->response_started = 0;
-    if (loop->head.framing == HTTP_BODY_CHUNKED) {
-        chunked_decoder_init(&loop->chunked);
-        loop->chunked.max_body = loop->settings.max_body_size;
+    loop->request.body_remaining = loop->request.head.framing == HTTP_BODY_LENGTH ? loop->request.head.content_length : 0;
+    loop->request.body_received = 0;
+    loop->request.body_started = serow_now_seconds();
+    loop->request.body_done = loop->request.head.framing == HTTP_BODY_NONE ||
+                      (loop->request.head.framing == HTTP_BODY_LENGTH && loop->request.body_remaining == 0);
+    loop->request.continue_sent = 0;
+    loop->request.response_started = 0;
+    if (loop->request.head.framing == HTTP_BODY_CHUNKED) {
+        chunked_decoder_init(&loop->request.chunked);
+        loop->request.chunked.max_body = loop->settings.max_body_size;
     }
 }
 
 static void send_continue_if_expected(struct worker_loop *loop)
 {
-    struct connection *conn = loop->current;
+    struct connection *conn = loop->request.conn;
     /* Only when the body has not started arriving: then the client waits for us. */
-    if (loop->head.expect_continue && !loop->continue_sent && !loop->response_started &&
-        conn->buffer_len <= loop->head_len)
+    if (loop->request.head.expect_continue && !loop->request.continue_sent && !loop->request.response_started &&
+        conn->buffer_len <= loop->request.head_len)
         send_continue(loop, conn, 1);
-    loop->continue_sent = 1;
+    loop->request.continue_sent = 1;
 }
 
 /*
@@ -174,8 +174,8 @@ static double body_wait_left(const struct worker_loop *loop)
 {
     double wait = loop->settings.read_timeout;
     if (loop->settings.min_body_rate > 0) {
-        double deadline = loop->body_started + loop->settings.read_timeout +
-                          (double)loop->body_received / loop->settings.min_body_rate;
+        double deadline = loop->request.body_started + loop->settings.read_timeout +
+                          (double)loop->request.body_received / loop->settings.min_body_rate;
         double left = deadline - serow_now_seconds();
         if (left < wait)
             wait = left > 0 ? left : 0;
@@ -187,9 +187,9 @@ static double body_wait_left(const struct worker_loop *loop)
  * head).  0 ok, 408 on timeout, -1 when the client is gone. */
 static int read_more_body(struct worker_loop *loop)
 {
-    struct connection *conn = loop->current;
+    struct connection *conn = loop->request.conn;
     for (;;) {
-        size_t room = connection_reserve(conn, loop->head_len + CONNECTION_READ_SIZE);
+        size_t room = connection_reserve(conn, loop->request.head_len + CONNECTION_READ_SIZE);
         if (room == 0)
             return 0;
         ssize_t n = recv(conn->fd, conn->buffer + conn->buffer_len, room, 0);
@@ -211,38 +211,38 @@ static int read_more_body(struct worker_loop *loop)
 
 int worker_loop_read_body(struct worker_loop *loop, char *out, size_t cap, size_t *got)
 {
-    struct connection *conn = loop->current;
+    struct connection *conn = loop->request.conn;
     *got = 0;
     if (conn == NULL)
         return -1;
-    if (loop->body_done)
+    if (loop->request.body_done)
         return 0;
     send_continue_if_expected(loop);
 
     for (;;) {
         /* body bytes buffered after the head */
-        size_t avail = conn->buffer_len - loop->head_len;
+        size_t avail = conn->buffer_len - loop->request.head_len;
         if (avail > 0) {
-            char *body = conn->buffer + loop->head_len;
-            if (loop->head.framing == HTTP_BODY_LENGTH) {
+            char *body = conn->buffer + loop->request.head_len;
+            if (loop->request.head.framing == HTTP_BODY_LENGTH) {
                 size_t take = avail < cap ? avail : cap;
-                if ((uint64_t)take > loop->body_remaining)
-                    take = (size_t)loop->body_remaining;
+                if ((uint64_t)take > loop->request.body_remaining)
+                    take = (size_t)loop->request.body_remaining;
                 memcpy(out, body, take);
                 /* keep the head, drop the body bytes just handed out */
                 memmove(body, body + take, avail - take);
                 conn->buffer_len -= take;
-                loop->body_remaining -= take;
-                loop->body_received += take;
-                if (loop->body_remaining == 0)
-                    loop->body_done = 1;
+                loop->request.body_remaining -= take;
+                loop->request.body_received += take;
+                if (loop->request.body_remaining == 0)
+                    loop->request.body_done = 1;
                 *got = take;
                 return 0;
             } else {
                 /* decoded data is never longer than its input: give the
                  * decoder at most cap bytes and all it decodes fits in out */
                 size_t len = avail < cap ? avail : cap, consumed = 0;
-                int r = decode_chunked(&loop->chunked, body, &len, &consumed);
+                int r = decode_chunked(&loop->request.chunked, body, &len, &consumed);
                 if (r == CHUNKED_ERROR)
                     return 400;
                 /* as soon as the size line says so, like a Content-Length
@@ -253,10 +253,10 @@ int worker_loop_read_body(struct worker_loop *loop, char *out, size_t cap, size_
                 memcpy(out, body, take);
                 memmove(body, body + consumed, avail - consumed);
                 conn->buffer_len -= consumed;
-                loop->body_received += take;
+                loop->request.body_received += take;
                 if (r == CHUNKED_DONE)
-                    loop->body_done = 1;
-                if (take > 0 || loop->body_done) {
+                    loop->request.body_done = 1;
+                if (take > 0 || loop->request.body_done) {
                     *got = take;
                     return 0;
                 }
@@ -270,15 +270,15 @@ int worker_loop_read_body(struct worker_loop *loop, char *out, size_t cap, size_
 
 int worker_loop_body_buffered(const struct worker_loop *loop, size_t max)
 {
-    const struct connection *conn = loop->current;
-    return conn != NULL && loop->head.framing == HTTP_BODY_LENGTH && !loop->body_done &&
-           loop->head.content_length <= max && loop->body_received == 0 &&
-           conn->buffer_len - loop->head_len >= loop->head.content_length;
+    const struct connection *conn = loop->request.conn;
+    return conn != NULL && loop->request.head.framing == HTTP_BODY_LENGTH && !loop->request.body_done &&
+           loop->request.head.content_length <= max && loop->request.body_received == 0 &&
+           conn->buffer_len - loop->request.head_len >= loop->request.head.content_length;
 }
 
 size_t serow_loop_body_read_size(const struct worker_loop *loop, size_t max)
 {
-    if (loop->current && loop->head.framing == HTTP_BODY_LENGTH && loop->body_remaining < max)
-        return (size_t)loop->body_remaining;
+    if (loop->request.conn && loop->request.head.framing == HTTP_BODY_LENGTH && loop->request.body_remaining < max)
+        return (size_t)loop->request.body_remaining;
     return max;
 }
