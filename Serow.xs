@@ -1,9 +1,7 @@
 /*
  * Serow.xs - the Perl face of the C core: Serow::Loop wraps one worker's
- * event loop (src/worker_loop.c) and the response writer.  Glue only: every
- * decision is made in src/, except serve_request's, which takes the Perl
- * worker's steps for the usual request (lib/Serow/Worker.pm,
- * go_on_with_request) without a Perl op around the app.
+ * event loop (src/worker_loop.c) and its request (src/psgi_request.c).
+ * Glue only: it converts arguments and calls src/, which decides.
  */
 #define PERL_NO_GET_CONTEXT
 /* (worker_internal.h refuses to be included here: see worker_loop.h) */
@@ -27,8 +25,8 @@
 #include "src/shared_state.h"
 #include "src/worker_loop.h"
 #include "src/psgi_env.h"
+#include "src/psgi_request.h"
 #include "src/psgi_response.h"
-#include "src/request_accounting.h"
 #include "src/response_writer.h"
 
 typedef struct worker_loop *Serow__Loop;
@@ -52,121 +50,6 @@ static void signal_mask_from_sv(pTHX_ SV *mask, sigset_t *set)
         croak("not a signal mask from block_signals");
     memcpy(set, p, sizeof(*set));
 }
-
-/* Why a writer result is an error, as a new mortal string; NULL when it is
- * none (RESPONSE_OK, RESPONSE_CLIENT_GONE).  bad_header (owned, freed here)
- * names the header at fault. */
-static SV *response_error(pTHX_ int r, SV *bad_header)
-{
-    const char *why;
-    if (bad_header)
-        sv_2mortal(bad_header);
-    switch (r) {
-    case RESPONSE_OK:
-    case RESPONSE_CLIENT_GONE:
-        return NULL;
-    case RESPONSE_BAD_STATUS:
-        return sv_2mortal(newSVpvs("invalid status in the response (three digits, 101 or 200-599, expected)"));
-    case RESPONSE_BAD_CONTENT_LENGTH:
-        return sv_2mortal(newSVpvs("invalid Content-Length in the response (not digits, repeated, or with Transfer-Encoding)"));
-    case RESPONSE_BAD_HEADER_LIST:
-        return sv_2mortal(newSVpvs("invalid response headers: not an array reference of name/value pairs"));
-    case RESPONSE_TOO_LATE:
-        return sv_2mortal(newSVpvs("the response has already started"));
-    case RESPONSE_WIDE_CHARACTER:
-        why = "wide character (PSGI headers and bodies are bytes: encode them)";
-        break;
-    case RESPONSE_BAD_HEADER_NAME:
-        why = "the name is undefined, empty or not a token";
-        break;
-    default:
-        why = "the value is undefined or holds CR, LF, NUL or another control character";
-        break;
-    }
-    if (bad_header)
-        return sv_2mortal(newSVpvf("invalid response header '%" SVf "': %s", SVfARG(bad_header), why));
-    return sv_2mortal(newSVpvf("invalid response: %s", why));
-}
-
-/* Turns a writer result into what the Perl side sees: 1 sent, 0 client gone;
- * a malformed response dies with a message naming what is wrong. */
-static int response_result(pTHX_ int r, SV *bad_header)
-{
-    SV *error = response_error(aTHX_ r, bad_header);
-    if (error)
-        croak("%" SVf, SVfARG(error));
-    return r == RESPONSE_OK;
-}
-
-/* Tells the loop what response went out, for the access log and metrics. */
-static void note_response_outcome(struct worker_loop *loop)
-{
-    uint64_t body_bytes;
-    int status = psgi_response_outcome(loop, &body_bytes);
-    request_accounting_note_response(loop, status, body_bytes);
-}
-
-/* The usual response, [status, headers, [parts]], in one call: &PL_sv_yes
- * when it went out (or the client left), &PL_sv_no when res is no such
- * triple, else a mortal string saying why it cannot be sent.  last_one
- * (psgix.harakiri.commit): the loop stops first, so that the response
- * closes or hands over the connection. */
-static SV *send_array_triple(pTHX_ struct worker_loop *loop, SV *res, int last_one)
-{
-    AV *triple = SvROK(res) && SvTYPE(SvRV(res)) == SVt_PVAV ? (AV *)SvRV(res) : NULL;
-    SV **body = triple && av_count(triple) == 3 && !SvRMAGICAL((SV *)triple)
-                    ? av_fetch(triple, 2, 0) : NULL;
-    if (body == NULL || SvGMAGICAL(*body) || !SvROK(*body) || SvTYPE(SvRV(*body)) != SVt_PVAV ||
-        SvOBJECT(SvRV(*body)))
-        return &PL_sv_no;
-    SV *bad = NULL;
-    if (last_one)
-        worker_loop_stop(loop);
-    SV **status = av_fetch(triple, 0, 0), **headers = av_fetch(triple, 1, 0);
-    int r = send_psgi_response(aTHX_ loop, status ? *status : &PL_sv_undef,
-                               headers ? *headers : &PL_sv_undef, (AV *)SvRV(*body), &bad);
-    SV *error = response_error(aTHX_ r, bad);
-    return error ? error : &PL_sv_yes;
-}
-
-/* Ends the request when there is nothing for the worker to look at: the
- * body had its Content-Length (or the app's chunked framing was whole) and
- * psgix.io was not made.  1 when done (or
- * no request is current), 0 when the worker must see to it. */
-static int finish_plain_request(pTHX_ struct worker_loop *loop)
-{
-    uint64_t announced, given;
-    if (psgi_response_length_mismatch(loop, &announced, &given) ||
-        psgi_response_app_framing_error(loop) || psgi_env_socket_handle_made(loop))
-        return 0;
-    if (serow_loop_has_request(loop)) {
-        note_response_outcome(loop);
-        worker_loop_finish_request(loop, psgi_response_keeps_alive(loop));
-        reset_psgi_response(loop);
-    }
-    psgi_env_request_done(aTHX_ loop);
-    return 1;
-}
-
-/* A value of the env, or NULL. */
-static SV *env_value(pTHX_ HV *env, const char *key, I32 len)
-{
-    SV **v = hv_fetch(env, key, len, 0);
-    return v ? *v : NULL;
-}
-#define ENV_VALUE(env, key) env_value(aTHX_ (env), "" key "", sizeof(key) - 1)
-
-/* Where serve_request left a request for the Perl worker to go on with
- * (go_on_with_request in lib/Serow/Worker.pm, whose STAGE_ constants are
- * these numbers). */
-enum serve_stage {
-    SERVE_DONE = 0,    /* answered, finished, nothing left to do */
-    SERVE_HANDLE,      /* nothing done: the body is to be read first */
-    SERVE_RESPOND,     /* the app ran (or died): its answer is the worker's to send */
-    SERVE_BAD_RESPONSE,/* the triple could not be sent: why, for the log */
-    SERVE_SENT,        /* sent; finishing is the worker's (remote user, length, psgix.io) */
-    SERVE_FINISHED,    /* finished; cleanup handlers or psgix.harakiri.commit remain */
-};
 
 MODULE = Serow    PACKAGE = Serow::Loop    PREFIX = loop_
 
@@ -298,7 +181,7 @@ loop_send_response(Serow::Loop loop, SV *status, SV *headers, AV *body)
     SV *bad = NULL;
     /* (two statements: bad must be read after the call has set it) */
     int r = send_psgi_response(aTHX_ loop, status, headers, body, &bad);
-    RETVAL = response_result(aTHX_ r, bad);
+    RETVAL = serow_response_result(aTHX_ r, bad);
   OUTPUT:
     RETVAL
 
@@ -308,7 +191,7 @@ loop_start_response(Serow::Loop loop, SV *status, SV *headers, SV *length)
     SV *bad = NULL;
     int64_t n = SvOK(length) ? (int64_t)SvNV(length) : -1;
     int r = start_psgi_response(aTHX_ loop, status, headers, n, &bad);
-    RETVAL = response_result(aTHX_ r, bad);
+    RETVAL = serow_response_result(aTHX_ r, bad);
   OUTPUT:
     RETVAL
 
@@ -319,7 +202,7 @@ loop_write_body(Serow::Loop loop, SV *data)
     SvGETMAGIC(data);
     const char *p = psgi_bytes(aTHX_ data, &len);
     if (p == NULL)
-        response_result(aTHX_ RESPONSE_WIDE_CHARACTER, NULL);
+        serow_response_result(aTHX_ RESPONSE_WIDE_CHARACTER, NULL);
     RETVAL = write_psgi_body(aTHX_ loop, p, len) == RESPONSE_OK;
   OUTPUT:
     RETVAL
@@ -350,77 +233,20 @@ loop_send_informational(Serow::Loop loop, SV *status, SV *headers)
   CODE:
     SV *bad = NULL;
     int r = send_informational_response(aTHX_ loop, status, headers, &bad);
-    RETVAL = response_result(aTHX_ r, bad);
-  OUTPUT:
-    RETVAL
-
-SV *
-loop_send_array_triple(Serow::Loop loop, SV *res, SV *last_one)
-  CODE:
-    /* 1 sent (or the client left), 0 not such a triple (the worker sends
-     * it its own way, or says what is wrong), else why it cannot be sent */
-    RETVAL = send_array_triple(aTHX_ loop, res, SvTRUE(last_one));
-    SvREFCNT_inc_simple_void_NN(RETVAL); /* (a macro: its argument is evaluated twice) */
+    RETVAL = serow_response_result(aTHX_ r, bad);
   OUTPUT:
     RETVAL
 
 void
-loop_serve_request(Serow::Loop loop, SV *app, SV *env_ref, int note_remote_user)
+loop_serve_request(Serow::Loop loop, SV *app, SV *env_ref, int note_remote_user, int from = SERVE_DONE)
   PPCODE:
-    /* The usual request in one call, with no Perl op of the worker's
-     * around the app: no body to read first, an answer of [status,
-     * headers, [parts]] that goes out whole, nothing left for the worker
-     * to look at.  Returns nothing then; else (stage, answer, error): how
-     * far it got (enum serve_stage), for the worker to go on from there
-     * with the same steps it takes for any request (lib/Serow/Worker.pm).
-     * note_remote_user: the access log wants REMOTE_USER. */
-    HV *env = (HV *)SvRV(env_ref);
-    SV *input = ENV_VALUE(env, "psgi.input");
-    enum serve_stage stage = SERVE_DONE;
-    SV *answer = NULL, *error = NULL;
-    if (input == NULL || !SvOK(input)) {
-        stage = SERVE_HANDLE; /* a body (src/psgi_env.c gives bodiless requests their input) */
-    } else {
-        ENTER;
-        SAVETMPS;
-        PUSHMARK(SP);
-        XPUSHs(env_ref);
-        PUTBACK;
-        /* as `my $res = eval { $app->($env) }`: scalar context, $@ set */
-        call_sv(app, G_SCALAR | G_EVAL);
-        SPAGAIN;
-        answer = newSVsv(POPs);
-        PUTBACK;
-        FREETMPS;
-        LEAVE;
-        sv_2mortal(answer);
-        if (SvTRUE(ERRSV) || !SvROK(answer) || SvTYPE(SvRV(answer)) != SVt_PVAV) {
-            stage = SERVE_RESPOND;
-            error = sv_mortalcopy(ERRSV);
-        } else {
-            /* (set by the app, which has run: read once) */
-            SV *harakiri = ENV_VALUE(env, "psgix.harakiri.commit");
-            int last_one = harakiri && SvTRUE(harakiri);
-            SV *sent = send_array_triple(aTHX_ loop, answer, last_one);
-            if (sent == &PL_sv_no) {
-                stage = SERVE_RESPOND; /* the worker's own way: a handle body, ... */
-            } else if (sent != &PL_sv_yes) {
-                stage = SERVE_BAD_RESPONSE;
-                error = sent;
-            } else {
-                SV *user = note_remote_user ? ENV_VALUE(env, "REMOTE_USER") : NULL;
-                if ((user && SvOK(user)) || !finish_plain_request(aTHX_ loop)) {
-                    stage = SERVE_SENT;
-                } else {
-                    SV *handlers = ENV_VALUE(env, "psgix.cleanup.handlers");
-                    if (last_one || (handlers && SvROK(handlers) &&
-                                     SvTYPE(SvRV(handlers)) == SVt_PVAV &&
-                                     av_count((AV *)SvRV(handlers)) > 0))
-                        stage = SERVE_FINISHED;
-                }
-            }
-        }
-    }
+    /* The request as far as C takes it (src/psgi_request.c): nothing when
+     * it is done; else (stage, answer, error) for the worker to go on from
+     * there.  from: SERVE_SENT, the worker has sent the answer. */
+    SV *answer, *error;
+    enum serve_stage stage = serow_serve_request(aTHX_ loop, app, env_ref, note_remote_user,
+                                                 (enum serve_stage)from, &answer, &error);
+    SP = PL_stack_base + ax - 1; /* (the app may have grown the stack) */
     if (stage != SERVE_DONE) {
         EXTEND(SP, 3);
         mPUSHi(stage);
@@ -428,38 +254,10 @@ loop_serve_request(Serow::Loop loop, SV *app, SV *env_ref, int note_remote_user)
         PUSHs(error ? error : &PL_sv_undef);
     }
 
-void
-loop_length_mismatch(Serow::Loop loop)
-  PPCODE:
-    /* (announced, given) when the body did not have its Content-Length */
-    uint64_t announced, given;
-    if (psgi_response_length_mismatch(loop, &announced, &given)) {
-        mXPUSHn((NV)announced);
-        mXPUSHn((NV)given);
-    }
-
-SV *
-loop_app_framing_error(Serow::Loop loop)
-  CODE:
-    /* why the chunked framing the app wrote was cut, or undef */
-    const char *why = psgi_response_app_framing_error(loop);
-    RETVAL = why ? newSVpv(why, 0) : &PL_sv_undef;
-  OUTPUT:
-    RETVAL
-
 int
 loop_socket_handle_made(Serow::Loop loop)
   CODE:
     RETVAL = psgi_env_socket_handle_made(loop);
-  OUTPUT:
-    RETVAL
-
-SV *
-loop_take_socket_handle(Serow::Loop loop)
-  CODE:
-    RETVAL = psgi_env_take_socket_handle(aTHX_ loop);
-    if (RETVAL == NULL)
-        RETVAL = &PL_sv_undef;
   OUTPUT:
     RETVAL
 
@@ -477,39 +275,13 @@ loop_response_started(Serow::Loop loop)
     RETVAL
 
 void
-loop_finish_request(Serow::Loop loop)
+loop_end_request(Serow::Loop loop, SV *env_ref, int fail_status)
   CODE:
-    note_response_outcome(loop);
-    serow_socket_back_to_server(loop);
-    worker_loop_finish_request(loop, psgi_response_keeps_alive(loop));
-    reset_psgi_response(loop);
-    psgi_env_request_done(aTHX_ loop);
-
-int
-loop_finish_plain_request(Serow::Loop loop)
-  CODE:
-    /* finish_request when there is nothing for the worker to look at: 1
-     * done (or no request is current), 0 the worker must see to it */
-    RETVAL = finish_plain_request(aTHX_ loop);
-  OUTPUT:
-    RETVAL
-
-void
-loop_fail_request(Serow::Loop loop, int status)
-  CODE:
-    note_response_outcome(loop);
-    serow_socket_back_to_server(loop);
-    worker_loop_fail_request(loop, status);
-    reset_psgi_response(loop);
-    psgi_env_request_done(aTHX_ loop);
-
-void
-loop_release_current(Serow::Loop loop)
-  CODE:
-    note_response_outcome(loop);
-    worker_loop_release_current(loop);
-    reset_psgi_response(loop);
-    psgi_env_request_done(aTHX_ loop);
+    /* Every end of a request the worker sees to (src/psgi_request.c):
+     * fail_status 0 as the response went, else that error (500, 400...);
+     * env_ref the request's env (undef: none at hand, when failing). */
+    HV *env = SvROK(env_ref) && SvTYPE(SvRV(env_ref)) == SVt_PVHV ? (HV *)SvRV(env_ref) : NULL;
+    serow_request_end(aTHX_ loop, env, fail_status);
 
 void
 loop_open_access_log(Serow::Loop loop, SV *path, int fd)
@@ -529,13 +301,6 @@ loop_reopen_access_log(Serow::Loop loop)
     RETVAL = log == NULL || access_log_reopen(log) == 0;
   OUTPUT:
     RETVAL
-
-void
-loop_note_remote_user(Serow::Loop loop, SV *user)
-  CODE:
-    STRLEN len;
-    const char *p = SvPV(user, len);
-    request_accounting_note_remote_user(loop, p, len);
 
 int
 loop_current_fd(Serow::Loop loop)
@@ -744,15 +509,6 @@ shared_status(Serow::Shared shared)
     RETVAL
 
 MODULE = Serow    PACKAGE = Serow
-
-int
-referent_refcount(SV *ref)
-  CODE:
-    /* How many references the thing ref points at has: a psgix.io handle
-     * with more than ours is one the app kept. */
-    RETVAL = SvROK(ref) ? (int)SvREFCNT(SvRV(ref)) : 0;
-  OUTPUT:
-    RETVAL
 
 # The few POSIX calls the master and workers make, here so that they do not
 # load POSIX.pm: what the master loads is in every worker's memory.

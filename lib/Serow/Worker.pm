@@ -114,7 +114,7 @@ END {
         if ($loop->current_fd >= 0) {
             Serow::Log->error("worker $$: the app called exit during a request: "
                 . ($loop->response_started ? 'the response is cut' : 'answered 500'));
-            $loop->fail_request(500);
+            $loop->end_request(undef, 500);
         }
     }
 }
@@ -163,9 +163,9 @@ sub run {
         if ($limit && ++$self->{served} >= $limit) {
             $self->stop("served its $limit requests (--max-requests)");
         }
-        # The usual request, whole, in C (Serow.xs, serve_request): the steps
-        # of go_on_with_request in one call.  Any other request goes on with
-        # them from where it stopped.
+        # The usual request, whole, in C (src/psgi_request.c): every step in
+        # one call.  Any other request goes on in go_on_with_request from
+        # where it stopped.
         my ($stage, $res, $error) = Serow::Loop::serve_request($loop, $app, $env, $note_remote_user);
         next unless $stage;
         go_on_with_request($self, $env, $stage, $res, $error) or $self->stop('psgix.harakiri');
@@ -253,8 +253,8 @@ sub stop {
 }
 
 # How far Serow::Loop::serve_request took a request (enum serve_stage in
-# Serow.xs): the C path takes the steps of go_on_with_request for the usual
-# request and stops at the first one it does not take itself.
+# src/psgi_request.h): the C path takes the steps of the usual request and
+# stops at the first one it does not take itself.
 use constant {
     STAGE_HANDLE       => 1, # nothing done: the body is to be read
     STAGE_RESPOND      => 2, # the app ran (or died): send its answer
@@ -263,12 +263,15 @@ use constant {
     STAGE_FINISHED     => 5, # finished: cleanup handlers, harakiri
 };
 
-# Answers a request from where serve_request left it, one step after the
-# other.  Returns false when the worker should stop after it
-# (psgix.harakiri.commit).
+# Answers a request from where serve_request left it: the steps the C path
+# does not take (reading the body, answers other than an array triple, the
+# log line of a response that went wrong, the cleanup handlers), each
+# followed by serve_request again, from where the worker is.  Returns false
+# when the worker should stop after it (psgix.harakiri.commit).
 sub go_on_with_request {
     my ($self, $env, $stage, $res, $error) = @_;
     my $loop = $self->{loop};
+    my @serve = ($loop, $self->{app}, $env, $self->{access_log} ? 1 : 0);
 
     if ($stage == STAGE_HANDLE) {
         # (psgix.cleanup.handlers is in the env already, and psgi.input when
@@ -281,44 +284,33 @@ sub go_on_with_request {
                 unless $loop->has_body_input;
             $env->{'psgi.input'} = $self->buffer_request_body($env) // return 1;
         }
-        $res = eval { $self->{app}->($env) };
-        ($stage, $error) = (STAGE_RESPOND, $@);
+        # psgi.input is there: the app runs, as for any request.
+        ($stage, $res, $error) = Serow::Loop::serve_request(@serve) or return 1;
     }
 
-    if ($stage == STAGE_RESPOND) {
-        if ($error) {
+    if ($stage == STAGE_RESPOND || $stage == STAGE_BAD_RESPONSE) {
+        if ($stage == STAGE_BAD_RESPONSE) {
+            $self->app_failed($env, "bad response: $error");
+        } elsif ($error) {
             $self->app_failed($env, "the app died: $error");
         } elsif (ref $res eq 'ARRAY') {
-            # The usual triple, with an array body, in one call; the rest (a
-            # handle as the body, a malformed triple) in send_array_response.
-            # (The flag as a value: a hash element passed as an argument is made
-            # a deferred element, magic and all, when the key does not exist.)
-            my $sent = Serow::Loop::send_array_triple($loop, $res,
-                $env->{'psgix.harakiri.commit'} ? 1 : 0);
-            if (!$sent) {
-                $self->send_array_response($env, $res);
-            } elsif ($sent ne '1') {
-                $self->app_failed($env, "bad response: $sent");
-            }
+            # Not the usual triple (serve_request tried it): a handle as the
+            # body, or a malformed triple.
+            $self->send_array_response($env, $res);
         } elsif (ref $res eq 'CODE') {
             $self->run_streaming_response($env, $res);
         } else {
             $self->app_failed($env, "the app returned " . (defined $res ? "'$res'" : 'undef')
                 . " instead of an array or a code reference");
         }
-        $stage = STAGE_SENT;
-    } elsif ($stage == STAGE_BAD_RESPONSE) {
-        $self->app_failed($env, "bad response: $error");
-        $stage = STAGE_SENT;
+        ($stage, $res, $error) = Serow::Loop::serve_request(@serve, STAGE_SENT) or return 1;
     }
 
     if ($stage == STAGE_SENT) {
-        # Set by the app (an authentication middleware) for the access log.
-        $loop->note_remote_user($env->{REMOTE_USER})
-            if $self->{access_log} && defined $env->{REMOTE_USER};
-        # The usual end in one call: the body had the length announced and the
-        # app did not read psgix.io.  Else end_request sees to it.
-        Serow::Loop::finish_plain_request($loop) or $self->end_request($env);
+        # The response went wrong (its length, the app's chunked framing):
+        # said in the log before the connection closes.
+        $self->log_error($env, $error);
+        $loop->end_request($env, 0);
     }
 
     # After the response is out (and the connection kept or closed): the
@@ -336,47 +328,23 @@ sub go_on_with_request {
     return !$env->{'psgix.harakiri.commit'};
 }
 
-# Ends a request that finish_plain_request left alone: a body whose length
-# was not the one announced, chunked framing of the app's that was cut, or
-# psgix.io read by the app.
-sub end_request {
-    my ($self, $env) = @_;
-    my $loop = $self->{loop};
-    if (my ($announced, $given) = $loop->length_mismatch) {
-        Serow::Log->error("$env->{REQUEST_METHOD} $env->{REQUEST_URI}: the app's Content-Length is "
-            . "$announced but its body has $given bytes: the connection is closed after it");
-    }
-    if (defined(my $why = $loop->app_framing_error)) {
-        Serow::Log->error("$env->{REQUEST_METHOD} $env->{REQUEST_URI}: the body the app chunked "
-            . "itself $why: it is cut there, and the connection is closed after it");
-    }
-    my $io = $loop->take_socket_handle;
-    if ($io) {
-        delete $env->{'psgix.io'};
-        # A psgix.io handle the app kept (a WebSocket, say) now owns the
-        # connection: the server lets go of it without closing it.
-        if (Serow::referent_refcount($io) > 1) {
-            $loop->release_current;
-            return;
-        }
-        close $io; # our duplicate only
-    }
-    # (With no response sent through the server, as when the app answered
-    # on psgix.io itself, this closes the connection without a byte more.)
-    $loop->finish_request if $loop->current_fd >= 0;
+# An error of the request's, in the log: "GET /path: message".
+sub log_error {
+    my ($self, $env, $message) = @_;
+    Serow::Log->error("$env->{REQUEST_METHOD} $env->{REQUEST_URI}: $message");
 }
 
 sub app_failed {
     my ($self, $env, $message) = @_;
-    Serow::Log->error("$env->{REQUEST_METHOD} $env->{REQUEST_URI}: $message");
+    $self->log_error($env, $message);
     my $loop = $self->{loop};
     return unless $loop->current_fd >= 0;
     # The app read psgix.io and sent nothing through the server: it may have
     # written on the socket itself, and a 500 could land among its bytes.
-    # end_request closes the connection instead.
+    # The end of the request closes the connection instead.
     return if !$loop->response_started && $loop->socket_handle_made;
     # Nothing sent yet: a clean 500.  Else the response is cut: close.
-    $loop->fail_request(500);
+    $loop->end_request($env, 500);
 }
 
 sub send_array_response {
@@ -433,8 +401,7 @@ sub send_handle_body {
         1;
     };
     my $error = $@;
-    eval { $body->close; 1 } or Serow::Log->error("$env->{REQUEST_METHOD} $env->{REQUEST_URI}: "
-        . "the body's close died: $@");
+    eval { $body->close; 1 } or $self->log_error($env, "the body's close died: $@");
     die $error unless $sent;
 }
 
@@ -482,7 +449,7 @@ sub run_streaming_response {
     if (!$ok) {
         if ($writer && $writer->gone) {
             # The client left while the app streamed: nothing to report.
-            $loop->fail_request(500) if $loop->current_fd >= 0;
+            $loop->end_request($env, 500) if $loop->current_fd >= 0;
         } else {
             $self->app_failed($env, "the app died while streaming: $error");
         }
@@ -511,9 +478,8 @@ sub buffer_request_body {
     my $spool;
     my $total = 0;
     my $spool_failed = sub {
-        Serow::Log->error("$env->{REQUEST_METHOD} $env->{REQUEST_URI}: cannot buffer the "
-            . "request body in a temp file: $_[0]");
-        $loop->fail_request(500);
+        $self->log_error($env, "cannot buffer the request body in a temp file: $_[0]");
+        $loop->end_request($env, 500);
         return undef;
     };
     if ($expected > $limit) {
@@ -524,7 +490,7 @@ sub buffer_request_body {
     for (;;) {
         my $n = $loop->read_body($buffer, $read_size);
         if ($n < 0) {
-            $loop->fail_request($n == -1 ? 400 : -$n);
+            $loop->end_request($env, $n == -1 ? 400 : -$n);
             return undef;
         }
         $total += $n;

@@ -1,0 +1,243 @@
+/*
+ * psgi_request.c - the flow of one request through the app: serve it, send
+ * the usual answer, end it.
+ *
+ * The usual request (no body to read first, an answer of [status, headers,
+ * [parts]] that goes out whole) is served here in one call from the Perl
+ * worker, with no Perl op of the worker's around the app; any other goes
+ * back to the worker (lib/Serow/Worker.pm, go_on_with_request) at the first
+ * step this file does not take, and the worker comes back here once it has
+ * taken it.  So each step is written once: the app runs and a triple is
+ * sent here only, the worker reads bodies, sends handles and streams, and
+ * writes the log lines.
+ *
+ * Owns: the order of a request's steps, the end of every request
+ * (serow_request_end: the accounting note, the keep-alive decision, the
+ * hand-over of psgix.io, the resets of struct serow_request), and the words
+ * of what is wrong with a response.  How the env is built (psgi_env.c), how
+ * a response goes out (psgi_response.c) and how a connection is kept or
+ * closed (worker_loop.c) are theirs: this file only says when.
+ */
+#define PERL_NO_GET_CONTEXT
+#include "psgi_request.h"
+
+#include "XSUB.h"
+
+#include "psgi_env.h"
+#include "psgi_response.h"
+#include "request_accounting.h"
+#include "response_writer.h"
+#include "worker_internal.h" /* the current request */
+
+/* ---- what is wrong with a response ------------------------------------- */
+
+/* Why a writer result is an error, as a new mortal string; NULL when it is
+ * none (RESPONSE_OK, RESPONSE_CLIENT_GONE).  bad_header (owned, freed here)
+ * names the header at fault. */
+static SV *response_error(pTHX_ int r, SV *bad_header)
+{
+    const char *why;
+    if (bad_header)
+        sv_2mortal(bad_header);
+    switch (r) {
+    case RESPONSE_OK:
+    case RESPONSE_CLIENT_GONE:
+        return NULL;
+    case RESPONSE_BAD_STATUS:
+        return sv_2mortal(newSVpvs("invalid status in the response (three digits, 101 or 200-599, expected)"));
+    case RESPONSE_BAD_CONTENT_LENGTH:
+        return sv_2mortal(newSVpvs("invalid Content-Length in the response (not digits, repeated, or with Transfer-Encoding)"));
+    case RESPONSE_BAD_HEADER_LIST:
+        return sv_2mortal(newSVpvs("invalid response headers: not an array reference of name/value pairs"));
+    case RESPONSE_TOO_LATE:
+        return sv_2mortal(newSVpvs("the response has already started"));
+    case RESPONSE_WIDE_CHARACTER:
+        why = "wide character (PSGI headers and bodies are bytes: encode them)";
+        break;
+    case RESPONSE_BAD_HEADER_NAME:
+        why = "the name is undefined, empty or not a token";
+        break;
+    default:
+        why = "the value is undefined or holds CR, LF, NUL or another control character";
+        break;
+    }
+    if (bad_header)
+        return sv_2mortal(newSVpvf("invalid response header '%" SVf "': %s", SVfARG(bad_header), why));
+    return sv_2mortal(newSVpvf("invalid response: %s", why));
+}
+
+int serow_response_result(pTHX_ int r, SV *bad_header)
+{
+    SV *error = response_error(aTHX_ r, bad_header);
+    if (error)
+        croak("%" SVf, SVfARG(error));
+    return r == RESPONSE_OK;
+}
+
+/* What went wrong with a response that went out, for the error log (a new
+ * mortal string), or NULL: a body that did not have the Content-Length
+ * announced, or chunked framing of the app's that was cut.  (Never both:
+ * the app's Content-Length and Transfer-Encoding together are refused.)
+ * Either closes the connection after the response. */
+static SV *response_fault(pTHX_ const struct worker_loop *loop)
+{
+    uint64_t announced, given;
+    if (psgi_response_length_mismatch(loop, &announced, &given)) {
+        /* (the numbers as Perl writes them, as when the worker formatted them) */
+        SV *a = sv_2mortal(newSVnv((NV)announced)), *g = sv_2mortal(newSVnv((NV)given));
+        return sv_2mortal(newSVpvf("the app's Content-Length is %" SVf " but its body has %" SVf
+                                   " bytes: the connection is closed after it",
+                                   SVfARG(a), SVfARG(g)));
+    }
+    const char *why = psgi_response_app_framing_error(loop);
+    if (why != NULL)
+        return sv_2mortal(newSVpvf("the body the app chunked itself %s: it is cut there, and "
+                                   "the connection is closed after it", why));
+    return NULL;
+}
+
+/* ---- the end of a request ---------------------------------------------- */
+
+/* psgix.io, when the app read it: a handle the app kept (a WebSocket, say)
+ * now owns the connection, which the server lets go of without closing it
+ * (1); else our duplicate is closed (0).  The env's own copy of the handle
+ * goes first, so that only the app's references count. */
+static int socket_kept_by_app(pTHX_ struct worker_loop *loop, HV *env)
+{
+    SV *handle = psgi_env_take_socket_handle(aTHX_ loop);
+    if (handle == NULL)
+        return 0;
+    if (env != NULL)
+        (void)hv_deletes(env, "psgix.io", G_DISCARD);
+    int kept = SvROK(handle) && SvREFCNT(SvRV(handle)) > 1;
+    SvREFCNT_dec(handle); /* ours: closes the duplicate unless the app holds it */
+    return kept;
+}
+
+void serow_request_end(pTHX_ struct worker_loop *loop, HV *env, int fail_status)
+{
+    if (loop->request.conn != NULL) {
+        /* The response, for the access log and the metrics, before the
+         * loop writes them. */
+        uint64_t body_bytes;
+        int status = psgi_response_outcome(loop, &body_bytes);
+        request_accounting_note_response(loop, status, body_bytes);
+        if (fail_status == 0 && socket_kept_by_app(aTHX_ loop, env)) {
+            worker_loop_release_current(loop);
+        } else {
+            /* (the app's psgix.io made the socket blocking) */
+            serow_socket_back_to_server(loop);
+            if (fail_status != 0)
+                worker_loop_fail_request(loop, fail_status);
+            else
+                worker_loop_finish_request(loop, psgi_response_keeps_alive(loop));
+        }
+    }
+    /* The connection's part is over: the response's and psgix.io's go. */
+    reset_psgi_response(loop);
+    psgi_env_request_done(aTHX_ loop);
+}
+
+/* ---- serving ------------------------------------------------------------ */
+
+/* A value of the env, or NULL. */
+static SV *env_value(pTHX_ HV *env, const char *key, I32 len)
+{
+    SV **v = hv_fetch(env, key, len, 0);
+    return v ? *v : NULL;
+}
+#define ENV_VALUE(env, key) env_value(aTHX_ (env), "" key "", sizeof(key) - 1)
+
+/* The usual response, [status, headers, [parts]], in one call: &PL_sv_yes
+ * when it went out (or the client left), &PL_sv_no when res is no such
+ * triple, else a mortal string saying why it cannot be sent.  last_one
+ * (psgix.harakiri.commit): the loop stops first, so that the response
+ * closes or hands over the connection. */
+static SV *send_array_triple(pTHX_ struct worker_loop *loop, SV *res, int last_one)
+{
+    AV *triple = SvROK(res) && SvTYPE(SvRV(res)) == SVt_PVAV ? (AV *)SvRV(res) : NULL;
+    SV **body = triple && av_count(triple) == 3 && !SvRMAGICAL((SV *)triple)
+                    ? av_fetch(triple, 2, 0) : NULL;
+    if (body == NULL || SvGMAGICAL(*body) || !SvROK(*body) || SvTYPE(SvRV(*body)) != SVt_PVAV ||
+        SvOBJECT(SvRV(*body)))
+        return &PL_sv_no;
+    SV *bad = NULL;
+    if (last_one)
+        worker_loop_stop(loop);
+    SV **status = av_fetch(triple, 0, 0), **headers = av_fetch(triple, 1, 0);
+    int r = send_psgi_response(aTHX_ loop, status ? *status : &PL_sv_undef,
+                               headers ? *headers : &PL_sv_undef, (AV *)SvRV(*body), &bad);
+    SV *error = response_error(aTHX_ r, bad);
+    return error ? error : &PL_sv_yes;
+}
+
+/* Runs the app as `my $res = eval { $app->($env) }` would: scalar context,
+ * $@ set.  Its answer, a new mortal. */
+static SV *run_app(pTHX_ SV *app, SV *env_ref)
+{
+    dSP;
+    ENTER;
+    SAVETMPS;
+    PUSHMARK(SP);
+    XPUSHs(env_ref);
+    PUTBACK;
+    call_sv(app, G_SCALAR | G_EVAL);
+    SPAGAIN;
+    SV *answer = newSVsv(POPs);
+    PUTBACK;
+    FREETMPS;
+    LEAVE;
+    return sv_2mortal(answer);
+}
+
+/* The response is out: REMOTE_USER for the log, then the end of the
+ * request, unless the response went wrong (the worker logs that first). */
+static enum serve_stage finish_served(pTHX_ struct worker_loop *loop, HV *env,
+                                      int note_remote_user, int last_one, SV **error)
+{
+    SV *user = note_remote_user ? ENV_VALUE(env, "REMOTE_USER") : NULL;
+    if (user && SvOK(user) && loop->request.conn != NULL) {
+        STRLEN len;
+        const char *p = SvPV(user, len);
+        request_accounting_note_remote_user(loop, p, len);
+    }
+    if ((*error = response_fault(aTHX_ loop)) != NULL)
+        return SERVE_SENT;
+    serow_request_end(aTHX_ loop, env, 0);
+    SV *handlers = ENV_VALUE(env, "psgix.cleanup.handlers");
+    if (last_one || (handlers && SvROK(handlers) && SvTYPE(SvRV(handlers)) == SVt_PVAV &&
+                     av_count((AV *)SvRV(handlers)) > 0))
+        return SERVE_FINISHED;
+    return SERVE_DONE;
+}
+
+enum serve_stage serow_serve_request(pTHX_ struct worker_loop *loop, SV *app, SV *env_ref,
+                                     int note_remote_user, enum serve_stage from,
+                                     SV **answer, SV **error)
+{
+    HV *env = (HV *)SvRV(env_ref);
+    *answer = *error = NULL;
+    if (from != SERVE_SENT) {
+        SV *input = ENV_VALUE(env, "psgi.input");
+        if (input == NULL || !SvOK(input))
+            return SERVE_HANDLE; /* a body (psgi_env.c gives bodiless requests their input) */
+        *answer = run_app(aTHX_ app, env_ref);
+        if (SvTRUE(ERRSV) || !SvROK(*answer) || SvTYPE(SvRV(*answer)) != SVt_PVAV) {
+            *error = sv_mortalcopy(ERRSV);
+            return SERVE_RESPOND;
+        }
+    }
+    /* (set by the app, which has run: read once) */
+    SV *harakiri = ENV_VALUE(env, "psgix.harakiri.commit");
+    int last_one = harakiri && SvTRUE(harakiri);
+    if (from != SERVE_SENT) {
+        SV *sent = send_array_triple(aTHX_ loop, *answer, last_one);
+        if (sent == &PL_sv_no)
+            return SERVE_RESPOND; /* the worker's own way: a handle body, ... */
+        if (sent != &PL_sv_yes) {
+            *error = sent;
+            return SERVE_BAD_RESPONSE;
+        }
+    }
+    return finish_served(aTHX_ loop, env, note_remote_user, last_one, error);
+}
