@@ -25,6 +25,7 @@
 #include "src/shared_state.h"
 #include "src/worker_loop.h"
 #include "src/psgi_env.h"
+#include "src/psgi_input.h"
 #include "src/psgi_request.h"
 #include "src/psgi_response.h"
 #include "src/response_writer.h"
@@ -154,24 +155,7 @@ loop_read_body(Serow::Loop loop, SV *buffer, size_t max)
   CODE:
     /* Appends up to max body bytes to buffer.  Returns the count, 0 at the
      * end of the body, -1 when the client is gone, or -STATUS (400, 408, 413). */
-    size_t got = 0;
-    STRLEN cur;
-    if (!SvOK(buffer))
-        sv_setpvs(buffer, "");
-    (void)SvPV_force(buffer, cur);
-    /* Room for what can still come, not max more each call: a body read
-     * in several calls then grows the string once, not once per call (each
-     * growth a copy of all that was read). */
-    max = serow_loop_body_read_size(loop, max);
-    char *p = SvGROW(buffer, cur + max + 1);
-    int r = worker_loop_read_body(loop, p + cur, max, &got);
-    if (r == 0) {
-        SvCUR_set(buffer, cur + got);
-        p[cur + got] = '\0';
-        RETVAL = (int)got;
-    } else {
-        RETVAL = r < 0 ? -1 : -r;
-    }
+    RETVAL = serow_input_read_body(aTHX_ loop, buffer, max);
   OUTPUT:
     RETVAL
 

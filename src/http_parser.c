@@ -517,6 +517,22 @@ static int hex_value(unsigned char c)
     return -1;
 }
 
+size_t serow_percent_decode(char *s, size_t len)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < len; i++) {
+        int hi, lo;
+        if (s[i] == '%' && i + 2 < len && (hi = hex_value((unsigned char)s[i + 1])) >= 0 &&
+            (lo = hex_value((unsigned char)s[i + 2])) >= 0) {
+            s[o++] = (char)(hi * 16 + lo);
+            i += 2;
+        } else {
+            s[o++] = s[i];
+        }
+    }
+    return o;
+}
+
 int decode_chunked(struct chunked_decoder *d, char *buf, size_t *len, size_t *consumed)
 {
     size_t in = 0, out = 0, n = *len;

@@ -85,6 +85,10 @@ int parse_request_head(const char *buf, size_t len, struct http_request_head *he
 const struct http_header *find_header(const struct http_request_head *head,
                                       const char *name, size_t name_len);
 
+/* Decodes %XX escapes in place (a '%' not followed by two hex digits
+ * stays); returns the decoded length, never more than len. */
+size_t serow_percent_decode(char *s, size_t len);
+
 /* ---- chunked transfer coding ------------------------------------------- */
 
 #define CHUNKED_DONE       0  /* last chunk and trailers consumed */

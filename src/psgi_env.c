@@ -12,10 +12,9 @@
 #include "psgi_env.h"
 
 #include "XSUB.h"
-#include "perliol.h" /* the layer of an in-memory handle (in_memory_scalar) */
 
+#include "psgi_input.h"
 #include "worker_internal.h" /* the current request and its listener */
-#include <fcntl.h>
 
 /* What an entry of the env holds, which says how a kept entry is made ready
  * for the next request. */
@@ -138,145 +137,6 @@ static size_t constant_count;
 /* Every env built so far has a number: a slot whose generation is the
  * current one has its value in the env being built. */
 static unsigned long env_generation;
-
-/* psgi.input of a request without a body: one empty in-memory handle the
- * worker opened, rewound here for each request. */
-static SV *empty_input;
-
-void psgi_env_set_empty_input(pTHX_ SV *handle)
-{
-    SV *old = empty_input;
-    empty_input = SvOK(handle) ? newSVsv(handle) : NULL;
-    SvREFCNT_dec(old);
-}
-
-/* psgi.input of a request whose body came whole with its head (a form, a
- * JSON document): one in-memory handle the worker opened, filled with the
- * body and rewound for each such request, so that the common small POST
- * neither opens a handle nor goes through the Perl worker to read its body.
- * Kept: the handle (a reference to its glob) and the scalar it reads. */
-static SV *body_input;
-static SV *body_input_scalar;
-static size_t body_input_max;
-
-/* The largest body the handle takes: its scalar keeps its buffer between
- * requests, so this is memory each worker may keep. */
-#define BODY_INPUT_MAX (64 * 1024)
-/* The scalar's buffer is made once, this much bigger than the largest body.
- * The app's read copies out of it into a buffer of the app's, most likely
- * allocated next to it; with both of 64 KiB and a bit, the two start 16
- * bytes apart modulo 4 KiB, and on AMD Zen glibc's memcpy (rep movsb, 2.36
- * in Debian 12) takes 17 times as long when the destination is 1 to 31
- * bytes past the source modulo 4 KiB: 24 us instead of 1.4 for 64 KiB,
- * which halved the requests/s of 64 KiB POSTs in some runs.  Half a page
- * more puts the two buffers about half a page apart instead. */
-#define BODY_INPUT_SLACK 2048
-
-/* The scalar an in-memory handle reads (a new reference), or NULL when the
- * handle is not open on one alone: closed, another layer on top, or
- * characters (:utf8) instead of bytes. */
-static SV *in_memory_scalar(pTHX_ PerlIO *fp)
-{
-    if (fp == NULL || !PerlIOValid(fp) || PerlIO_isutf8(fp))
-        return NULL;
-    PerlIO_funcs *layer = PerlIOBase(fp)->tab;
-    if (layer == NULL || strcmp(layer->name, "scalar") != 0 || layer->Getarg == NULL)
-        return NULL;
-    SV *ref = layer->Getarg(aTHX_ fp, NULL, 0); /* a reference to the scalar */
-    if (ref == NULL || !SvROK(ref)) {
-        SvREFCNT_dec(ref);
-        return NULL;
-    }
-    SV *scalar = SvREFCNT_inc_simple_NN(SvRV(ref));
-    SvREFCNT_dec(ref);
-    return scalar;
-}
-
-void psgi_env_set_body_input(pTHX_ SV *handle, size_t max)
-{
-    SV *old = body_input, *old_scalar = body_input_scalar;
-    body_input = NULL;
-    body_input_scalar = NULL;
-    body_input_max = max < BODY_INPUT_MAX ? max : BODY_INPUT_MAX;
-    if (SvROK(handle) && SvTYPE(SvRV(handle)) == SVt_PVGV) {
-        IO *io = GvIO((GV *)SvRV(handle));
-        body_input_scalar = io ? in_memory_scalar(aTHX_ IoIFP(io)) : NULL;
-        if (body_input_scalar != NULL) {
-            body_input = newSVsv(handle);
-            (void)SvGROW(body_input_scalar, BODY_INPUT_MAX + BODY_INPUT_SLACK);
-        }
-    }
-    SvREFCNT_dec(old);
-    SvREFCNT_dec(old_scalar);
-}
-
-int psgi_env_has_body_input(void)
-{
-    return body_input != NULL;
-}
-
-/* The glob of the body handle when it can take the next body: nothing but
- * us holds it (an app that kept it, or kept an env with it, would see its
- * contents change), and it still reads its own scalar, as bytes.  A handle
- * the app closed, pushed a layer on or opened again is let go (the worker
- * makes another); one it holds is only passed over. */
-static GV *refillable_body_input(pTHX)
-{
-    if (body_input == NULL)
-        return NULL;
-    GV *gv = (GV *)SvRV(body_input);
-    IO *io = GvIO(gv);
-    if (SvREFCNT(gv) != 1 || GvGP(gv) == NULL || GvGP(gv)->gp_refcnt != 1 || io == NULL ||
-        SvREFCNT(io) != 1)
-        return NULL;
-    SV *scalar = in_memory_scalar(aTHX_ IoIFP(io));
-    SvREFCNT_dec(scalar); /* (only compared: the handle holds it) */
-    if (scalar != body_input_scalar || SvREFCNT(scalar) != 2 || SvTYPE(scalar) >= SVt_PVMG ||
-        SvREADONLY(scalar)) {
-        /* (2: the handle's and ours) */
-        psgi_env_set_body_input(aTHX_ &PL_sv_undef, body_input_max);
-        return NULL;
-    }
-    return gv;
-}
-
-/* The body handle filled with the current request's body, rewound, when the
- * body is all buffered and small enough, and the handle free; else NULL (the
- * Perl worker reads the body).  Reads the body: the request has none left. */
-static SV *filled_body_input(pTHX_ struct worker_loop *loop)
-{
-    if (!worker_loop_body_buffered(loop, body_input_max))
-        return NULL;
-    GV *gv = refillable_body_input(aTHX);
-    if (gv == NULL)
-        return NULL;
-    /* Rewound first: once the body is read, nothing may fail (the Perl
-     * worker would find no body left to read). */
-    if (PerlIO_seek(IoIFP(GvIO(gv)), 0, SEEK_SET) != 0)
-        return NULL;
-    size_t len = (size_t)loop->request.head.content_length, got = 0;
-    SV *scalar = body_input_scalar;
-    sv_setpvs(scalar, "");
-    char *p = SvGROW(scalar, len + 1);
-    /* (all of it is buffered: one call takes it whole, without waiting) */
-    (void)worker_loop_read_body(loop, p, len, &got);
-    p[got] = '\0';
-    SvCUR_set(scalar, got);
-    return (SV *)gv;
-}
-
-/* The glob of the empty handle, rewound, when it is still open (an app may
- * have read, seeked or closed it); NULL when the worker must make another. */
-static SV *rewound_empty_input(pTHX)
-{
-    if (empty_input == NULL || !SvROK(empty_input) || SvTYPE(SvRV(empty_input)) != SVt_PVGV)
-        return NULL;
-    IO *io = GvIO((GV *)SvRV(empty_input));
-    PerlIO *fp = io ? IoIFP(io) : NULL;
-    if (fp == NULL || PerlIO_seek(fp, 0, SEEK_SET) != 0)
-        return NULL;
-    return SvRV(empty_input);
-}
 
 static SV *shared_key(pTHX_ const char *name, size_t len)
 {
@@ -417,8 +277,6 @@ static int same_value(SV *a, SV *b)
     return 1;
 }
 
-static const MGVTBL socket_handle_vtbl;
-
 /* The magic psgix.io gets from lazy_socket_handle, when it is all the
  * value has. */
 static MAGIC *socket_handle_magic(SV *value)
@@ -428,7 +286,7 @@ static MAGIC *socket_handle_magic(SV *value)
         return NULL;
     MAGIC *mg = SvMAGIC(value);
     if (mg == NULL || mg->mg_moremagic != NULL || mg->mg_type != PERL_MAGIC_ext ||
-        mg->mg_virtual != &socket_handle_vtbl)
+        mg->mg_virtual != &serow_socket_handle_vtbl)
         return NULL;
     return mg;
 }
@@ -471,8 +329,7 @@ static enum entry_fate entry_fate(pTHX_ struct env_slot *slot, SV *value)
         return AvFILLp((AV *)handlers) >= 0 ? ENTRY_KEPT_AFTER_RESET : ENTRY_KEPT;
     }
     case SLOT_EMPTY_INPUT:
-        return plain_value(value) && SvROK(value) && empty_input != NULL &&
-                       SvROK(empty_input) && SvRV(value) == SvRV(empty_input)
+        return plain_value(value) && SvROK(value) && serow_input_is_empty(value)
                    ? ENTRY_KEPT
                    : ENTRY_DROPPED;
     }
@@ -668,6 +525,17 @@ static void delete_unused_kept_entries(pTHX_ HV *env)
     kept_taken = 0;
 }
 
+/* The env key of a header field: "HTTP_" and its name in upper case, '-'
+ * as '_' (out has room for 5 + len bytes). */
+static void header_key(char *out, const char *name, size_t len)
+{
+    memcpy(out, "HTTP_", 5);
+    for (size_t i = 0; i < len; i++) {
+        char c = name[i];
+        out[5 + i] = c == '-' ? '_' : (c >= 'a' && c <= 'z') ? (char)(c - 32) : c;
+    }
+}
+
 void psgi_env_init(pTHX)
 {
     for (int i = 0; i < KEY_COUNT; i++) {
@@ -685,11 +553,7 @@ void psgi_env_init(pTHX)
         size_t n = strlen(common_headers[i]);
         if (header_slots[i].key != NULL || n > COMMON_HEADER_MAX_LEN)
             continue;
-        memcpy(key, "HTTP_", 5);
-        for (size_t k = 0; k < n; k++) {
-            char c = common_headers[i][k];
-            key[5 + k] = c == '-' ? '_' : (c >= 'a' && c <= 'z') ? (char)(c - 32) : c;
-        }
+        header_key(key, common_headers[i], n);
         header_slots[i].key = shared_key(aTHX_ key, 5 + n);
         header_slots[i].kind = SLOT_REQUEST;
         /* Repeated fields join into one list (RFC 9110 5.3); cookies with "; ". */
@@ -729,17 +593,6 @@ void psgi_env_set_template(pTHX_ HV *template)
     build_slot_table();
 }
 
-static int hex_digit(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* PATH_INFO is the decoded path; a '%' not followed by two hex digits stays. */
 static void set_decoded_path(pTHX_ SV *sv, const char *path, size_t len)
 {
@@ -748,118 +601,10 @@ static void set_decoded_path(pTHX_ SV *sv, const char *path, size_t len)
         return;
     /* In place: the decoded path is never longer.  (Forced: a kept value
      * left as it was may share its buffer with a copy the app made.) */
-    char *out = SvPV_force_nomg_nolen(sv);
-    size_t o = 0;
-    for (size_t i = 0; i < len; i++) {
-        int hi, lo;
-        if (path[i] == '%' && i + 2 < len && (hi = hex_digit(path[i + 1])) >= 0 &&
-            (lo = hex_digit(path[i + 2])) >= 0) {
-            out[o++] = (char)(hi * 16 + lo);
-            i += 2;
-        } else {
-            out[o++] = path[i];
-        }
-    }
-    out[o] = '\0';
-    SvCUR_set(sv, o);
-}
-
-/* ---- psgix.io: the connection's socket as a Perl handle ---------------
- *
- * Duplicating the socket and opening a Perl handle on it costs more than the
- * rest of the env together, and few apps want it.  So psgix.io holds a value
- * with get magic: the handle is made when the app first reads the key.  That
- * also tells the worker whether the app may have used the socket itself.
- */
-
-/* The lending of the request whose env is out (its loop's
- * request.socket: the getter has no loop to ask), set by each build; and
- * the serial of the last env built.  Per process: neither is the state of
- * a request. */
-static struct serow_socket_lending *lending;
-static IV env_serial;
-static SV *socket_opener; /* Perl code: fd -> handle (a dup) or undef */
-
-void psgi_env_set_socket_opener(pTHX_ SV *code)
-{
-    SV *old = socket_opener;
-    socket_opener = SvOK(code) ? newSVsv(code) : NULL;
-    SvREFCNT_dec(old);
-}
-
-static SV *open_socket_handle(pTHX_ int fd)
-{
-    dSP;
-    SV *handle = NULL;
-    if (socket_opener == NULL)
-        return NULL;
-    ENTER;
-    SAVETMPS;
-    PUSHMARK(SP);
-    mXPUSHi(fd);
-    PUTBACK;
-    /* No G_EVAL: it would clear the app's $@; the opener does not die. */
-    int n = call_sv(socket_opener, G_SCALAR);
-    SPAGAIN;
-    if (n == 1) {
-        SV *result = POPs;
-        if (SvROK(result))
-            handle = newSVsv(result);
-    }
-    PUTBACK;
-    FREETMPS;
-    LEAVE;
-    return handle;
-}
-
-static int set_nonblocking(int fd, int on)
-{
-    int flags = fcntl(fd, F_GETFL);
-    if (flags < 0)
-        return -1;
-    return fcntl(fd, F_SETFL, on ? flags | O_NONBLOCK : flags & ~O_NONBLOCK);
-}
-
-/* The value starts as the serial of its request; the first read replaces it
- * with the handle, or with undef when that request is over. */
-static int socket_handle_get(pTHX_ SV *sv, MAGIC *mg)
-{
-    if (mg->mg_private)
-        return 0; /* resolved: sv holds the handle */
-    mg->mg_private = 1;
-    IV serial = SvIOKp(sv) ? SvIVX(sv) : 0;
-    struct serow_socket_lending *sock = lending;
-    if (serial == 0 || sock == NULL || serial != sock->serial) {
-        sv_setsv(sv, &PL_sv_undef);
-        return 0;
-    }
-    if (sock->handle == NULL) {
-        sock->handle = open_socket_handle(aTHX_ sock->fd);
-        /* The handle is blocking, as Starman's is: an app written for it (a
-         * WebSocket handler's plain sysread and print) would otherwise fail
-         * with EAGAIN.  The duplicate shares the server's file description,
-         * O_NONBLOCK included: serow_socket_back_to_server undoes it. */
-        if (sock->handle && set_nonblocking(sock->fd, 0) == 0)
-            sock->lent = 1;
-    }
-    sv_setsv(sv, sock->handle ? sock->handle : &PL_sv_undef);
-    return 0;
-}
-
-static const MGVTBL socket_handle_vtbl = {socket_handle_get, NULL, NULL, NULL, NULL,
-                                          NULL, NULL, NULL};
-
-/* The connection's socket is the next request's; returns its serial. */
-static IV start_socket_lending(pTHX_ struct serow_socket_lending *sock, int fd)
-{
-    lending = sock;
-    sock->serial = ++env_serial;
-    sock->fd = fd;
-    if (sock->handle) {
-        SvREFCNT_dec(sock->handle);
-        sock->handle = NULL;
-    }
-    return sock->serial;
+    char *p = SvPV_force_nomg_nolen(sv);
+    size_t n = serow_percent_decode(p, len);
+    p[n] = '\0';
+    SvCUR_set(sv, n);
 }
 
 /* psgix.io for the request on fd: the kept value (made unresolved again by
@@ -867,48 +612,14 @@ static IV start_socket_lending(pTHX_ struct serow_socket_lending *sock, int fd)
 static void set_socket_handle(pTHX_ HV *env, struct serow_socket_lending *sock, int fd)
 {
     struct env_slot *slot = &request_slots[KEY_PSGIX_IO];
-    IV serial = start_socket_lending(aTHX_ sock, fd);
+    IV serial = serow_socket_lend(aTHX_ sock, fd);
     if (slot->kept != NULL) {
         sv_setiv(slot_value(aTHX_ env, slot), serial);
         return;
     }
     SV *sv = newSViv(serial);
-    sv_magicext(sv, NULL, PERL_MAGIC_ext, &socket_handle_vtbl, NULL, 0);
+    sv_magicext(sv, NULL, PERL_MAGIC_ext, &serow_socket_handle_vtbl, NULL, 0);
     store_new(aTHX_ env, slot, sv);
-}
-
-void serow_socket_back_to_server(struct worker_loop *loop)
-{
-    struct serow_socket_lending *sock = &loop->request.socket;
-    if (sock->lent && sock->serial != 0) {
-        set_nonblocking(sock->fd, 1);
-        sock->lent = 0;
-    }
-}
-
-int psgi_env_socket_handle_made(const struct worker_loop *loop)
-{
-    return loop->request.socket.handle != NULL;
-}
-
-SV *psgi_env_take_socket_handle(pTHX_ struct worker_loop *loop)
-{
-    SV *handle = loop->request.socket.handle;
-    loop->request.socket.handle = NULL;
-    return handle;
-}
-
-void psgi_env_request_done(pTHX_ struct worker_loop *loop)
-{
-    struct serow_socket_lending *sock = &loop->request.socket;
-    /* (a connection that is over, or the app's now: left as it is) */
-    sock->lent = 0;
-    sock->serial = 0;
-    if (sock->handle) {
-        SvREFCNT_dec(sock->handle);
-        sock->handle = NULL;
-    }
-    lending = NULL;
 }
 
 /* Most names fit in a buffer on the stack; a longer one (the parser takes
@@ -941,11 +652,7 @@ static void store_header(pTHX_ HV *env, const struct http_header *h)
     char *name_buffer = stack_buffer;
     if (n > HEADER_NAME_ON_STACK)
         Newx(name_buffer, 5 + n, char);
-    memcpy(name_buffer, "HTTP_", 5);
-    for (size_t i = 0; i < n; i++) {
-        char c = h->name[i];
-        name_buffer[5 + i] = c == '-' ? '_' : (c >= 'a' && c <= 'z') ? (char)(c - 32) : c;
-    }
+    header_key(name_buffer, h->name, n);
     size_t len = 5 + n;
     U32 hash;
     PERL_HASH(hash, name_buffer, len);
@@ -1030,13 +737,13 @@ HV *build_psgi_env(pTHX_ struct worker_loop *loop)
         store_new(aTHX_ env, cleanup, newRV_noinc((SV *)newAV()));
     struct env_slot *input_slot = &request_slots[KEY_PSGI_INPUT];
     if (head->framing == HTTP_BODY_NONE) {
-        SV *input = rewound_empty_input(aTHX);
+        SV *input = serow_input_empty(aTHX);
         if (input != NULL && input_slot->kept != NULL) /* the same handle */
             (void)slot_value(aTHX_ env, input_slot);
         else if (input != NULL)
             store_new(aTHX_ env, input_slot, newRV_inc(input));
     } else {
-        SV *input = filled_body_input(aTHX_ loop);
+        SV *input = serow_input_filled(aTHX_ loop);
         if (input != NULL && input_slot->kept != NULL) /* the empty handle's entry */
             sv_setrv_inc(slot_value(aTHX_ env, input_slot), input);
         else if (input != NULL)

@@ -23,7 +23,7 @@
 
 #include "XSUB.h"
 
-#include "psgi_env.h"
+#include "psgi_input.h"
 #include "psgi_response.h"
 #include "request_accounting.h"
 #include "response_writer.h"
@@ -74,22 +74,55 @@ int serow_response_result(pTHX_ int r, SV *bad_header)
     return r == RESPONSE_OK;
 }
 
+/* ---- how the response went ------------------------------------------------
+ *
+ * The response's part of struct serow_request, as psgi_response.c left it,
+ * read at the end of the request. */
+
+/* 1 when the body given differs from the Content-Length announced (the
+ * connection is then closed after it), with both lengths. */
+static int response_length_mismatch(const struct serow_response *response, uint64_t *announced,
+                                    uint64_t *given)
+{
+    if (!response->active || !response->framing.body_allowed ||
+        !response->framing.has_content_length ||
+        response->body_given == response->framing.content_length)
+        return 0;
+    *announced = response->framing.content_length;
+    *given = response->body_given;
+    return 1;
+}
+
+/* Whether the response sent allows the connection to stay open: the app's
+ * and client's wishes, and whether the body was delimited as announced. */
+static int response_keeps_alive(const struct serow_response *response)
+{
+    uint64_t announced, given;
+    if (!response->active || response->failed || !response->framing.keep_alive)
+        return 0;
+    /* A body shorter or longer than its Content-Length, or chunked framing
+     * of the app's that broke or ended early, desynchronises the connection:
+     * close it rather than let the next response be misread. */
+    return !response_length_mismatch(response, &announced, &given) &&
+           response->app_framing_error == NULL;
+}
+
 /* What went wrong with a response that went out, for the error log (a new
  * mortal string), or NULL: a body that did not have the Content-Length
  * announced, or chunked framing of the app's that was cut.  (Never both:
  * the app's Content-Length and Transfer-Encoding together are refused.)
  * Either closes the connection after the response. */
-static SV *response_fault(pTHX_ const struct worker_loop *loop)
+static SV *response_fault(pTHX_ const struct serow_response *response)
 {
     uint64_t announced, given;
-    if (psgi_response_length_mismatch(loop, &announced, &given)) {
+    if (response_length_mismatch(response, &announced, &given)) {
         /* (the numbers as Perl writes them, as when the worker formatted them) */
         SV *a = sv_2mortal(newSVnv((NV)announced)), *g = sv_2mortal(newSVnv((NV)given));
         return sv_2mortal(newSVpvf("the app's Content-Length is %" SVf " but its body has %" SVf
                                    " bytes: the connection is closed after it",
                                    SVfARG(a), SVfARG(g)));
     }
-    const char *why = psgi_response_app_framing_error(loop);
+    const char *why = response->active ? response->app_framing_error : NULL;
     if (why != NULL)
         return sv_2mortal(newSVpvf("the body the app chunked itself %s: it is cut there, and "
                                    "the connection is closed after it", why));
@@ -119,9 +152,9 @@ void serow_request_end(pTHX_ struct worker_loop *loop, HV *env, int fail_status)
     if (loop->request.conn != NULL) {
         /* The response, for the access log and the metrics, before the
          * loop writes them. */
-        uint64_t body_bytes;
-        int status = psgi_response_outcome(loop, &body_bytes);
-        request_accounting_note_response(loop, status, body_bytes);
+        const struct serow_response *response = &loop->request.response;
+        request_accounting_note_response(loop, response->active ? response->status : 0,
+                                         response->active ? response->body_sent : 0);
         if (fail_status == 0 && socket_kept_by_app(aTHX_ loop, env)) {
             worker_loop_release_current(loop);
         } else {
@@ -130,7 +163,7 @@ void serow_request_end(pTHX_ struct worker_loop *loop, HV *env, int fail_status)
             if (fail_status != 0)
                 worker_loop_fail_request(loop, fail_status);
             else
-                worker_loop_finish_request(loop, psgi_response_keeps_alive(loop));
+                worker_loop_finish_request(loop, response_keeps_alive(response));
         }
     }
     /* The connection's part is over: the response's and psgix.io's go. */
@@ -201,7 +234,7 @@ static enum serve_stage finish_served(pTHX_ struct worker_loop *loop, HV *env,
         const char *p = SvPV(user, len);
         request_accounting_note_remote_user(loop, p, len);
     }
-    if ((*error = response_fault(aTHX_ loop)) != NULL)
+    if ((*error = response_fault(aTHX_ &loop->request.response)) != NULL)
         return SERVE_SENT;
     serow_request_end(aTHX_ loop, env, 0);
     SV *handlers = ENV_VALUE(env, "psgix.cleanup.handlers");

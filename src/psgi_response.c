@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "http_parser.h"
-#include "psgi_env.h"
+#include "psgi_input.h"
 #include "response_writer.h"
 #include "worker_internal.h" /* the current request */
 
@@ -254,6 +254,18 @@ static int app_chunks_valid(const struct iovec *parts, size_t count)
 
 static int write_all(struct worker_loop *loop, struct iovec *iov, int count);
 static int flush_head(struct worker_loop *loop, int more_follows);
+
+/* The head still waiting, as the first iovec of the next write (returns 1),
+ * so that it leaves with the body bytes that follow it; 0 when it is out. */
+static int take_head(struct serow_response *response, struct iovec *iov)
+{
+    if (response->head_len == 0)
+        return 0;
+    iov->iov_base = head_buffer;
+    iov->iov_len = response->head_len;
+    response->head_len = 0;
+    return 1;
+}
 
 /* Sends the next len bytes of a body the app framed itself (the head first if
  * it has not gone): as they are, or decoded for HTTP/1.0, up to an error in
@@ -507,7 +519,7 @@ int write_psgi_body(pTHX_ struct worker_loop *loop, const char *data, size_t len
 {
     struct serow_response *response = &loop->request.response;
     struct iovec iov[4];
-    int count = 0;
+    int count;
     char size_line[24];
 
     if (!response->active || response->failed)
@@ -519,10 +531,7 @@ int write_psgi_body(pTHX_ struct worker_loop *loop, const char *data, size_t len
     len = allowed_body_bytes(response, len);
     if (len == 0)
         return RESPONSE_OK;
-    if (response->head_len) {
-        iov[count].iov_base = head_buffer;
-        iov[count++].iov_len = response->head_len;
-    }
+    count = take_head(response, iov);
     if (response->framing.chunked) {
         iov[count].iov_base = size_line;
         iov[count++].iov_len = format_chunk_size(size_line, len);
@@ -533,7 +542,6 @@ int write_psgi_body(pTHX_ struct worker_loop *loop, const char *data, size_t len
         iov[count].iov_base = (void *)CHUNK_END;
         iov[count++].iov_len = 2;
     }
-    response->head_len = 0;
     response->body_sent += len;
     return write_all(loop, iov, count);
 }
@@ -627,57 +635,13 @@ int finish_psgi_body(pTHX_ struct worker_loop *loop)
         return RESPONSE_CLIENT_GONE;
     if (response->framing.chunked && response->framing.body_allowed) {
         struct iovec iov[2];
-        int count = 0;
-        if (response->head_len) {
-            iov[count].iov_base = head_buffer;
-            iov[count++].iov_len = response->head_len;
-        }
+        int count = take_head(response, iov);
         iov[count].iov_base = (void *)LAST_CHUNK;
         iov[count++].iov_len = sizeof(LAST_CHUNK) - 1;
-        response->head_len = 0;
         return write_all(loop, iov, count);
     }
     end_app_chunks(response);
     return flush_head(loop, 0);
-}
-
-int psgi_response_length_mismatch(const struct worker_loop *loop, uint64_t *announced,
-                                  uint64_t *given)
-{
-    const struct serow_response *response = &loop->request.response;
-    if (!response->active || !response->framing.body_allowed ||
-        !response->framing.has_content_length ||
-        response->body_given == response->framing.content_length)
-        return 0;
-    *announced = response->framing.content_length;
-    *given = response->body_given;
-    return 1;
-}
-
-const char *psgi_response_app_framing_error(const struct worker_loop *loop)
-{
-    const struct serow_response *response = &loop->request.response;
-    return response->active ? response->app_framing_error : NULL;
-}
-
-int psgi_response_outcome(const struct worker_loop *loop, uint64_t *body_bytes)
-{
-    const struct serow_response *response = &loop->request.response;
-    *body_bytes = response->active ? response->body_sent : 0;
-    return response->active ? response->status : 0;
-}
-
-int psgi_response_keeps_alive(const struct worker_loop *loop)
-{
-    const struct serow_response *response = &loop->request.response;
-    uint64_t announced, given;
-    if (!response->active || response->failed || !response->framing.keep_alive)
-        return 0;
-    /* A body shorter or longer than its Content-Length, or chunked framing
-     * of the app's that broke or ended early, desynchronises the connection:
-     * close it rather than let the next response be misread. */
-    return !psgi_response_length_mismatch(loop, &announced, &given) &&
-           response->app_framing_error == NULL;
 }
 
 int send_informational_response(pTHX_ struct worker_loop *loop, SV *status_sv, SV *headers,

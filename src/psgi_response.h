@@ -36,26 +36,6 @@ int finish_psgi_body(pTHX_ struct worker_loop *loop);
 int send_informational_response(pTHX_ struct worker_loop *loop, SV *status, SV *headers,
                                 SV **bad_header);
 
-/* 1 when the body given differs from the Content-Length announced (the
- * connection is then closed after it), with both lengths. */
-int psgi_response_length_mismatch(const struct worker_loop *loop, uint64_t *announced,
-                                  uint64_t *given);
-
-/* Why the chunked framing of a body the app framed itself (Transfer-Encoding:
- * chunked in its headers) was cut: "is not valid chunked framing", "has bytes
- * after its last chunk" or "ends before its last chunk"; NULL when it was
- * whole (or the app did not frame its body).  The connection is then closed
- * after the response. */
-const char *psgi_response_app_framing_error(const struct worker_loop *loop);
-
-/* Whether the response sent allows the connection to stay open: the app's
- * and client's wishes, and whether the body had the length announced. */
-int psgi_response_keeps_alive(const struct worker_loop *loop);
-
-/* The status of the response in progress (0: none) and the body bytes
- * sent so far, for the access log and the metrics. */
-int psgi_response_outcome(const struct worker_loop *loop, uint64_t *body_bytes);
-
 /* Forgets the response in progress: the end of the request does
  * (serow_request_end), and the start of the next response. */
 void reset_psgi_response(struct worker_loop *loop);
