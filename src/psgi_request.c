@@ -137,9 +137,9 @@ static SV *response_fault(pTHX_ const struct serow_response *response)
  * goes first, so that only the app's references count. */
 static int socket_kept_by_app(pTHX_ struct worker_loop *loop, HV *env)
 {
+    if (loop->request.socket.handle == NULL)
+        return 0; /* (the usual case, without a call) */
     SV *handle = psgi_env_take_socket_handle(aTHX_ loop);
-    if (handle == NULL)
-        return 0;
     if (env != NULL)
         (void)hv_deletes(env, "psgix.io", G_DISCARD);
     int kept = SvROK(handle) && SvREFCNT(SvRV(handle)) > 1;
@@ -226,7 +226,7 @@ static SV *run_app(pTHX_ SV *app, SV *env_ref)
 /* The response is out: REMOTE_USER for the log, then the end of the
  * request, unless the response went wrong (the worker logs that first). */
 static enum serve_stage finish_served(pTHX_ struct worker_loop *loop, HV *env,
-                                      int note_remote_user, int last_one, SV **error)
+                                      int note_remote_user, SV **error)
 {
     SV *user = note_remote_user ? ENV_VALUE(env, "REMOTE_USER") : NULL;
     if (user && SvOK(user) && loop->request.conn != NULL) {
@@ -237,10 +237,6 @@ static enum serve_stage finish_served(pTHX_ struct worker_loop *loop, HV *env,
     if ((*error = response_fault(aTHX_ &loop->request.response)) != NULL)
         return SERVE_SENT;
     serow_request_end(aTHX_ loop, env, 0);
-    SV *handlers = ENV_VALUE(env, "psgix.cleanup.handlers");
-    if (last_one || (handlers && SvROK(handlers) && SvTYPE(SvRV(handlers)) == SVt_PVAV &&
-                     av_count((AV *)SvRV(handlers)) > 0))
-        return SERVE_FINISHED;
     return SERVE_DONE;
 }
 
@@ -250,27 +246,33 @@ enum serve_stage serow_serve_request(pTHX_ struct worker_loop *loop, SV *app, SV
 {
     HV *env = (HV *)SvRV(env_ref);
     *answer = *error = NULL;
-    if (from != SERVE_SENT) {
-        SV *input = ENV_VALUE(env, "psgi.input");
-        if (input == NULL || !SvOK(input))
-            return SERVE_HANDLE; /* a body (psgi_env.c gives bodiless requests their input) */
-        *answer = run_app(aTHX_ app, env_ref);
-        if (SvTRUE(ERRSV) || !SvROK(*answer) || SvTYPE(SvRV(*answer)) != SVt_PVAV) {
-            *error = sv_mortalcopy(ERRSV);
-            return SERVE_RESPOND;
-        }
+    /* (the worker looks at what is left after it: cleanup handlers, harakiri) */
+    if (from == SERVE_SENT)
+        return finish_served(aTHX_ loop, env, note_remote_user, error);
+    SV *input = ENV_VALUE(env, "psgi.input");
+    if (input == NULL || !SvOK(input))
+        return SERVE_HANDLE; /* a body (psgi_env.c gives bodiless requests their input) */
+    *answer = run_app(aTHX_ app, env_ref);
+    if (SvTRUE(ERRSV) || !SvROK(*answer) || SvTYPE(SvRV(*answer)) != SVt_PVAV) {
+        *error = sv_mortalcopy(ERRSV);
+        return SERVE_RESPOND;
     }
     /* (set by the app, which has run: read once) */
     SV *harakiri = ENV_VALUE(env, "psgix.harakiri.commit");
     int last_one = harakiri && SvTRUE(harakiri);
-    if (from != SERVE_SENT) {
-        SV *sent = send_array_triple(aTHX_ loop, *answer, last_one);
-        if (sent == &PL_sv_no)
-            return SERVE_RESPOND; /* the worker's own way: a handle body, ... */
-        if (sent != &PL_sv_yes) {
-            *error = sent;
-            return SERVE_BAD_RESPONSE;
-        }
+    SV *sent = send_array_triple(aTHX_ loop, *answer, last_one);
+    if (sent == &PL_sv_no)
+        return SERVE_RESPOND; /* the worker's own way: a handle body, ... */
+    if (sent != &PL_sv_yes) {
+        *error = sent;
+        return SERVE_BAD_RESPONSE;
     }
-    return finish_served(aTHX_ loop, env, note_remote_user, last_one, error);
+    enum serve_stage stage = finish_served(aTHX_ loop, env, note_remote_user, error);
+    if (stage != SERVE_DONE)
+        return stage;
+    SV *handlers = ENV_VALUE(env, "psgix.cleanup.handlers");
+    if (last_one || (handlers && SvROK(handlers) && SvTYPE(SvRV(handlers)) == SVt_PVAV &&
+                     av_count((AV *)SvRV(handlers)) > 0))
+        return SERVE_FINISHED;
+    return SERVE_DONE;
 }

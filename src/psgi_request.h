@@ -31,7 +31,9 @@ enum serve_stage {
  * it goes on from there.  Then it notes REMOTE_USER for the access log
  * (note_remote_user), and ends the request (serow_request_end) unless the
  * response went wrong.  Returns the stage it stopped at, with the app's
- * answer and the error (mortal, or NULL) for the worker.
+ * answer and the error (mortal, or NULL) for the worker; from the start,
+ * SERVE_FINISHED when cleanup handlers or psgix.harakiri.commit are left
+ * (from SERVE_SENT the worker looks at those itself: SERVE_DONE).
  */
 enum serve_stage serow_serve_request(pTHX_ struct worker_loop *loop, SV *app, SV *env_ref,
                                      int note_remote_user, enum serve_stage from,

@@ -6,11 +6,15 @@
  * its connection and parsed head, its body's progress, the response the app
  * gave and how far it went out, the psgix.io handle lent for it, and what
  * the access log and the metrics will record of it.  Each part is written
- * by the file named beside it.
+ * by the file named beside it; all of it is reset in one place,
+ * serow_request_end (psgi_request.c), which ends every request the worker
+ * serves, from C or from Perl.  (What starts a request sets its part: the
+ * loop the head and the accounting, the body reader the body, the env
+ * build the socket lending, each response its own progress.)
  *
  * What outlives a request stays with its file, as a per-process cache: the
- * env kept for reuse and its key tables, the psgi.input handles refilled
- * for each request (psgi_env.c), the buffers a response head and
+ * env kept for reuse and its key tables (psgi_env.c), the psgi.input
+ * handles refilled for each request (psgi_input.c), the buffers a response head and
  * an array body are gathered in (psgi_response.c).
  *
  * No Perl here: the psgix.io handle is a Perl value, named by its struct
@@ -47,7 +51,7 @@ struct serow_response {
 };
 
 /* psgix.io, the connection's socket as a Perl handle, made when the app
- * first reads the key (psgi_env.c). */
+ * first reads the key (psgi_input.c). */
 struct serow_socket_lending {
     long serial;          /* the env's serial; 0 between requests */
     int fd;               /* the connection's socket */

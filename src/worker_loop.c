@@ -10,7 +10,8 @@
  * end (keep alive, close or hand over), and the stop and its grace.  It
  * calls down into every other worker file (worker_internal.h lists them in
  * order) and nothing calls into it but the embedding and the C that serves
- * the current request (psgi_env.c, psgi_response.c).  How a connection is
+ * the current request (psgi_env.c, psgi_input.c, psgi_response.c,
+ * psgi_request.c, whose serow_request_end alone ends a request).  How a connection is
  * read, parked, timed out or closed is the lower files' business: the loop
  * only says when.
  */

@@ -89,7 +89,10 @@ int worker_loop_sendfile(struct worker_loop *loop, int file_fd, uint64_t offset,
  * what the client asked for and the limits. */
 int worker_loop_may_keep_alive(struct worker_loop *loop);
 
-/* Ends the current request.  keep_alive = 0 closes the connection (after
+/* The loop's part of the end of a request: the three below are called by
+ * serow_request_end (psgi_request.c) alone, which ends every request.
+ *
+ * Ends the current request.  keep_alive = 0 closes the connection (after
  * discarding what the client still sends, so that it reads the response). */
 void worker_loop_finish_request(struct worker_loop *loop, int keep_alive);
 

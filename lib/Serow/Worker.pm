@@ -271,7 +271,6 @@ use constant {
 sub go_on_with_request {
     my ($self, $env, $stage, $res, $error) = @_;
     my $loop = $self->{loop};
-    my @serve = ($loop, $self->{app}, $env, $self->{access_log} ? 1 : 0);
 
     if ($stage == STAGE_HANDLE) {
         # (psgix.cleanup.handlers is in the env already, and psgi.input when
@@ -285,7 +284,8 @@ sub go_on_with_request {
             $env->{'psgi.input'} = $self->buffer_request_body($env) // return 1;
         }
         # psgi.input is there: the app runs, as for any request.
-        ($stage, $res, $error) = Serow::Loop::serve_request(@serve) or return 1;
+        ($stage, $res, $error) = Serow::Loop::serve_request($loop, $self->{app}, $env,
+            $self->{access_log} ? 1 : 0) or return 1;
     }
 
     if ($stage == STAGE_RESPOND || $stage == STAGE_BAD_RESPONSE) {
@@ -303,7 +303,10 @@ sub go_on_with_request {
             $self->app_failed($env, "the app returned " . (defined $res ? "'$res'" : 'undef')
                 . " instead of an array or a code reference");
         }
-        ($stage, $res, $error) = Serow::Loop::serve_request(@serve, STAGE_SENT) or return 1;
+        # The response is out: REMOTE_USER and the end, as for any request
+        # (what is left, the cleanup handlers and harakiri, is seen to below).
+        ($stage, $res, $error) = Serow::Loop::serve_request($loop, $self->{app}, $env,
+            $self->{access_log} ? 1 : 0, STAGE_SENT) or $stage = STAGE_FINISHED;
     }
 
     if ($stage == STAGE_SENT) {
