@@ -37,10 +37,23 @@ typedef struct shared_state *Serow__Shared;
 /* The Serow::Loop package, for the typemap's quick check of the object. */
 static HV *serow_loop_stash;
 
-static double setting(pTHX_ HV *settings, const char *name, double fallback)
+/* A setting the caller gives (Serow::Options owns every default, and
+ * lib/Serow/Worker.pm and lib/Serow/ConnectionHolder.pm pass every value):
+ * a missing one is an error naming it, never a number of the glue's own. */
+static SV *given_setting(pTHX_ HV *settings, const char *who, const char *name)
 {
     SV **sv = hv_fetch(settings, name, (I32)strlen(name), 0);
-    return sv && SvOK(*sv) ? SvNV(*sv) : fallback;
+    if (sv == NULL)
+        croak("%s: no '%s' setting", who, name);
+    return *sv;
+}
+
+static double setting(pTHX_ HV *settings, const char *who, const char *name)
+{
+    SV *sv = given_setting(aTHX_ settings, who, name);
+    if (!SvOK(sv))
+        croak("%s: no '%s' setting", who, name);
+    return SvNV(sv);
 }
 
 /* A signal mask that block_signals returned. */
@@ -180,18 +193,19 @@ Serow::Loop
 loop_new(const char *class, HV *settings)
   CODE:
     struct worker_settings s;
+    const char *who = "Serow::Loop->new";
     PERL_UNUSED_VAR(class);
-    s.limits.max_request_line = (size_t)setting(aTHX_ settings, "max_request_line", 8192);
-    s.limits.max_header_size = (size_t)setting(aTHX_ settings, "max_header_size", 65536);
-    s.limits.max_headers = (size_t)setting(aTHX_ settings, "max_headers", 100);
-    s.max_body_size = (uint64_t)setting(aTHX_ settings, "max_body_size", 0);
-    s.header_timeout = setting(aTHX_ settings, "header_timeout", 10);
-    s.read_timeout = setting(aTHX_ settings, "read_timeout", 60);
-    s.min_body_rate = setting(aTHX_ settings, "min_body_rate", 1024);
-    s.write_timeout = setting(aTHX_ settings, "write_timeout", 60);
-    s.keepalive_timeout = setting(aTHX_ settings, "keepalive_timeout", 5);
-    s.max_keepalive_requests = (unsigned long)setting(aTHX_ settings, "max_keepalive_requests", 0);
-    s.max_keepalive_connections = (unsigned long)setting(aTHX_ settings, "max_keepalive_connections", 0);
+    s.limits.max_request_line = (size_t)setting(aTHX_ settings, who, "max_request_line");
+    s.limits.max_header_size = (size_t)setting(aTHX_ settings, who, "max_header_size");
+    s.limits.max_headers = (size_t)setting(aTHX_ settings, who, "max_headers");
+    s.max_body_size = (uint64_t)setting(aTHX_ settings, who, "max_body_size");
+    s.header_timeout = setting(aTHX_ settings, who, "header_timeout");
+    s.read_timeout = setting(aTHX_ settings, who, "read_timeout");
+    s.min_body_rate = setting(aTHX_ settings, who, "min_body_rate");
+    s.write_timeout = setting(aTHX_ settings, who, "write_timeout");
+    s.keepalive_timeout = setting(aTHX_ settings, who, "keepalive_timeout");
+    s.max_keepalive_requests = (unsigned long)setting(aTHX_ settings, who, "max_keepalive_requests");
+    s.max_keepalive_connections = (unsigned long)setting(aTHX_ settings, who, "max_keepalive_connections");
     RETVAL = worker_loop_new(&s);
     if (RETVAL == NULL)
         croak("cannot create the event loop: %s", strerror(errno));
@@ -696,11 +710,12 @@ int
 shared_run_holder(Serow::Shared shared, int ready_channel, int handback_channel, HV *settings)
   CODE:
     struct holder_settings s;
-    s.keepalive_timeout_ms = (uint64_t)(setting(aTHX_ settings, "keepalive_timeout", 5) * 1000);
-    s.idle_handoff_ms = (uint64_t)setting(aTHX_ settings, "idle_handoff_ms", 500);
-    s.max_keepalive_connections = (uint32_t)setting(aTHX_ settings, "max_keepalive_connections", 0);
-    SV **error_log = hv_fetchs(settings, "error_log", 0);
-    s.error_log = error_log && SvOK(*error_log) ? SvPV_nolen(*error_log) : NULL;
+    const char *who = "Serow::Shared->run_holder";
+    s.keepalive_timeout_ms = (uint64_t)(setting(aTHX_ settings, who, "keepalive_timeout") * 1000);
+    s.idle_handoff_ms = (uint64_t)setting(aTHX_ settings, who, "idle_handoff_ms");
+    s.max_keepalive_connections = (uint32_t)setting(aTHX_ settings, who, "max_keepalive_connections");
+    SV *error_log = given_setting(aTHX_ settings, who, "error_log"); /* undef: none */
+    s.error_log = SvOK(error_log) ? SvPV_nolen(error_log) : NULL;
     RETVAL = run_connection_holder(shared, ready_channel, handback_channel, &s);
   OUTPUT:
     RETVAL

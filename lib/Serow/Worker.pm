@@ -119,14 +119,21 @@ END {
     }
 }
 
+# The options the C event loop takes (Serow::Loop->new, which has no default
+# of its own: a missing one is an error).
+sub loop_settings {
+    my ($class, $options) = @_;
+    return { map { $_ => $options->{$_} } qw(
+        max_request_line max_header_size max_headers max_body_size header_timeout
+        read_timeout min_body_rate write_timeout keepalive_timeout max_keepalive_requests
+        max_keepalive_connections) };
+}
+
 sub run {
     my ($self) = @_;
     ($RUNNING, $RUNNING_PID) = ($self, $$);
     my $options = $self->{options};
-    my $loop = $self->{loop} = Serow::Loop->new({ map { $_ => $options->{$_} } qw(
-        max_request_line max_header_size max_headers max_body_size header_timeout
-        read_timeout min_body_rate write_timeout keepalive_timeout max_keepalive_requests
-        max_keepalive_connections) });
+    my $loop = $self->{loop} = Serow::Loop->new($self->loop_settings($options));
     for my $l (@{ $self->{listeners} }) {
         $loop->add_listener($l->{fd}, $l->{is_unix} ? 1 : 0, $l->{server_name}, $l->{server_port});
     }
