@@ -170,8 +170,8 @@ static SV *env_value(pTHX_ HV *env, const char *key, I32 len)
 #define ENV_VALUE(env, key) env_value(aTHX_ (env), "" key "", sizeof(key) - 1)
 
 /* Where serve_request left a request for the Perl worker to go on with
- * (go_on_with_request in lib/Serow/Worker.pm, whose STAGE_ constants are
- * these numbers). */
+ * (go_on_with_request in lib/Serow/Worker.pm, which has them as
+ * Serow::STAGE_*: define_constants). */
 enum serve_stage {
     SERVE_DONE = 0,    /* answered, finished, nothing left to do */
     SERVE_HANDLE,      /* nothing done: the body is to be read first */
@@ -181,12 +181,40 @@ enum serve_stage {
     SERVE_FINISHED,    /* finished; cleanup handlers or psgix.harakiri.commit remain */
 };
 
+/* What read_body returns when the client went away (else a count, or -STATUS). */
+#define READ_BODY_CLIENT_GONE (-1)
+
+/* The numbers the Perl side compares with, from their C names, once: the
+ * Perl never copies them.  Constant subs, which Perl folds where it compiles
+ * them (Serow::BODY_CHUNKED costs a request nothing). */
+static void define_constants(pTHX)
+{
+    HV *stash = gv_stashpvs("Serow", GV_ADD);
+#define SEROW_CONSTANT(name) newCONSTSUB(stash, #name, newSViv(name))
+#define SEROW_CONSTANT_AS(perl_name, name) newCONSTSUB(stash, perl_name, newSViv(name))
+    /* enum serve_stage: how far serve_request took a request */
+    SEROW_CONSTANT_AS("STAGE_DONE", SERVE_DONE);
+    SEROW_CONSTANT_AS("STAGE_HANDLE", SERVE_HANDLE);
+    SEROW_CONSTANT_AS("STAGE_RESPOND", SERVE_RESPOND);
+    SEROW_CONSTANT_AS("STAGE_BAD_RESPONSE", SERVE_BAD_RESPONSE);
+    SEROW_CONSTANT_AS("STAGE_SENT", SERVE_SENT);
+    SEROW_CONSTANT_AS("STAGE_FINISHED", SERVE_FINISHED);
+    /* enum http_body_framing (src/http_parser.h): request_body_framing */
+    SEROW_CONSTANT_AS("BODY_NONE", HTTP_BODY_NONE);
+    SEROW_CONSTANT_AS("BODY_LENGTH", HTTP_BODY_LENGTH);
+    SEROW_CONSTANT_AS("BODY_CHUNKED", HTTP_BODY_CHUNKED);
+    SEROW_CONSTANT(READ_BODY_CLIENT_GONE);
+#undef SEROW_CONSTANT
+#undef SEROW_CONSTANT_AS
+}
+
 MODULE = Serow    PACKAGE = Serow::Loop    PREFIX = loop_
 
 PROTOTYPES: DISABLE
 
 BOOT:
     psgi_env_init(aTHX);
+    define_constants(aTHX);
     serow_loop_stash = gv_stashpvs("Serow::Loop", GV_ADD);
 
 Serow::Loop
@@ -268,7 +296,7 @@ loop_next_request(Serow::Loop loop)
 int
 loop_request_body_framing(Serow::Loop loop)
   CODE:
-    /* 0: no body, 1: Content-Length, 2: chunked */
+    /* Serow::BODY_NONE, BODY_LENGTH or BODY_CHUNKED */
     RETVAL = serow_loop_body_framing(loop);
   OUTPUT:
     RETVAL
@@ -284,7 +312,8 @@ int
 loop_read_body(Serow::Loop loop, SV *buffer, size_t max)
   CODE:
     /* Appends up to max body bytes to buffer.  Returns the count, 0 at the
-     * end of the body, -1 when the client is gone, or -STATUS (400, 408, 413). */
+     * end of the body, READ_BODY_CLIENT_GONE (-1) when the client is gone,
+     * or -STATUS (400, 408, 413). */
     size_t got = 0;
     STRLEN cur;
     if (!SvOK(buffer))
@@ -301,7 +330,7 @@ loop_read_body(Serow::Loop loop, SV *buffer, size_t max)
         p[cur + got] = '\0';
         RETVAL = (int)got;
     } else {
-        RETVAL = r < 0 ? -1 : -r;
+        RETVAL = r < 0 ? READ_BODY_CLIENT_GONE : -r;
     }
   OUTPUT:
     RETVAL

@@ -260,14 +260,15 @@ sub stop {
 }
 
 # How far Serow::Loop::serve_request took a request (enum serve_stage in
-# Serow.xs): the C path takes the steps of go_on_with_request for the usual
-# request and stops at the first one it does not take itself.
+# Serow.xs, which gives the numbers as Serow::STAGE_*): the C path takes the
+# steps of go_on_with_request for the usual request and stops at the first
+# one it does not take itself.
 use constant {
-    STAGE_HANDLE       => 1, # nothing done: the body is to be read
-    STAGE_RESPOND      => 2, # the app ran (or died): send its answer
-    STAGE_BAD_RESPONSE => 3, # its triple could not be sent: say why
-    STAGE_SENT         => 4, # sent: finish the request
-    STAGE_FINISHED     => 5, # finished: cleanup handlers, harakiri
+    STAGE_HANDLE       => Serow::STAGE_HANDLE,       # nothing done: the body is to be read
+    STAGE_RESPOND      => Serow::STAGE_RESPOND,      # the app ran (or died): send its answer
+    STAGE_BAD_RESPONSE => Serow::STAGE_BAD_RESPONSE, # its triple could not be sent: say why
+    STAGE_SENT         => Serow::STAGE_SENT,         # sent: finish the request
+    STAGE_FINISHED     => Serow::STAGE_FINISHED,     # finished: cleanup handlers, harakiri
 };
 
 # Answers a request from where serve_request left it, one step after the
@@ -531,7 +532,7 @@ sub buffer_request_body {
     for (;;) {
         my $n = $loop->read_body($buffer, $read_size);
         if ($n < 0) {
-            $loop->fail_request($n == -1 ? 400 : -$n);
+            $loop->fail_request($n == Serow::READ_BODY_CLIENT_GONE ? 400 : -$n);
             return undef;
         }
         $total += $n;
@@ -544,7 +545,7 @@ sub buffer_request_body {
         }
         last if $n == 0;
     }
-    if ($framing == 2) {
+    if ($framing == Serow::BODY_CHUNKED) {
         $env->{CONTENT_LENGTH} = $total;
         delete $env->{HTTP_TRANSFER_ENCODING};
     }
