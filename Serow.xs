@@ -19,8 +19,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <sys/eventfd.h>
-
 #include "src/access_log.h"
 #include "src/connection_holder.h"
 #include "src/fd_passing.h"
@@ -54,6 +52,17 @@ static double setting(pTHX_ HV *settings, const char *who, const char *name)
     if (!SvOK(sv))
         croak("%s: no '%s' setting", who, name);
     return SvNV(sv);
+}
+
+/* What the metrics (Serow::Shared::metrics) and the status page
+ * (Serow::Shared::status) both show of serow_shared_totals, under the same
+ * names; each adds its own. */
+static void store_shared_totals(pTHX_ HV *h, const struct serow_shared_totals *t)
+{
+    hv_stores(h, "open_connections", newSVuv(t->open_connections));
+    hv_stores(h, "connections_stolen", newSVnv((double)t->connections_stolen));
+    hv_stores(h, "connections_gathered", newSVnv((double)t->connections_gathered));
+    hv_stores(h, "started", newSVnv((double)t->started_ms / 1000.0));
 }
 
 /* A signal mask that block_signals returned. */
@@ -646,14 +655,13 @@ shared_new(const char *class, unsigned int max_workers)
     RETVAL = shared_state_create(max_workers);
     if (RETVAL == NULL)
         croak("cannot map the shared state: %s", strerror(errno));
-    RETVAL->holder_wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   OUTPUT:
     RETVAL
 
 unsigned int
 shared_max_workers(Serow::Shared shared)
   CODE:
-    RETVAL = shared->max_workers;
+    RETVAL = serow_shared_max_workers(shared);
   OUTPUT:
     RETVAL
 
@@ -674,7 +682,7 @@ shared_set_server_stopping(Serow::Shared shared)
   CODE:
     /* From now on a stopping worker closes its connections after their
      * responses instead of handing them to the holder. */
-    atomic_store(&shared->server_stopping, 1);
+    serow_shared_set_server_stopping(shared);
 
 void
 shared_reset_worker(Serow::Shared shared, unsigned int index)
@@ -687,7 +695,7 @@ void
 shared_count_worker_restart(Serow::Shared shared)
   CODE:
     /* The master replaced a worker that left while the server ran. */
-    atomic_fetch_add(&shared->worker_restarts, 1);
+    serow_shared_count_worker_restart(shared);
 
 SV *
 shared_metrics(Serow::Shared shared)
@@ -714,23 +722,19 @@ shared_metrics(Serow::Shared shared)
         av_push(pair, newSVnv((double)count)); /* cumulative, as Prometheus wants */
         av_push(buckets, newRV_noinc((SV *)pair));
     }
-    struct shared_worker_counts workers;
-    serow_shared_count_workers(shared, &workers);
-    uint32_t waiting = atomic_load(&shared->held_connections) + workers.idle_connections;
+    struct serow_shared_totals totals;
+    serow_shared_totals(shared, &totals);
+    store_shared_totals(aTHX_ m, &totals);
     hv_stores(m, "requests_by_status", newRV_noinc((SV *)by_status));
     hv_stores(m, "duration_buckets", newRV_noinc((SV *)buckets));
     hv_stores(m, "duration_count", newSVnv((double)count));
     hv_stores(m, "duration_sum", newSVnv((double)t.duration_sum_ns / 1e9));
     hv_stores(m, "connections_accepted", newSVnv((double)t.connections_accepted));
-    hv_stores(m, "worker_restarts", newSVnv((double)atomic_load(&shared->worker_restarts)));
-    hv_stores(m, "connections_stolen", newSVnv((double)atomic_load(&shared->connections_stolen)));
-    hv_stores(m, "connections_gathered", newSVnv((double)atomic_load(&shared->connections_gathered)));
-    hv_stores(m, "busy_workers", newSVuv(workers.busy));
-    hv_stores(m, "idle_workers", newSVuv(workers.idle));
-    hv_stores(m, "idle_connections", newSVuv(waiting));
-    hv_stores(m, "queued_connections", newSVuv(atomic_load(&shared->queued_connections)));
-    hv_stores(m, "open_connections", newSVuv(atomic_load(&shared->open_connections)));
-    hv_stores(m, "started", newSVnv((double)shared->started_ms / 1000.0));
+    hv_stores(m, "worker_restarts", newSVnv((double)totals.worker_restarts));
+    hv_stores(m, "busy_workers", newSVuv(totals.workers.busy));
+    hv_stores(m, "idle_workers", newSVuv(totals.workers.idle));
+    hv_stores(m, "idle_connections", newSVuv(totals.waiting_connections));
+    hv_stores(m, "queued_connections", newSVuv(totals.queued_connections));
     RETVAL = newRV_noinc((SV *)m);
   OUTPUT:
     RETVAL
@@ -755,15 +759,12 @@ shared_status(Serow::Shared shared)
     /* A snapshot for the status page: totals and one hash per worker. */
     HV *status = newHV();
     AV *workers = newAV();
-    uint32_t processing = 0, waiting = atomic_load(&shared->held_connections);
-    uint32_t queued = atomic_load(&shared->queued_connections);
-    for (uint32_t i = 0; i < shared->max_workers; i++) {
+    uint32_t slots = serow_shared_max_workers(shared);
+    for (uint32_t i = 0; i < slots; i++) {
         struct shared_worker_status w;
         if (!serow_shared_worker_status(shared, i, &w))
             continue;
         HV *h = newHV();
-        processing += w.busy;
-        waiting += w.idle_connections;
         hv_stores(h, "pid", newSViv(w.pid));
         hv_stores(h, "slot", newSVuv(i));
         hv_stores(h, "busy", newSViv(w.busy));
@@ -776,16 +777,15 @@ shared_status(Serow::Shared shared)
         }
         av_push(workers, newRV_noinc((SV *)h));
     }
-    hv_stores(status, "processing", newSVuv(processing));
-    hv_stores(status, "waiting", newSVuv(waiting));
-    hv_stores(status, "queued", newSVuv(queued));
-    hv_stores(status, "held_by_holder", newSVuv(atomic_load(&shared->held_connections)));
-    hv_stores(status, "open_connections", newSVuv(atomic_load(&shared->open_connections)));
-    hv_stores(status, "connections_stolen", newSVnv((double)atomic_load(&shared->connections_stolen)));
-    hv_stores(status, "connections_gathered", newSVnv((double)atomic_load(&shared->connections_gathered)));
-    hv_stores(status, "requests_total", newSVnv((double)atomic_load(&shared->requests_total)));
-    hv_stores(status, "started", newSVnv((double)shared->started_ms / 1000.0));
-    hv_stores(status, "holder_pid", newSViv(atomic_load(&shared->holder_pid)));
+    struct serow_shared_totals totals;
+    serow_shared_totals(shared, &totals);
+    store_shared_totals(aTHX_ status, &totals);
+    hv_stores(status, "processing", newSVuv(totals.workers.busy));
+    hv_stores(status, "waiting", newSVuv(totals.waiting_connections));
+    hv_stores(status, "queued", newSVuv(totals.queued_connections));
+    hv_stores(status, "held_by_holder", newSVuv(totals.held_connections));
+    hv_stores(status, "requests_total", newSVnv((double)totals.requests_total));
+    hv_stores(status, "holder_pid", newSViv(totals.holder_pid));
     hv_stores(status, "workers", newRV_noinc((SV *)workers));
     RETVAL = newRV_noinc((SV *)status);
   OUTPUT:
