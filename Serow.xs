@@ -54,6 +54,13 @@ static double setting(pTHX_ HV *settings, const char *who, const char *name)
     return SvNV(sv);
 }
 
+/* What read_body returns when the client went away (else a count, or -STATUS). */
+#define READ_BODY_CLIENT_GONE (-1)
+
+/* A number the Perl side compares with, as a constant sub of the Serow
+ * package made from its C name (see the BOOT of that package below). */
+#define SEROW_CONSTANT(stash, perl_name, value) newCONSTSUB((stash), (perl_name), newSViv(value))
+
 /* What the metrics (Serow::Shared::metrics) and the status page
  * (Serow::Shared::status) both show of serow_shared_totals, under the same
  * names; each adds its own. */
@@ -179,8 +186,8 @@ static SV *env_value(pTHX_ HV *env, const char *key, I32 len)
 #define ENV_VALUE(env, key) env_value(aTHX_ (env), "" key "", sizeof(key) - 1)
 
 /* Where serve_request left a request for the Perl worker to go on with
- * (go_on_with_request in lib/Serow/Worker.pm, which has them as
- * Serow::STAGE_*: define_constants). */
+ * (go_on_with_request in lib/Serow/Worker.pm, whose STAGE_ constants are
+ * these numbers). */
 enum serve_stage {
     SERVE_DONE = 0,    /* answered, finished, nothing left to do */
     SERVE_HANDLE,      /* nothing done: the body is to be read first */
@@ -190,40 +197,12 @@ enum serve_stage {
     SERVE_FINISHED,    /* finished; cleanup handlers or psgix.harakiri.commit remain */
 };
 
-/* What read_body returns when the client went away (else a count, or -STATUS). */
-#define READ_BODY_CLIENT_GONE (-1)
-
-/* The numbers the Perl side compares with, from their C names, once: the
- * Perl never copies them.  Constant subs, which Perl folds where it compiles
- * them (Serow::BODY_CHUNKED costs a request nothing). */
-static void define_constants(pTHX)
-{
-    HV *stash = gv_stashpvs("Serow", GV_ADD);
-#define SEROW_CONSTANT(name) newCONSTSUB(stash, #name, newSViv(name))
-#define SEROW_CONSTANT_AS(perl_name, name) newCONSTSUB(stash, perl_name, newSViv(name))
-    /* enum serve_stage: how far serve_request took a request */
-    SEROW_CONSTANT_AS("STAGE_DONE", SERVE_DONE);
-    SEROW_CONSTANT_AS("STAGE_HANDLE", SERVE_HANDLE);
-    SEROW_CONSTANT_AS("STAGE_RESPOND", SERVE_RESPOND);
-    SEROW_CONSTANT_AS("STAGE_BAD_RESPONSE", SERVE_BAD_RESPONSE);
-    SEROW_CONSTANT_AS("STAGE_SENT", SERVE_SENT);
-    SEROW_CONSTANT_AS("STAGE_FINISHED", SERVE_FINISHED);
-    /* enum http_body_framing (src/http_parser.h): request_body_framing */
-    SEROW_CONSTANT_AS("BODY_NONE", HTTP_BODY_NONE);
-    SEROW_CONSTANT_AS("BODY_LENGTH", HTTP_BODY_LENGTH);
-    SEROW_CONSTANT_AS("BODY_CHUNKED", HTTP_BODY_CHUNKED);
-    SEROW_CONSTANT(READ_BODY_CLIENT_GONE);
-#undef SEROW_CONSTANT
-#undef SEROW_CONSTANT_AS
-}
-
 MODULE = Serow    PACKAGE = Serow::Loop    PREFIX = loop_
 
 PROTOTYPES: DISABLE
 
 BOOT:
     psgi_env_init(aTHX);
-    define_constants(aTHX);
     serow_loop_stash = gv_stashpvs("Serow::Loop", GV_ADD);
 
 Serow::Loop
@@ -792,6 +771,27 @@ shared_status(Serow::Shared shared)
     RETVAL
 
 MODULE = Serow    PACKAGE = Serow
+
+BOOT:
+    /* The numbers the Perl side compares with, from their C names, once:
+     * Perl never copies them.  Constant subs, which Perl folds where it
+     * compiles them (Serow::BODY_CHUNKED costs a request nothing). */
+    {
+        HV *stash = gv_stashpvs("Serow", GV_ADD);
+        /* enum serve_stage: how far serve_request took a request */
+        SEROW_CONSTANT(stash, "STAGE_DONE", SERVE_DONE);
+        SEROW_CONSTANT(stash, "STAGE_HANDLE", SERVE_HANDLE);
+        SEROW_CONSTANT(stash, "STAGE_RESPOND", SERVE_RESPOND);
+        SEROW_CONSTANT(stash, "STAGE_BAD_RESPONSE", SERVE_BAD_RESPONSE);
+        SEROW_CONSTANT(stash, "STAGE_SENT", SERVE_SENT);
+        SEROW_CONSTANT(stash, "STAGE_FINISHED", SERVE_FINISHED);
+        /* enum http_body_framing (src/http_parser.h): request_body_framing */
+        SEROW_CONSTANT(stash, "BODY_NONE", HTTP_BODY_NONE);
+        SEROW_CONSTANT(stash, "BODY_LENGTH", HTTP_BODY_LENGTH);
+        SEROW_CONSTANT(stash, "BODY_CHUNKED", HTTP_BODY_CHUNKED);
+        /* read_body */
+        SEROW_CONSTANT(stash, "READ_BODY_CLIENT_GONE", READ_BODY_CLIENT_GONE);
+    }
 
 int
 referent_refcount(SV *ref)
