@@ -17,8 +17,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <sys/eventfd.h>
-
 #include "src/access_log.h"
 #include "src/connection_holder.h"
 #include "src/fd_passing.h"
@@ -36,10 +34,38 @@ typedef struct shared_state *Serow__Shared;
 /* The Serow::Loop package, for the typemap's quick check of the object. */
 static HV *serow_loop_stash;
 
-static double setting(pTHX_ HV *settings, const char *name, double fallback)
+/* A setting the caller gives (Serow::Options owns every default, and
+ * lib/Serow/Worker.pm and lib/Serow/ConnectionHolder.pm pass every value):
+ * a missing one is an error naming it, never a number of the glue's own. */
+static SV *given_setting(pTHX_ HV *settings, const char *who, const char *name)
 {
     SV **sv = hv_fetch(settings, name, (I32)strlen(name), 0);
-    return sv && SvOK(*sv) ? SvNV(*sv) : fallback;
+    if (sv == NULL)
+        croak("%s: no '%s' setting", who, name);
+    return *sv;
+}
+
+static double setting(pTHX_ HV *settings, const char *who, const char *name)
+{
+    SV *sv = given_setting(aTHX_ settings, who, name);
+    if (!SvOK(sv))
+        croak("%s: no '%s' setting", who, name);
+    return SvNV(sv);
+}
+
+/* A number the Perl side compares with, as a constant sub of the Serow
+ * package made from its C name (see the BOOT of that package below). */
+#define SEROW_CONSTANT(stash, perl_name, value) newCONSTSUB((stash), (perl_name), newSViv(value))
+
+/* What the metrics (Serow::Shared::metrics) and the status page
+ * (Serow::Shared::status) both show of serow_shared_totals, under the same
+ * names; each adds its own. */
+static void store_shared_totals(pTHX_ HV *h, const struct serow_shared_totals *t)
+{
+    hv_stores(h, "open_connections", newSVuv(t->open_connections));
+    hv_stores(h, "connections_stolen", newSVnv((double)t->connections_stolen));
+    hv_stores(h, "connections_gathered", newSVnv((double)t->connections_gathered));
+    hv_stores(h, "started", newSVnv((double)t->started_ms / 1000.0));
 }
 
 /* A signal mask that block_signals returned. */
@@ -64,18 +90,19 @@ Serow::Loop
 loop_new(const char *class, HV *settings)
   CODE:
     struct worker_settings s;
+    const char *who = "Serow::Loop->new";
     PERL_UNUSED_VAR(class);
-    s.limits.max_request_line = (size_t)setting(aTHX_ settings, "max_request_line", 8192);
-    s.limits.max_header_size = (size_t)setting(aTHX_ settings, "max_header_size", 65536);
-    s.limits.max_headers = (size_t)setting(aTHX_ settings, "max_headers", 100);
-    s.max_body_size = (uint64_t)setting(aTHX_ settings, "max_body_size", 0);
-    s.header_timeout = setting(aTHX_ settings, "header_timeout", 10);
-    s.read_timeout = setting(aTHX_ settings, "read_timeout", 60);
-    s.min_body_rate = setting(aTHX_ settings, "min_body_rate", 1024);
-    s.write_timeout = setting(aTHX_ settings, "write_timeout", 60);
-    s.keepalive_timeout = setting(aTHX_ settings, "keepalive_timeout", 5);
-    s.max_keepalive_requests = (unsigned long)setting(aTHX_ settings, "max_keepalive_requests", 0);
-    s.max_keepalive_connections = (unsigned long)setting(aTHX_ settings, "max_keepalive_connections", 0);
+    s.limits.max_request_line = (size_t)setting(aTHX_ settings, who, "max_request_line");
+    s.limits.max_header_size = (size_t)setting(aTHX_ settings, who, "max_header_size");
+    s.limits.max_headers = (size_t)setting(aTHX_ settings, who, "max_headers");
+    s.max_body_size = (uint64_t)setting(aTHX_ settings, who, "max_body_size");
+    s.header_timeout = setting(aTHX_ settings, who, "header_timeout");
+    s.read_timeout = setting(aTHX_ settings, who, "read_timeout");
+    s.min_body_rate = setting(aTHX_ settings, who, "min_body_rate");
+    s.write_timeout = setting(aTHX_ settings, who, "write_timeout");
+    s.keepalive_timeout = setting(aTHX_ settings, who, "keepalive_timeout");
+    s.max_keepalive_requests = (unsigned long)setting(aTHX_ settings, who, "max_keepalive_requests");
+    s.max_keepalive_connections = (unsigned long)setting(aTHX_ settings, who, "max_keepalive_connections");
     RETVAL = worker_loop_new(&s);
     if (RETVAL == NULL)
         croak("cannot create the event loop: %s", strerror(errno));
@@ -124,21 +151,14 @@ loop_has_body_input(Serow::Loop loop)
 SV *
 loop_next_request(Serow::Loop loop)
   CODE:
-    /* The worker's reference to the previous env is gone (its loop's
-     * scope ended): it may be reused, and what the app left in it is freed
-     * before the wait, not after it. */
-    psgi_env_retire(aTHX);
-    if (worker_loop_next_request(loop))
-        RETVAL = newRV_inc((SV *)build_psgi_env(aTHX_ loop));
-    else
-        RETVAL = &PL_sv_undef;
+    RETVAL = serow_request_next(aTHX_ loop);
   OUTPUT:
     RETVAL
 
 int
 loop_request_body_framing(Serow::Loop loop)
   CODE:
-    /* 0: no body, 1: Content-Length, 2: chunked */
+    /* Serow::BODY_NONE, BODY_LENGTH or BODY_CHUNKED */
     RETVAL = serow_loop_body_framing(loop);
   OUTPUT:
     RETVAL
@@ -153,8 +173,6 @@ loop_request_content_length(Serow::Loop loop)
 int
 loop_read_body(Serow::Loop loop, SV *buffer, size_t max)
   CODE:
-    /* Appends up to max body bytes to buffer.  Returns the count, 0 at the
-     * end of the body, -1 when the client is gone, or -STATUS (400, 408, 413). */
     RETVAL = serow_input_read_body(aTHX_ loop, buffer, max);
   OUTPUT:
     RETVAL
@@ -182,12 +200,7 @@ loop_start_response(Serow::Loop loop, SV *status, SV *headers, SV *length)
 int
 loop_write_body(Serow::Loop loop, SV *data)
   CODE:
-    STRLEN len;
-    SvGETMAGIC(data);
-    const char *p = psgi_bytes(aTHX_ data, &len);
-    if (p == NULL)
-        serow_response_result(aTHX_ RESPONSE_WIDE_CHARACTER, NULL);
-    RETVAL = write_psgi_body(aTHX_ loop, p, len) == RESPONSE_OK;
+    RETVAL = serow_write_body(aTHX_ loop, data);
   OUTPUT:
     RETVAL
 
@@ -224,9 +237,7 @@ loop_send_informational(Serow::Loop loop, SV *status, SV *headers)
 void
 loop_serve_request(Serow::Loop loop, SV *app, SV *env_ref, int note_remote_user, int from = SERVE_DONE)
   PPCODE:
-    /* The request as far as C takes it (src/psgi_request.c): nothing when
-     * it is done; else (stage, answer, error) for the worker to go on from
-     * there.  from: SERVE_SENT, the worker has sent the answer. */
+    /* () when done; else (stage, answer, error) for the worker to go on */
     SV *answer, *error;
     enum serve_stage stage = serow_serve_request(aTHX_ loop, app, env_ref, note_remote_user,
                                                  (enum serve_stage)from, &answer, &error);
@@ -261,11 +272,8 @@ loop_response_started(Serow::Loop loop)
 void
 loop_end_request(Serow::Loop loop, SV *env_ref, int fail_status)
   CODE:
-    /* Every end of a request the worker sees to (src/psgi_request.c):
-     * fail_status 0 as the response went, else that error (500, 400...);
-     * env_ref the request's env (undef: none at hand, when failing). */
     HV *env = SvROK(env_ref) && SvTYPE(SvRV(env_ref)) == SVt_PVHV ? (HV *)SvRV(env_ref) : NULL;
-    serow_request_end(aTHX_ loop, env, fail_status);
+    serow_request_end(aTHX_ loop, env, fail_status); /* 0: as the response went */
 
 void
 loop_open_access_log(Serow::Loop loop, SV *path, int fd)
@@ -348,14 +356,13 @@ shared_new(const char *class, unsigned int max_workers)
     RETVAL = shared_state_create(max_workers);
     if (RETVAL == NULL)
         croak("cannot map the shared state: %s", strerror(errno));
-    RETVAL->holder_wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   OUTPUT:
     RETVAL
 
 unsigned int
 shared_max_workers(Serow::Shared shared)
   CODE:
-    RETVAL = shared->max_workers;
+    RETVAL = serow_shared_max_workers(shared);
   OUTPUT:
     RETVAL
 
@@ -376,7 +383,7 @@ shared_set_server_stopping(Serow::Shared shared)
   CODE:
     /* From now on a stopping worker closes its connections after their
      * responses instead of handing them to the holder. */
-    atomic_store(&shared->server_stopping, 1);
+    serow_shared_set_server_stopping(shared);
 
 void
 shared_reset_worker(Serow::Shared shared, unsigned int index)
@@ -389,7 +396,7 @@ void
 shared_count_worker_restart(Serow::Shared shared)
   CODE:
     /* The master replaced a worker that left while the server ran. */
-    atomic_fetch_add(&shared->worker_restarts, 1);
+    serow_shared_count_worker_restart(shared);
 
 SV *
 shared_metrics(Serow::Shared shared)
@@ -416,23 +423,19 @@ shared_metrics(Serow::Shared shared)
         av_push(pair, newSVnv((double)count)); /* cumulative, as Prometheus wants */
         av_push(buckets, newRV_noinc((SV *)pair));
     }
-    struct shared_worker_counts workers;
-    serow_shared_count_workers(shared, &workers);
-    uint32_t waiting = atomic_load(&shared->held_connections) + workers.idle_connections;
+    struct serow_shared_totals totals;
+    serow_shared_totals(shared, &totals);
+    store_shared_totals(aTHX_ m, &totals);
     hv_stores(m, "requests_by_status", newRV_noinc((SV *)by_status));
     hv_stores(m, "duration_buckets", newRV_noinc((SV *)buckets));
     hv_stores(m, "duration_count", newSVnv((double)count));
     hv_stores(m, "duration_sum", newSVnv((double)t.duration_sum_ns / 1e9));
     hv_stores(m, "connections_accepted", newSVnv((double)t.connections_accepted));
-    hv_stores(m, "worker_restarts", newSVnv((double)atomic_load(&shared->worker_restarts)));
-    hv_stores(m, "connections_stolen", newSVnv((double)atomic_load(&shared->connections_stolen)));
-    hv_stores(m, "connections_gathered", newSVnv((double)atomic_load(&shared->connections_gathered)));
-    hv_stores(m, "busy_workers", newSVuv(workers.busy));
-    hv_stores(m, "idle_workers", newSVuv(workers.idle));
-    hv_stores(m, "idle_connections", newSVuv(waiting));
-    hv_stores(m, "queued_connections", newSVuv(atomic_load(&shared->queued_connections)));
-    hv_stores(m, "open_connections", newSVuv(atomic_load(&shared->open_connections)));
-    hv_stores(m, "started", newSVnv((double)shared->started_ms / 1000.0));
+    hv_stores(m, "worker_restarts", newSVnv((double)totals.worker_restarts));
+    hv_stores(m, "busy_workers", newSVuv(totals.workers.busy));
+    hv_stores(m, "idle_workers", newSVuv(totals.workers.idle));
+    hv_stores(m, "idle_connections", newSVuv(totals.waiting_connections));
+    hv_stores(m, "queued_connections", newSVuv(totals.queued_connections));
     RETVAL = newRV_noinc((SV *)m);
   OUTPUT:
     RETVAL
@@ -441,11 +444,12 @@ int
 shared_run_holder(Serow::Shared shared, int ready_channel, int handback_channel, HV *settings)
   CODE:
     struct holder_settings s;
-    s.keepalive_timeout_ms = (uint64_t)(setting(aTHX_ settings, "keepalive_timeout", 5) * 1000);
-    s.idle_handoff_ms = (uint64_t)setting(aTHX_ settings, "idle_handoff_ms", 500);
-    s.max_keepalive_connections = (uint32_t)setting(aTHX_ settings, "max_keepalive_connections", 0);
-    SV **error_log = hv_fetchs(settings, "error_log", 0);
-    s.error_log = error_log && SvOK(*error_log) ? SvPV_nolen(*error_log) : NULL;
+    const char *who = "Serow::Shared->run_holder";
+    s.keepalive_timeout_ms = (uint64_t)(setting(aTHX_ settings, who, "keepalive_timeout") * 1000);
+    s.idle_handoff_ms = (uint64_t)setting(aTHX_ settings, who, "idle_handoff_ms");
+    s.max_keepalive_connections = (uint32_t)setting(aTHX_ settings, who, "max_keepalive_connections");
+    SV *error_log = given_setting(aTHX_ settings, who, "error_log"); /* undef: none */
+    s.error_log = SvOK(error_log) ? SvPV_nolen(error_log) : NULL;
     RETVAL = run_connection_holder(shared, ready_channel, handback_channel, &s);
   OUTPUT:
     RETVAL
@@ -456,15 +460,12 @@ shared_status(Serow::Shared shared)
     /* A snapshot for the status page: totals and one hash per worker. */
     HV *status = newHV();
     AV *workers = newAV();
-    uint32_t processing = 0, waiting = atomic_load(&shared->held_connections);
-    uint32_t queued = atomic_load(&shared->queued_connections);
-    for (uint32_t i = 0; i < shared->max_workers; i++) {
+    uint32_t slots = serow_shared_max_workers(shared);
+    for (uint32_t i = 0; i < slots; i++) {
         struct shared_worker_status w;
         if (!serow_shared_worker_status(shared, i, &w))
             continue;
         HV *h = newHV();
-        processing += w.busy;
-        waiting += w.idle_connections;
         hv_stores(h, "pid", newSViv(w.pid));
         hv_stores(h, "slot", newSVuv(i));
         hv_stores(h, "busy", newSViv(w.busy));
@@ -477,22 +478,44 @@ shared_status(Serow::Shared shared)
         }
         av_push(workers, newRV_noinc((SV *)h));
     }
-    hv_stores(status, "processing", newSVuv(processing));
-    hv_stores(status, "waiting", newSVuv(waiting));
-    hv_stores(status, "queued", newSVuv(queued));
-    hv_stores(status, "held_by_holder", newSVuv(atomic_load(&shared->held_connections)));
-    hv_stores(status, "open_connections", newSVuv(atomic_load(&shared->open_connections)));
-    hv_stores(status, "connections_stolen", newSVnv((double)atomic_load(&shared->connections_stolen)));
-    hv_stores(status, "connections_gathered", newSVnv((double)atomic_load(&shared->connections_gathered)));
-    hv_stores(status, "requests_total", newSVnv((double)atomic_load(&shared->requests_total)));
-    hv_stores(status, "started", newSVnv((double)shared->started_ms / 1000.0));
-    hv_stores(status, "holder_pid", newSViv(atomic_load(&shared->holder_pid)));
+    struct serow_shared_totals totals;
+    serow_shared_totals(shared, &totals);
+    store_shared_totals(aTHX_ status, &totals);
+    hv_stores(status, "processing", newSVuv(totals.workers.busy));
+    hv_stores(status, "waiting", newSVuv(totals.waiting_connections));
+    hv_stores(status, "queued", newSVuv(totals.queued_connections));
+    hv_stores(status, "held_by_holder", newSVuv(totals.held_connections));
+    hv_stores(status, "requests_total", newSVnv((double)totals.requests_total));
+    hv_stores(status, "holder_pid", newSViv(totals.holder_pid));
     hv_stores(status, "workers", newRV_noinc((SV *)workers));
     RETVAL = newRV_noinc((SV *)status);
   OUTPUT:
     RETVAL
 
 MODULE = Serow    PACKAGE = Serow
+
+BOOT:
+    /* The numbers the Perl side compares with, from their C names, once:
+     * Perl never copies them.  Constant subs, which Perl folds where it
+     * compiles them (Serow::BODY_CHUNKED costs a request nothing). */
+    {
+        HV *stash = gv_stashpvs("Serow", GV_ADD);
+        /* enum serve_stage: how far serve_request took a request */
+        SEROW_CONSTANT(stash, "STAGE_DONE", SERVE_DONE);
+        SEROW_CONSTANT(stash, "STAGE_HANDLE", SERVE_HANDLE);
+        SEROW_CONSTANT(stash, "STAGE_RESPOND", SERVE_RESPOND);
+        SEROW_CONSTANT(stash, "STAGE_BAD_RESPONSE", SERVE_BAD_RESPONSE);
+        SEROW_CONSTANT(stash, "STAGE_SENT", SERVE_SENT);
+        SEROW_CONSTANT(stash, "STAGE_FINISHED", SERVE_FINISHED);
+        /* enum http_body_framing (src/http_parser.h): request_body_framing */
+        SEROW_CONSTANT(stash, "BODY_NONE", HTTP_BODY_NONE);
+        SEROW_CONSTANT(stash, "BODY_LENGTH", HTTP_BODY_LENGTH);
+        SEROW_CONSTANT(stash, "BODY_CHUNKED", HTTP_BODY_CHUNKED);
+        /* read_body */
+        SEROW_CONSTANT(stash, "READ_BODY_CLIENT_GONE", READ_BODY_CLIENT_GONE);
+        /* waitpid's flag, for the master (which loads no POSIX) */
+        SEROW_CONSTANT(stash, "WNOHANG", WNOHANG);
+    }
 
 # The few POSIX calls the master and workers make, here so that they do not
 # load POSIX.pm: what the master loads is in every worker's memory.
@@ -537,13 +560,6 @@ exit_now(int status)
     /* _exit(2): no END blocks, no destructors, no buffers flushed (a child
      * must not flush what its parent had buffered). */
     _exit(status);
-
-int
-WNOHANG()
-  CODE:
-    RETVAL = WNOHANG;
-  OUTPUT:
-    RETVAL
 
 double
 open_file_limit()

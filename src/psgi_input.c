@@ -183,7 +183,7 @@ int serow_input_read_body(pTHX_ struct worker_loop *loop, SV *buffer, size_t max
     char *p = SvGROW(buffer, cur + max + 1);
     int r = worker_loop_read_body(loop, p + cur, max, &got);
     if (r != 0)
-        return r < 0 ? -1 : -r;
+        return r < 0 ? READ_BODY_CLIENT_GONE : -r;
     SvCUR_set(buffer, cur + got);
     p[cur + got] = '\0';
     return (int)got;

@@ -36,8 +36,9 @@ int serow_input_is_empty(SV *value);
 SV *serow_input_filled(pTHX_ struct worker_loop *loop);
 
 /* Appends up to max bytes of the current request's body to buffer.  The
- * count, 0 at the end of the body, -1 when the client is gone, or -STATUS
- * (400, 408, 413). */
+ * count, 0 at the end of the body, READ_BODY_CLIENT_GONE when the client is
+ * gone, or -STATUS (400, 408, 413). */
+#define READ_BODY_CLIENT_GONE (-1)
 int serow_input_read_body(pTHX_ struct worker_loop *loop, SV *buffer, size_t max);
 
 /* psgix.io is made on first use by this Perl code: it gets the socket's

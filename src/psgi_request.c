@@ -23,6 +23,7 @@
 
 #include "XSUB.h"
 
+#include "psgi_env.h"
 #include "psgi_input.h"
 #include "psgi_response.h"
 #include "request_accounting.h"
@@ -275,4 +276,27 @@ enum serve_stage serow_serve_request(pTHX_ struct worker_loop *loop, SV *app, SV
                      av_count((AV *)SvRV(handlers)) > 0))
         return SERVE_FINISHED;
     return SERVE_DONE;
+}
+
+/* ---- the worker's calls --------------------------------------------------- */
+
+SV *serow_request_next(pTHX_ struct worker_loop *loop)
+{
+    /* The worker's reference to the previous env is gone (its loop's scope
+     * ended): it may be reused, and what the app left in it is freed before
+     * the wait, not after it. */
+    psgi_env_retire(aTHX);
+    if (!worker_loop_next_request(loop))
+        return &PL_sv_undef;
+    return newRV_inc((SV *)build_psgi_env(aTHX_ loop));
+}
+
+int serow_write_body(pTHX_ struct worker_loop *loop, SV *data)
+{
+    STRLEN len;
+    SvGETMAGIC(data);
+    const char *p = psgi_bytes(aTHX_ data, &len);
+    if (p == NULL)
+        serow_response_result(aTHX_ RESPONSE_WIDE_CHARACTER, NULL);
+    return write_psgi_body(aTHX_ loop, p, len) == RESPONSE_OK;
 }

@@ -11,8 +11,8 @@
 #include "worker_loop.h"
 
 /* Where serow_serve_request left a request for the Perl worker to go on
- * with (go_on_with_request in lib/Serow/Worker.pm, whose STAGE_ constants
- * are these numbers: keep them). */
+ * with (go_on_with_request in lib/Serow/Worker.pm): Serow.xs gives these
+ * numbers to Perl as Serow::STAGE_* (keep them). */
 enum serve_stage {
     SERVE_DONE = 0,    /* answered, finished, nothing left to do */
     SERVE_HANDLE,      /* nothing done: the body is to be read first */
@@ -50,6 +50,15 @@ enum serve_stage serow_serve_request(pTHX_ struct worker_loop *loop, SV *app, SV
  * resets.
  */
 void serow_request_end(pTHX_ struct worker_loop *loop, HV *env, int fail_status);
+
+/* The start of the next request: the last env retired (psgi_env_retire),
+ * the wait for a request head, the env built (a new reference), or undef
+ * when the wait was interrupted or the loop is done. */
+SV *serow_request_next(pTHX_ struct worker_loop *loop);
+
+/* A part of a streamed body, as the app gave it: 1 sent, 0 client gone;
+ * croaks on wide characters. */
+int serow_write_body(pTHX_ struct worker_loop *loop, SV *data);
 
 /* A writer result as the Perl side sees it: 1 sent, 0 client gone; a
  * malformed response croaks with a message naming what is wrong.

@@ -4,6 +4,7 @@
 #include "shared_state.h"
 
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <time.h>
 
@@ -24,7 +25,7 @@ struct shared_state *shared_state_create(uint32_t max_workers)
         return NULL;
     struct shared_state *shared = p;
     shared->max_workers = max_workers;
-    shared->holder_wake_fd = -1;
+    shared->holder_wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     shared->started_ms = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
@@ -100,6 +101,36 @@ void serow_shared_count_workers(struct shared_state *shared, struct shared_worke
             counts->idle++;
         counts->idle_connections += atomic_load(&w->idle_connections);
     }
+}
+
+uint32_t serow_shared_max_workers(const struct shared_state *shared)
+{
+    return shared->max_workers;
+}
+
+void serow_shared_set_server_stopping(struct shared_state *shared)
+{
+    atomic_store(&shared->server_stopping, 1);
+}
+
+void serow_shared_count_worker_restart(struct shared_state *shared)
+{
+    atomic_fetch_add(&shared->worker_restarts, 1);
+}
+
+void serow_shared_totals(struct shared_state *shared, struct serow_shared_totals *totals)
+{
+    serow_shared_count_workers(shared, &totals->workers);
+    totals->started_ms = shared->started_ms;
+    totals->holder_pid = atomic_load(&shared->holder_pid);
+    totals->open_connections = atomic_load(&shared->open_connections);
+    totals->held_connections = atomic_load(&shared->held_connections);
+    totals->waiting_connections = totals->held_connections + totals->workers.idle_connections;
+    totals->queued_connections = atomic_load(&shared->queued_connections);
+    totals->connections_stolen = atomic_load(&shared->connections_stolen);
+    totals->connections_gathered = atomic_load(&shared->connections_gathered);
+    totals->requests_total = atomic_load(&shared->requests_total);
+    totals->worker_restarts = atomic_load(&shared->worker_restarts);
 }
 
 int serow_shared_worker_status(struct shared_state *shared, uint32_t index,

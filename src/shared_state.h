@@ -111,7 +111,8 @@ struct shared_state {
     struct worker_slot workers[];
 };
 
-/* Creates the mapping for max_workers worker slots (before forking). */
+/* Creates the mapping for max_workers worker slots (before forking), with
+ * the holder's wake-up eventfd (-1 when none could be made). */
 struct shared_state *shared_state_create(uint32_t max_workers);
 size_t shared_state_size(uint32_t max_workers);
 
@@ -144,6 +145,30 @@ struct shared_worker_counts {
     uint32_t busy, idle, idle_connections;
 };
 void serow_shared_count_workers(struct shared_state *shared, struct shared_worker_counts *counts);
+
+/* The worker slots there are (shared_state_create's max_workers, capped). */
+uint32_t serow_shared_max_workers(const struct shared_state *shared);
+
+/* From now on a stopping worker closes its connections after their
+ * responses instead of handing them to the holder.  (The master calls it.) */
+void serow_shared_set_server_stopping(struct shared_state *shared);
+
+/* The master replaced a worker that left while the server ran. */
+void serow_shared_count_worker_restart(struct shared_state *shared);
+
+/* The server's numbers at one look, for the metrics and the status page: its
+ * own counters, and the workers counted (serow_shared_count_workers). */
+struct serow_shared_totals {
+    uint64_t started_ms;                /* wall clock */
+    int32_t holder_pid;
+    uint32_t open_connections;          /* client connections, wherever they are */
+    uint32_t held_connections;          /* idle in the holder */
+    uint32_t waiting_connections;       /* idle: in the holder or parked in a worker */
+    uint32_t queued_connections;        /* ready, passed on, not yet taken */
+    uint64_t connections_stolen, connections_gathered, requests_total, worker_restarts;
+    struct shared_worker_counts workers;
+};
+void serow_shared_totals(struct shared_state *shared, struct serow_shared_totals *totals);
 
 /* One worker, for the status page.  request and busy_for_ms only while busy. */
 struct shared_worker_status {

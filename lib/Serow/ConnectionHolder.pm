@@ -40,13 +40,20 @@ sub worker_channels {
 sub run {
     my ($self) = @_;
     $0 = "serow connection holder";
-    my $options = $self->{options};
-    return $self->{shared}->run_holder($self->{ready_send}, $self->{handback_receive}, {
+    return $self->{shared}->run_holder($self->{ready_send}, $self->{handback_receive},
+        $self->settings($self->{options}));
+}
+
+# What the holder's C takes (Serow::Shared->run_holder, which has no default
+# of its own: a missing one is an error).
+sub settings {
+    my ($class, $options) = @_;
+    return {
         keepalive_timeout         => $options->{keepalive_timeout},
         max_keepalive_connections => $options->{max_keepalive_connections},
         idle_handoff_ms           => IDLE_HANDOFF_MS,
-        error_log                 => $options->{error_log}, # reopened on USR1
-    });
+        error_log                 => $options->{error_log}, # reopened on USR1; undef: none
+    };
 }
 
 1;

@@ -3,14 +3,13 @@ use strict;
 use warnings;
 
 use Serow::AddressList ();
+use Serow::Options ();
 
 # Prometheus metrics of a Serow server (--metrics-path), in the text
 # exposition format 0.0.4, from the counters the workers keep in shared
 # memory (src/request_metrics.h).
 
 use constant CONTENT_TYPE => 'text/plain; version=0.0.4; charset=utf-8';
-# Who may read the metrics when --metrics-allow says nothing: this machine.
-use constant DEFAULT_ALLOW => ('127.0.0.1/32', '::1/128');
 
 # Checks the options (dies with a message naming the one at fault).
 sub check_options {
@@ -24,8 +23,10 @@ sub check_options {
 
 sub allow_list {
     my ($class, $options) = @_;
+    # (an empty list given in a hash: the default, this machine)
     my @allow = @{ $options->{metrics_allow} || [] };
-    return Serow::AddressList->new('--metrics-allow', @allow ? @allow : DEFAULT_ALLOW);
+    @allow = @{ Serow::Options->defaults->{metrics_allow} } unless @allow;
+    return Serow::AddressList->new('--metrics-allow', @allow);
 }
 
 # --metrics-trusted-proxy: the proxies whose forwarded client address is

@@ -38,7 +38,7 @@ my @OPTIONS = (
     error_log => ['string', undef, 'append the log to this file instead of standard error; reopened on USR1', 'FILE'],
     access_log => ['string', undef, 'write an access log line per request (Apache combined format) to FILE, or to standard error with "-" or "stderr"; reopened on USR1. Off by default: a line costs every request a format and a write', 'FILE'],
     metrics_path => ['string', undef, 'answer Prometheus metrics at this path (e.g. /metrics) before the app; off by default', 'PATH'],
-    metrics_allow => ['list', [], 'addresses or CIDR networks that may read --metrics-path (repeatable; default 127.0.0.1 and ::1); others get 403, and so does a request with X-Forwarded-For, Forwarded or X-Real-IP unless it comes from a --metrics-trusted-proxy', 'CIDR...'],
+    metrics_allow => ['list', ['127.0.0.1/32', '::1/128'], 'addresses or CIDR networks that may read --metrics-path (repeatable; default 127.0.0.1 and ::1); others get 403, and so does a request with X-Forwarded-For, Forwarded or X-Real-IP unless it comes from a --metrics-trusted-proxy', 'CIDR...'],
     metrics_trusted_proxy => ['list', [], 'proxies (addresses or CIDR networks) whose forwarded client address (the last in X-Forwarded-For, Forwarded, X-Real-IP) --metrics-allow judges; none by default: forwarded requests get 403', 'CIDR...'],
 );
 
@@ -214,11 +214,15 @@ sub _check_together {
     }
 }
 
-# One --listen address from --host and --port (Starman's and plackup's way).
-sub _host_port_address {
-    my ($host, $port) = @_;
-    $port //= 5000;
-    $host = '0.0.0.0' if !defined $host || $host eq '' || $host eq '*';
+# One --listen address from --host and --port (Starman's and plackup's way),
+# each defaulting to where Serow listens when nothing says (--listen,
+# Server::Starter, systemd): Serow::Options->listen_address is 0.0.0.0:5000.
+use constant { DEFAULT_HOST => '0.0.0.0', DEFAULT_PORT => 5000 };
+
+sub listen_address {
+    my ($class, $host, $port) = @_;
+    $port //= DEFAULT_PORT;
+    $host = DEFAULT_HOST if !defined $host || $host eq '' || $host eq '*';
     return $host =~ /:/ ? "[$host]:$port" : "$host:$port";
 }
 
@@ -281,7 +285,7 @@ sub from_argv {
     my @listen = map { @{ delete $raw{$_} // [] } } qw(listen l);
     push @listen, map { m{/} ? $_ : "./$_" } map { @{ delete $raw{$_} // [] } } qw(socket S);
     my ($host, $port) = delete @raw{qw(host port)};
-    push @listen, _host_port_address($host, $port) if defined $host || defined $port;
+    push @listen, $class->listen_address($host, $port) if defined $host || defined $port;
     my %given = (@listen ? (listen => \@listen) : ());
     for my $flag (keys %raw) {
         (my $name = $flag) =~ tr/-/_/;

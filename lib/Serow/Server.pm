@@ -13,8 +13,6 @@ use Serow::Metrics ();
 use Scalar::Util ();
 use overload ();
 
-use constant DEFAULT_LISTEN => '0.0.0.0:5000';
-
 sub new {
     my ($class, %args) = @_;
     my $server_ready = delete $args{server_ready};
@@ -67,7 +65,7 @@ sub open_listeners {
         return Serow::Listener->from_systemd($ENV{LISTEN_FDS});
     }
     my @addresses = @{ $options->{listen} };
-    @addresses = (DEFAULT_LISTEN) unless @addresses;
+    @addresses = (Serow::Options->listen_address) unless @addresses;
     my $privileges = $self->{privileges};
     return map {
         my $l = Serow::Listener->open_address($_, backlog => $options->{backlog},

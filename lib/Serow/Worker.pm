@@ -119,14 +119,21 @@ END {
     }
 }
 
+# The options the C event loop takes (Serow::Loop->new, which has no default
+# of its own: a missing one is an error).
+sub loop_settings {
+    my ($class, $options) = @_;
+    return { map { $_ => $options->{$_} } qw(
+        max_request_line max_header_size max_headers max_body_size header_timeout
+        read_timeout min_body_rate write_timeout keepalive_timeout max_keepalive_requests
+        max_keepalive_connections) };
+}
+
 sub run {
     my ($self) = @_;
     ($RUNNING, $RUNNING_PID) = ($self, $$);
     my $options = $self->{options};
-    my $loop = $self->{loop} = Serow::Loop->new({ map { $_ => $options->{$_} } qw(
-        max_request_line max_header_size max_headers max_body_size header_timeout
-        read_timeout min_body_rate write_timeout keepalive_timeout max_keepalive_requests
-        max_keepalive_connections) });
+    my $loop = $self->{loop} = Serow::Loop->new($self->loop_settings($options));
     for my $l (@{ $self->{listeners} }) {
         $loop->add_listener($l->{fd}, $l->{is_unix} ? 1 : 0, $l->{server_name}, $l->{server_port});
     }
@@ -253,14 +260,15 @@ sub stop {
 }
 
 # How far Serow::Loop::serve_request took a request (enum serve_stage in
-# src/psgi_request.h): the C path takes the steps of the usual request and
-# stops at the first one it does not take itself.
+# src/psgi_request.h, which Serow.xs gives as Serow::STAGE_*): the C path
+# takes the steps of the usual request and stops at the first one it does
+# not take itself.
 use constant {
-    STAGE_HANDLE       => 1, # nothing done: the body is to be read
-    STAGE_RESPOND      => 2, # the app ran (or died): send its answer
-    STAGE_BAD_RESPONSE => 3, # its triple could not be sent: say why
-    STAGE_SENT         => 4, # sent: finish the request
-    STAGE_FINISHED     => 5, # finished: cleanup handlers, harakiri
+    STAGE_HANDLE       => Serow::STAGE_HANDLE,       # nothing done: the body is to be read
+    STAGE_RESPOND      => Serow::STAGE_RESPOND,      # the app ran (or died): send its answer
+    STAGE_BAD_RESPONSE => Serow::STAGE_BAD_RESPONSE, # its triple could not be sent: say why
+    STAGE_SENT         => Serow::STAGE_SENT,         # sent, but it went wrong: log, then end
+    STAGE_FINISHED     => Serow::STAGE_FINISHED,     # finished: cleanup handlers, harakiri
 };
 
 # Answers a request from where serve_request left it: the steps the C path
@@ -493,7 +501,7 @@ sub buffer_request_body {
     for (;;) {
         my $n = $loop->read_body($buffer, $read_size);
         if ($n < 0) {
-            $loop->end_request($env, $n == -1 ? 400 : -$n);
+            $loop->end_request($env, $n == Serow::READ_BODY_CLIENT_GONE ? 400 : -$n);
             return undef;
         }
         $total += $n;
@@ -506,7 +514,7 @@ sub buffer_request_body {
         }
         last if $n == 0;
     }
-    if ($framing == 2) {
+    if ($framing == Serow::BODY_CHUNKED) {
         $env->{CONTENT_LENGTH} = $total;
         delete $env->{HTTP_TRANSFER_ENCODING};
     }

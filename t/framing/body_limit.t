@@ -5,8 +5,10 @@ use strict;
 use warnings;
 use Test::More;
 use lib 't/lib';
+use Net::EmptyPort qw(empty_port wait_port);
+use Serow::Options ();
 use Serow::Test qw(start_server raw_request raw_connect read_response read_until_close parse_response rejects
-                   send_all);
+                   send_all find_command);
 
 use constant LIMIT => 1000;
 my $server = start_server(app => sub {
@@ -93,4 +95,35 @@ subtest 'past the first 64 KiB, a body of exactly the limit is accepted' => sub 
     is $res && $res->{status}, 200;
 };
 is $big->stop, 0, 'the second server stops cleanly';
+
+# With default options the limit is the documented 1 GiB (Serow::Options
+# owns it; the C has no default of its own): a request announcing 2 GiB gets
+# 413, however the server was started.
+my $TWO_GIB = "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2147483648\r\n\r\n";
+is(Serow::Options->defaults->{max_body_size}, 1024 ** 3, 'the default --max-body-size is 1 GiB');
+
+subtest 'serow with no --max-body-size' => sub {
+    my $server = start_server(app_file => 't/apps/pid.psgi', options => ['--workers', 1]);
+    rejects($server, $TWO_GIB, 413, '2 GiB announced: 413');
+    is $server->stop, 0, 'it stops cleanly';
+};
+
+subtest 'Serow::Server->new with no options' => sub {
+    my $server = start_server(command => [$^X, '-Mblib', '-MSerow::Server', '-e',
+        'exit Serow::Server->new->run(sub { print STDERR "app ran\n"; [200, [], ["ran"]] })']);
+    rejects($server, $TWO_GIB, 413, '2 GiB announced: 413');
+    is $server->stop, 0, 'it stops cleanly';
+    unlike $server->log, qr/app ran/, 'the app never ran';
+};
+
+subtest 'plackup -s Serow with no Serow option' => sub {
+    my $plackup = find_command('plackup') or plan skip_all => 'no plackup (libplack-perl)';
+    my $port = empty_port();
+    my $server = start_server(listen => 'none', command => [$^X, '-Mblib', $plackup, '-s', 'Serow',
+        '-E', 'deployment', '--listen', "127.0.0.1:$port", 't/apps/pid.psgi']);
+    ok wait_port({ port => $port, max_wait => 30 }), 'it listens' or return diag $server->log;
+    rejects({ port => $port }, $TWO_GIB, 413, '2 GiB announced: 413');
+    is $server->stop, 0, 'it stops cleanly';
+};
+
 done_testing;

@@ -2,6 +2,7 @@ package Plack::Handler::Serow;
 use strict;
 use warnings;
 
+use Serow::Options ();
 use Serow::Server ();
 
 # plackup folds --host, --port and --socket into listen; Plack::Loader (and
@@ -16,7 +17,7 @@ sub new {
     my @listen = @{ $listen || [] };
     if (!@listen) {
         push @listen, $socket if defined $socket;
-        push @listen, ($host // '0.0.0.0') . ':' . ($port // 5000) if defined $port || !@listen;
+        push @listen, Serow::Options->listen_address($host, $port) if defined $port || !@listen;
     }
     return bless { server => Serow::Server->new(%args, listen => \@listen) }, $class;
 }
