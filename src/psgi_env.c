@@ -300,8 +300,9 @@ enum entry_fate {
 
 /* Whether the entry of a slot can stay for the next request.  Runs no Perl
  * code: what the value holds is dropped by reset_kept_value, once the hash
- * is whole again (dropping a reference can run a DESTROY). */
-static enum entry_fate entry_fate(pTHX_ struct env_slot *slot, SV *value)
+ * is whole again (dropping a reference can run a DESTROY).  empty_input: the
+ * empty psgi.input handle's glob (asked once per walk, not per entry). */
+static enum entry_fate entry_fate(pTHX_ struct env_slot *slot, SV *value, SV *empty_input)
 {
     switch (slot->kind) {
     case SLOT_REQUEST:
@@ -329,7 +330,7 @@ static enum entry_fate entry_fate(pTHX_ struct env_slot *slot, SV *value)
         return AvFILLp((AV *)handlers) >= 0 ? ENTRY_KEPT_AFTER_RESET : ENTRY_KEPT;
     }
     case SLOT_EMPTY_INPUT:
-        return plain_value(value) && SvROK(value) && serow_input_is_empty(value)
+        return plain_value(value) && SvROK(value) && SvRV(value) == empty_input
                    ? ENTRY_KEPT
                    : ENTRY_DROPPED;
     }
@@ -396,6 +397,7 @@ void psgi_env_retire(pTHX)
      * goes below. */
     if (SvOOK(env))
         hv_iterinit(env);
+    SV *empty_input = serow_input_empty_glob();
 
     /* Entries that go are unlinked while walking the buckets, and freed after
      * it: freeing a value may call a DESTROY, which could call back in here. */
@@ -415,7 +417,8 @@ void psgi_env_retire(pTHX)
                 struct env_slot *slot = HeKLEN(entry) == HEf_SVKEY ? NULL : slot_of(HeKEY_hek(entry));
                 /* (A hash has one entry per key: no slot matches two.) */
                 enum entry_fate fate =
-                    slot != NULL ? entry_fate(aTHX_ slot, HeVAL(entry)) : ENTRY_DROPPED;
+                    slot != NULL ? entry_fate(aTHX_ slot, HeVAL(entry), empty_input)
+                                 : ENTRY_DROPPED;
                 if (fate != ENTRY_DROPPED) {
                     slot->value = HeVAL(entry);
                     if (slot->kind == SLOT_CONSTANT) {

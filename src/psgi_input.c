@@ -23,15 +23,22 @@
 
 /* ---- psgi.input ----------------------------------------------------------- */
 
+/* *kept becomes a copy of value (NULL for undef), the worker's setting of a
+ * handle or code kept here; the one before goes. */
+static void keep_copy(pTHX_ SV **kept, SV *value)
+{
+    SV *old = *kept;
+    *kept = SvOK(value) ? newSVsv(value) : NULL;
+    SvREFCNT_dec(old);
+}
+
 /* psgi.input of a request without a body: one empty in-memory handle the
  * worker opened, rewound here for each request. */
 static SV *empty_input;
 
 void psgi_env_set_empty_input(pTHX_ SV *handle)
 {
-    SV *old = empty_input;
-    empty_input = SvOK(handle) ? newSVsv(handle) : NULL;
-    SvREFCNT_dec(old);
+    keep_copy(aTHX_ &empty_input, handle);
 }
 
 /* psgi.input of a request whose body came whole with its head (a form, a
@@ -149,9 +156,9 @@ SV *serow_input_filled(pTHX_ struct worker_loop *loop)
     return (SV *)gv;
 }
 
-int serow_input_is_empty(SV *value)
+SV *serow_input_empty_glob(void)
 {
-    return empty_input != NULL && SvROK(empty_input) && SvRV(value) == SvRV(empty_input);
+    return empty_input != NULL && SvROK(empty_input) ? SvRV(empty_input) : NULL;
 }
 
 /* The glob of the empty handle, rewound, when it is still open (an app may
@@ -207,9 +214,7 @@ static SV *socket_opener; /* Perl code: fd -> handle (a dup) or undef */
 
 void psgi_env_set_socket_opener(pTHX_ SV *code)
 {
-    SV *old = socket_opener;
-    socket_opener = SvOK(code) ? newSVsv(code) : NULL;
-    SvREFCNT_dec(old);
+    keep_copy(aTHX_ &socket_opener, code);
 }
 
 static SV *open_socket_handle(pTHX_ int fd)

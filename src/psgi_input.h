@@ -27,12 +27,12 @@ void psgi_env_set_body_input(pTHX_ SV *handle, size_t max);
 int psgi_env_has_body_input(void);
 
 /* For the env build (psgi_env.c): the empty handle's glob, rewound, or NULL
- * when the worker must make another; whether value is a reference to it;
+ * when the worker must make another; that glob as it is (NULL: none);
  * the body handle's glob filled with the current request's body when that
  * is all buffered and small enough and the handle is free (the body is
  * read: none of it is left for the loop), else NULL. */
 SV *serow_input_empty(pTHX);
-int serow_input_is_empty(SV *value);
+SV *serow_input_empty_glob(void);
 SV *serow_input_filled(pTHX_ struct worker_loop *loop);
 
 /* Appends up to max bytes of the current request's body to buffer.  The
