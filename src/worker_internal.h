@@ -7,7 +7,9 @@
  * call across each other.  Serow.xs must not include it: the glue reaches
  * the loop only through worker_loop.h, so that a field can move without the
  * glue knowing.  The files of src/ that need the request's fields (the PSGI
- * env, the response, the accounting) include it.
+ * env and input, the response, the request's flow and its end, the
+ * accounting) include it; those fields are struct serow_request
+ * (request.h), the loop's `request`.
  *
  * The worker is layered, each file calling only the ones listed before it
  * (nginx's src/event and src/http are the model: one file per stage, each
