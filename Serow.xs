@@ -333,20 +333,6 @@ loop_is_drained(Serow::Loop loop)
   OUTPUT:
     RETVAL
 
-int
-loop_connection_count(Serow::Loop loop)
-  CODE:
-    RETVAL = serow_loop_connection_count(loop);
-  OUTPUT:
-    RETVAL
-
-double
-loop_requests_total(Serow::Loop loop)
-  CODE:
-    RETVAL = (double)serow_loop_requests_total(loop);
-  OUTPUT:
-    RETVAL
-
 MODULE = Serow    PACKAGE = Serow::Shared    PREFIX = shared_
 
 Serow::Shared
