@@ -35,6 +35,12 @@ struct connection_list_link {
     struct connection *prev, *next;
 };
 
+/* A list of connections threaded through one of their links (timer_link or
+ * ready_link): the worker's timer lists and its ready queue. */
+struct connection_list {
+    struct connection *first, *last;
+};
+
 struct connection {
     int fd;
     enum connection_state state;

@@ -93,10 +93,6 @@ enum timer_list_kind {
     TIMER_LIST_COUNT
 };
 
-struct timer_list {
-    struct connection *first, *last;
-};
-
 struct worker_loop {
     int epoll_fd;
     struct worker_settings settings;
@@ -115,8 +111,8 @@ struct worker_loop {
     int connections_size;
     int num_connections;
 
-    struct timer_list timers[TIMER_LIST_COUNT];
-    struct connection *ready_first, *ready_last;
+    struct connection_list timers[TIMER_LIST_COUNT];
+    struct connection_list ready;
 
     /* events from the last epoll_wait not handled yet: they are handled one
      * at a time, so that connections this worker has not touched stay
@@ -179,20 +175,49 @@ static inline double serow_now_seconds(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* One connection list's link in conn: offset is offsetof(struct connection,
+ * timer_link) or (..., ready_link), a constant once inlined. */
+static inline struct connection_list_link *serow_list_link(struct connection *conn, size_t offset)
+{
+    return (struct connection_list_link *)((char *)conn + offset);
+}
+
+static inline void serow_list_append(struct connection_list *list, struct connection *conn,
+                                     size_t offset)
+{
+    struct connection_list_link *link = serow_list_link(conn, offset);
+    link->next = NULL;
+    link->prev = list->last;
+    if (list->last)
+        serow_list_link(list->last, offset)->next = conn;
+    else
+        list->first = conn;
+    list->last = conn;
+}
+
+static inline void serow_list_remove(struct connection_list *list, struct connection *conn,
+                                     size_t offset)
+{
+    struct connection_list_link *link = serow_list_link(conn, offset);
+    if (link->prev)
+        serow_list_link(link->prev, offset)->next = link->next;
+    else
+        list->first = link->next;
+    if (link->next)
+        serow_list_link(link->next, offset)->prev = link->prev;
+    else
+        list->last = link->prev;
+    link->prev = link->next = NULL;
+}
+
+#define SEROW_TIMER_LINK offsetof(struct connection, timer_link)
+#define SEROW_READY_LINK offsetof(struct connection, ready_link)
+
 static inline void serow_timer_remove(struct worker_loop *loop, struct connection *conn)
 {
     if (conn->timer_list < 0)
         return;
-    struct timer_list *list = &loop->timers[conn->timer_list];
-    if (conn->timer_link.prev)
-        conn->timer_link.prev->timer_link.next = conn->timer_link.next;
-    else
-        list->first = conn->timer_link.next;
-    if (conn->timer_link.next)
-        conn->timer_link.next->timer_link.prev = conn->timer_link.prev;
-    else
-        list->last = conn->timer_link.prev;
-    conn->timer_link.prev = conn->timer_link.next = NULL;
+    serow_list_remove(&loop->timers[conn->timer_list], conn, SEROW_TIMER_LINK);
     conn->timer_list = -1;
 }
 
@@ -201,16 +226,9 @@ static inline void serow_timer_append(struct worker_loop *loop, struct connectio
                                       enum timer_list_kind kind, double deadline)
 {
     serow_timer_remove(loop, conn);
-    struct timer_list *list = &loop->timers[kind];
     conn->deadline = deadline;
     conn->timer_list = (int)kind;
-    conn->timer_link.next = NULL;
-    conn->timer_link.prev = list->last;
-    if (list->last)
-        list->last->timer_link.next = conn;
-    else
-        list->first = conn;
-    list->last = conn;
+    serow_list_append(&loop->timers[kind], conn, SEROW_TIMER_LINK);
 }
 
 /* The ready queue: connections holding a complete request head. */
@@ -219,27 +237,14 @@ static inline void serow_ready_push(struct worker_loop *loop, struct connection 
     if (conn->in_ready_queue)
         return;
     conn->in_ready_queue = 1;
-    conn->ready_link.next = NULL;
-    conn->ready_link.prev = loop->ready_last;
-    if (loop->ready_last)
-        loop->ready_last->ready_link.next = conn;
-    else
-        loop->ready_first = conn;
-    loop->ready_last = conn;
+    serow_list_append(&loop->ready, conn, SEROW_READY_LINK);
 }
 
 static inline void serow_ready_remove(struct worker_loop *loop, struct connection *conn)
 {
     if (!conn->in_ready_queue)
         return;
-    if (conn->ready_link.prev)
-        conn->ready_link.prev->ready_link.next = conn->ready_link.next;
-    else
-        loop->ready_first = conn->ready_link.next;
-    if (conn->ready_link.next)
-        conn->ready_link.next->ready_link.prev = conn->ready_link.prev;
-    else
-        loop->ready_last = conn->ready_link.prev;
+    serow_list_remove(&loop->ready, conn, SEROW_READY_LINK);
     conn->in_ready_queue = 0;
 }
 

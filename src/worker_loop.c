@@ -327,7 +327,7 @@ static void handle_event(struct worker_loop *loop, const struct epoll_event *eve
 {
     uint64_t tag = event->data.u64;
     if (tag & LISTENER_TAG) {
-        for (int i = 0; i < ACCEPT_BATCH && loop->accepting && !loop->ready_first; i++)
+        for (int i = 0; i < ACCEPT_BATCH && loop->accepting && !loop->ready.first; i++)
             if (!serow_accept_connection(loop, (int)(tag & 0xffff)))
                 break;
         return;
@@ -389,8 +389,8 @@ int worker_loop_next_request(struct worker_loop *loop)
         serow_gather_connections(loop);
         if (loop->turn_over)
             look_around(loop);
-        while (loop->ready_first) {
-            if (start_request(loop, loop->ready_first))
+        while (loop->ready.first) {
+            if (start_request(loop, loop->ready.first))
                 return 1;
         }
         if (loop->pending_next < loop->pending_count) {
@@ -398,7 +398,7 @@ int worker_loop_next_request(struct worker_loop *loop)
             continue;
         }
         serow_expire_timers(loop, serow_now_seconds());
-        if (loop->ready_first)
+        if (loop->ready.first)
             continue;
         if (loop->stop_grace_until > 0)
             end_stop_grace_if_over(loop);
@@ -561,7 +561,7 @@ int worker_loop_is_drained(const struct worker_loop *loop)
         return 0;
     if (loop->stop_grace_until > 0 && holder_has_connections(loop))
         return 0;
-    return loop->num_connections == 0 || (loop->request.conn == NULL && loop->ready_first == NULL &&
+    return loop->num_connections == 0 || (loop->request.conn == NULL && loop->ready.first == NULL &&
                                           loop->timers[TIMER_READING_HEAD].first == NULL &&
                                           loop->timers[TIMER_READING_BODY].first == NULL &&
                                           loop->timers[TIMER_LINGERING].first == NULL);
