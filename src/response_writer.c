@@ -336,6 +336,13 @@ size_t format_response_head(char *out, const struct response_facts *facts,
     return (size_t)(p - out);
 }
 
+const char *serow_continue_response(size_t *len)
+{
+    static const char continue_line[] = "HTTP/1.1 100 Continue\r\n\r\n";
+    *len = sizeof(continue_line) - 1;
+    return continue_line;
+}
+
 size_t format_error_response(char *out, size_t size, int status, int omit_body,
                              size_t *body_bytes)
 {

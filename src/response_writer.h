@@ -101,4 +101,10 @@ size_t format_error_response(char *out, size_t size, int status, int omit_body,
  * once a second. */
 const char *http_date_now(void);
 
+/* The interim response a client that sent "Expect: 100-continue" waits for
+ * before it sends its body (RFC 9110 10.1.1): always HTTP/1.1, since only an
+ * HTTP/1.1 client sends the expectation.  *len gets its length.  (When it is
+ * sent is the body reader's: src/worker_request_body.c.) */
+const char *serow_continue_response(size_t *len);
+
 #endif

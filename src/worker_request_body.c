@@ -23,6 +23,8 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include "response_writer.h"
+
 /* A body up to this size (Content-Length, or chunked with its framing) is read
  * in the event loop before the app sees the request: a client that sends its
  * body slowly then holds a connection, not a worker (slow-body attacks send
@@ -32,24 +34,24 @@
 #define PREREAD_BODY_MAX (64 * 1024)
 
 /*
- * The one place "100 Continue" is sent.  A client that sent
- * "Expect: 100-continue" waits for it before its body.  In the event loop
- * (serving = 0) the worker waits for no one client: the line goes out only
- * if the socket takes it at once (an empty socket buffer takes 25 bytes;
- * else the client gave up).  While the request is served, it is the
+ * The one place "100 Continue" is sent (its bytes are response_writer.c's).
+ * A client that sent "Expect: 100-continue" waits for it before its body.
+ * In the event loop (serving = 0) the worker waits for no one client: the
+ * line goes out only if the socket takes it at once (an empty socket buffer
+ * takes 25 bytes; else the client gave up).  While the request is served, it is the
  * request's own write, and may wait up to --write-timeout like the
  * response; it is interim, so the response has still not started.
  */
 static void send_continue(struct worker_loop *loop, struct connection *conn, int serving)
 {
-    static const char continue_line[] = "HTTP/1.1 100 Continue\r\n\r\n";
+    size_t len;
+    const char *continue_line = serow_continue_response(&len);
     if (!serving) {
-        ssize_t ignored = send(conn->fd, continue_line, sizeof(continue_line) - 1,
-                               MSG_NOSIGNAL | MSG_DONTWAIT);
+        ssize_t ignored = send(conn->fd, continue_line, len, MSG_NOSIGNAL | MSG_DONTWAIT);
         (void)ignored;
         return;
     }
-    struct iovec iov = {(void *)continue_line, sizeof(continue_line) - 1};
+    struct iovec iov = {(void *)continue_line, len};
     worker_loop_write(loop, &iov, 1);
     loop->request.response_started = 0;
 }
