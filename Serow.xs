@@ -22,6 +22,7 @@
 #include <sys/eventfd.h>
 
 #include "src/access_log.h"
+#include "src/child_signals.h"
 #include "src/connection_holder.h"
 #include "src/fd_passing.h"
 #include "src/shared_state.h"
@@ -817,6 +818,21 @@ open_file_limit()
     RETVAL = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? (double)rl.rlim_cur : -1;
   OUTPUT:
     RETVAL
+
+void
+default_signals_in_children(...)
+  CODE:
+    /* The signals named, which this process ignores, are set back to their
+     * default action in every process it forks from now on: see
+     * src/child_signals.h. */
+    for (I32 i = 0; i < items; i++) {
+        int n = whichsig_pv(SvPV_nolen(ST(i)));
+        if (n <= 0)
+            croak("default_signals_in_children: no signal '%s'", SvPV_nolen(ST(i)));
+        int err = serow_default_signal_in_children(n);
+        if (err != 0)
+            croak("default_signals_in_children: %s", strerror(err));
+    }
 
 int
 set_parent_death_signal(int signal)

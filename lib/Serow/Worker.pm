@@ -233,6 +233,10 @@ sub install_signal_handlers {
     # The master's signals: sent to a whole process group, they must neither
     # stop (TTIN, TTOU) nor end (HUP) a worker.
     $SIG{$_} = 'IGNORE' for qw(HUP TTIN TTOU);
+    # Ignored here, not in what the app starts: system, backticks, fork and
+    # a piped open give their child these signals' default actions back (an
+    # ignored signal stays ignored across exec).
+    Serow::default_signals_in_children(qw(HUP TTIN TTOU USR1));
     $SIG{CHLD} = 'DEFAULT';
     Serow::set_signal_mask($self->{signal_mask}) if $self->{signal_mask};
     # A stop waits for the request in the app: TERM, INT and QUIT stay
