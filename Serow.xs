@@ -550,17 +550,21 @@ loop_current_fd(Serow::Loop loop)
     RETVAL
 
 void
-loop_join_holder(Serow::Loop loop, Serow::Shared shared, unsigned int worker_index, int ready_channel, int handback_channel)
+loop_join_holder(Serow::Loop loop, Serow::Shared shared, unsigned int worker_index, int wake_fd, int ready_channel, int handback_channel)
   CODE:
-    if (worker_loop_join_holder(loop, shared, worker_index, ready_channel, handback_channel) != 0)
+    if (worker_loop_join_holder(loop, shared, worker_index, wake_fd, ready_channel, handback_channel) != 0)
         croak("cannot join the connection holder: %s", strerror(errno));
 
 void
-loop_set_wait_signal_mask(Serow::Loop loop, SV *mask)
-  CODE:
-    sigset_t set;
-    signal_mask_from_sv(aTHX_ mask, &set);
-    worker_loop_set_wait_signal_mask(loop, &set);
+loop_take_master_requests(Serow::Loop loop)
+  PPCODE:
+    /* What the master asked (Serow::Shared::ask_worker) since the last
+     * call, by name: "stop", "reopen_logs". */
+    int asked = serow_loop_take_master_requests(loop);
+    if (asked & WORKER_ASKED_STOP)
+        mXPUSHp("stop", 4);
+    if (asked & WORKER_ASKED_REOPEN_LOGS)
+        mXPUSHp("reopen_logs", 11);
 
 void
 loop_stop(Serow::Loop loop)
@@ -640,6 +644,22 @@ shared_reset_worker(Serow::Shared shared, unsigned int index)
     /* The worker in this slot is gone: whatever it published is void.
      * Its counters stay: the next worker in the slot counts on. */
     serow_shared_reset_worker(shared, index);
+
+void
+shared_ask_worker(Serow::Shared shared, unsigned int index, int wake_fd, const char *what)
+  CODE:
+    /* The master asks the worker in slot index, whose eventfd is wake_fd
+     * (Serow::make_eventfd, made before the fork), to "stop" or to
+     * "reopen_logs": in the slot, no signal (src/shared_state.h). */
+    enum shared_worker_request request;
+    if (strEQ(what, "stop"))
+        request = SHARED_ASK_STOP;
+    else if (strEQ(what, "reopen_logs"))
+        request = SHARED_ASK_REOPEN_LOGS;
+    else
+        croak("ask_worker: no request '%s'", what);
+    if (serow_shared_ask_worker(shared, index, wake_fd, request) != 0)
+        croak("cannot wake worker slot %u: %s", index, strerror(errno));
 
 void
 shared_count_worker_restart(Serow::Shared shared)
@@ -818,6 +838,20 @@ open_file_limit()
     RETVAL = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? (double)rl.rlim_cur : -1;
   OUTPUT:
     RETVAL
+
+int
+make_eventfd()
+  CODE:
+    /* A new eventfd (non-blocking, close-on-exec): a worker's doorbell,
+     * which the master makes before forking it.  -1 on failure (errno). */
+    RETVAL = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  OUTPUT:
+    RETVAL
+
+void
+close_fd(int fd)
+  CODE:
+    close(fd);
 
 void
 default_signals_in_children(...)

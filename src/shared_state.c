@@ -3,9 +3,11 @@
  */
 #include "shared_state.h"
 
+#include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 size_t shared_state_size(uint32_t max_workers)
 {
@@ -84,7 +86,23 @@ void serow_shared_reset_worker(struct shared_state *shared, uint32_t index)
     atomic_store(&w->stolen_tail, 0);
     memset((void *)w->stolen, 0, sizeof(w->stolen));
     atomic_store(&w->stopping, 0);
+    atomic_store(&w->stop_requested, 0);
+    atomic_store(&w->reopen_logs_requested, 0);
     w->current_request[0] = '\0';
+}
+
+int serow_shared_ask_worker(struct shared_state *shared, uint32_t index, int wake_fd,
+                            enum shared_worker_request what)
+{
+    if (index >= shared->max_workers) {
+        errno = EINVAL;
+        return -1;
+    }
+    struct worker_slot *w = &shared->workers[index];
+    atomic_store(what == SHARED_ASK_STOP ? &w->stop_requested : &w->reopen_logs_requested, 1);
+    /* After the flag: the worker reads the eventfd, then the flags. */
+    uint64_t one = 1;
+    return write(wake_fd, &one, sizeof(one)) == (ssize_t)sizeof(one) ? 0 : -1;
 }
 
 void serow_shared_count_workers(struct shared_state *shared, struct shared_worker_counts *counts)
