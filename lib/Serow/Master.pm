@@ -451,8 +451,16 @@ ready (C<worker PID started>, with its own request limit under
 C<--max-requests>) and when it stops accepting (C<worker PID stopping>; a
 busy worker, once its request is answered).
 
-A worker whose master dies (even by SIGKILL) gets SIGTERM from the kernel
-and finishes its requests, so no worker outlives its master for long.
+The master tells a worker to stop, or to reopen its logs, through the
+shared memory (a flag in the worker's slot, then a ring of an eventfd the
+master made before forking it and the worker's loop polls), not with a
+signal: the worker takes it between requests, so that what the app is doing
+is not cut short. Workers ignore the master's signals (below); send them to
+the master.
+
+A worker whose master dies (even by SIGKILL) gets SIGUSR2 from the kernel
+(it ignores SIGTERM) and finishes its requests, so no worker outlives its
+master for long.
 
 With C<--user> or C<--group>, every child (workers and holder) switches
 ids right after the fork (L<Serow::Privileges>), before it sets that
@@ -467,8 +475,9 @@ parent-death signal: a change of uid clears it. The master keeps its ids.
 Stop accepting, let the workers finish the requests they have (up to
 C<--graceful-timeout>), then exit 0. The sockets the master opened
 (C<--listen>) are shut down at once, so new connections are refused in every
-process; sockets handed over (Server::Starter, systemd) stay open. A worker
-takes TERM between requests (L<Serow::Worker>): the app is not interrupted.
+process; sockets handed over (Server::Starter, systemd) stay open. The
+master asks each worker to stop; a worker takes the request between requests
+(L<Serow::Worker>): the app is not interrupted.
 Idle kept-alive connections get one second more for the request their
 client may be sending at that moment (answered with C<Connection: close>;
 see F<docs/keepalive.md>), so that a Server::Starter reload under load
@@ -477,7 +486,7 @@ are ignored from then on.
 
 =item HUP
 
-Start a new set of workers, then let the old ones finish and exit (each
+Start a new set of workers, then ask the old ones to finish and exit (each
 within C<--graceful-timeout>).
 
 =item TTIN, TTOU

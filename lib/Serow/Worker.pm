@@ -593,4 +593,15 @@ It supports C<psgix.io>, C<psgix.informational>, C<psgix.harakiri> and
 C<psgix.cleanup>. F<docs/psgi.md> says what an app gets and what is
 checked.
 
+=head2 Signals
+
+A worker ignores TERM, INT, QUIT, HUP, TTIN, TTOU and USR1: they are the
+master's (L<Serow::Master>), which tells its workers to stop or to reopen
+their logs through the shared memory; the worker does so between requests,
+so that the app's C<sleep>, C<select> or wait is not cut short. A signal sent
+to a worker directly does nothing. The processes the app starts (C<system>,
+backticks, a piped C<open>, C<fork>) get these signals' default actions
+back (F<src/child_signals.c>), and none of them blocked. USR2 is the
+worker's parent-death signal: once its master is gone, it stops.
+
 =cut
