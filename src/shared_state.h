@@ -76,7 +76,8 @@ struct worker_slot {
     _Atomic uint32_t slots_high_water; /* slots in use are below this */
     _Atomic uint32_t idle_connections; /* its slots in SLOT_IDLE, roughly */
     _Atomic uint32_t connections;      /* all it owns */
-    _Atomic int32_t wake_fd;          /* its eventfd: the holder rings it after a steal */
+    _Atomic int32_t wake_fd;          /* its eventfd (the master made it): the holder
+                                         rings it after a steal, the master when it asks */
     /* What the master asks of the worker (serow_shared_ask_worker): set by
      * the master, then the worker's eventfd rung; taken (reset) by the
      * worker when it next returns to its loop.  Workers take no signal from
