@@ -18,9 +18,11 @@
 #include <unistd.h>
 
 #include "src/access_log.h"
+#include "src/child_signals.h"
 #include "src/connection_holder.h"
 #include "src/fd_passing.h"
 #include "src/shared_state.h"
+#include "src/shared_values.h"
 #include "src/worker_loop.h"
 #include "src/psgi_env.h"
 #include "src/psgi_input.h"
@@ -56,17 +58,6 @@ static double setting(pTHX_ HV *settings, const char *who, const char *name)
 /* A number the Perl side compares with, as a constant sub of the Serow
  * package made from its C name (see the BOOT of that package below). */
 #define SEROW_CONSTANT(stash, perl_name, value) newCONSTSUB((stash), (perl_name), newSViv(value))
-
-/* What the metrics (Serow::Shared::metrics) and the status page
- * (Serow::Shared::status) both show of serow_shared_totals, under the same
- * names; each adds its own. */
-static void store_shared_totals(pTHX_ HV *h, const struct serow_shared_totals *t)
-{
-    hv_stores(h, "open_connections", newSVuv(t->open_connections));
-    hv_stores(h, "connections_stolen", newSVnv((double)t->connections_stolen));
-    hv_stores(h, "connections_gathered", newSVnv((double)t->connections_gathered));
-    hv_stores(h, "started", newSVnv((double)t->started_ms / 1000.0));
-}
 
 /* A signal mask that block_signals returned. */
 static void signal_mask_from_sv(pTHX_ SV *mask, sigset_t *set)
@@ -302,17 +293,21 @@ loop_current_fd(Serow::Loop loop)
     RETVAL
 
 void
-loop_join_holder(Serow::Loop loop, Serow::Shared shared, unsigned int worker_index, int ready_channel, int handback_channel)
+loop_join_holder(Serow::Loop loop, Serow::Shared shared, unsigned int worker_index, int wake_fd, int ready_channel, int handback_channel)
   CODE:
-    if (worker_loop_join_holder(loop, shared, worker_index, ready_channel, handback_channel) != 0)
+    if (worker_loop_join_holder(loop, shared, worker_index, wake_fd, ready_channel, handback_channel) != 0)
         croak("cannot join the connection holder: %s", strerror(errno));
 
 void
-loop_set_wait_signal_mask(Serow::Loop loop, SV *mask)
-  CODE:
-    sigset_t set;
-    signal_mask_from_sv(aTHX_ mask, &set);
-    worker_loop_set_wait_signal_mask(loop, &set);
+loop_take_master_requests(Serow::Loop loop)
+  PPCODE:
+    /* What the master asked (Serow::Shared::ask_worker) since the last
+     * call, by name: "stop", "reopen_logs". */
+    int asked = serow_loop_take_master_requests(loop);
+    if (asked & WORKER_ASKED_STOP)
+        mXPUSHp("stop", 4);
+    if (asked & WORKER_ASKED_REOPEN_LOGS)
+        mXPUSHp("reopen_logs", 11);
 
 void
 loop_stop(Serow::Loop loop)
@@ -379,6 +374,22 @@ shared_reset_worker(Serow::Shared shared, unsigned int index)
     serow_shared_reset_worker(shared, index);
 
 void
+shared_ask_worker(Serow::Shared shared, unsigned int index, int wake_fd, const char *what)
+  CODE:
+    /* The master asks the worker in slot index, whose eventfd is wake_fd
+     * (Serow::make_eventfd, made before the fork), to "stop" or to
+     * "reopen_logs": in the slot, no signal (src/shared_state.h). */
+    enum shared_worker_request request;
+    if (strEQ(what, "stop"))
+        request = SHARED_ASK_STOP;
+    else if (strEQ(what, "reopen_logs"))
+        request = SHARED_ASK_REOPEN_LOGS;
+    else
+        croak("ask_worker: no request '%s'", what);
+    if (serow_shared_ask_worker(shared, index, wake_fd, request) != 0)
+        croak("cannot wake worker slot %u: %s", index, strerror(errno));
+
+void
 shared_count_worker_restart(Serow::Shared shared)
   CODE:
     /* The master replaced a worker that left while the server ran. */
@@ -387,42 +398,7 @@ shared_count_worker_restart(Serow::Shared shared)
 SV *
 shared_metrics(Serow::Shared shared)
   CODE:
-    /* The numbers behind the Prometheus metrics (Serow::Metrics), summed
-     * over every worker slot. */
-    struct request_totals t;
-    request_metrics_sum(shared, &t);
-    HV *m = newHV();
-    HV *by_status = newHV();
-    uint64_t count = 0;
-    for (int i = 0; i < METRICS_STATUS_SLOTS; i++) {
-        if (t.by_status[i] == 0)
-            continue;
-        char code[8];
-        int n = snprintf(code, sizeof(code), "%d", i);
-        hv_store(by_status, code, n, newSVnv((double)t.by_status[i]), 0);
-    }
-    AV *buckets = newAV();
-    for (int i = 0; i <= METRICS_DURATION_BUCKETS; i++) {
-        count += t.duration_buckets[i];
-        AV *pair = newAV();
-        av_push(pair, i < METRICS_DURATION_BUCKETS ? newSVnv(metrics_duration_bounds[i]) : newSVpvs("+Inf"));
-        av_push(pair, newSVnv((double)count)); /* cumulative, as Prometheus wants */
-        av_push(buckets, newRV_noinc((SV *)pair));
-    }
-    struct serow_shared_totals totals;
-    serow_shared_totals(shared, &totals);
-    store_shared_totals(aTHX_ m, &totals);
-    hv_stores(m, "requests_by_status", newRV_noinc((SV *)by_status));
-    hv_stores(m, "duration_buckets", newRV_noinc((SV *)buckets));
-    hv_stores(m, "duration_count", newSVnv((double)count));
-    hv_stores(m, "duration_sum", newSVnv((double)t.duration_sum_ns / 1e9));
-    hv_stores(m, "connections_accepted", newSVnv((double)t.connections_accepted));
-    hv_stores(m, "worker_restarts", newSVnv((double)totals.worker_restarts));
-    hv_stores(m, "busy_workers", newSVuv(totals.workers.busy));
-    hv_stores(m, "idle_workers", newSVuv(totals.workers.idle));
-    hv_stores(m, "idle_connections", newSVuv(totals.waiting_connections));
-    hv_stores(m, "queued_connections", newSVuv(totals.queued_connections));
-    RETVAL = newRV_noinc((SV *)m);
+    RETVAL = serow_shared_metrics_value(aTHX_ shared);
   OUTPUT:
     RETVAL
 
@@ -443,38 +419,7 @@ shared_run_holder(Serow::Shared shared, int ready_channel, int handback_channel,
 SV *
 shared_status(Serow::Shared shared)
   CODE:
-    /* A snapshot for the status page: totals and one hash per worker. */
-    HV *status = newHV();
-    AV *workers = newAV();
-    uint32_t slots = serow_shared_max_workers(shared);
-    for (uint32_t i = 0; i < slots; i++) {
-        struct shared_worker_status w;
-        if (!serow_shared_worker_status(shared, i, &w))
-            continue;
-        HV *h = newHV();
-        hv_stores(h, "pid", newSViv(w.pid));
-        hv_stores(h, "slot", newSVuv(i));
-        hv_stores(h, "busy", newSViv(w.busy));
-        hv_stores(h, "requests", newSVnv((double)w.requests));
-        hv_stores(h, "connections", newSVuv(w.connections));
-        hv_stores(h, "idle_connections", newSVuv(w.idle_connections));
-        if (w.busy) {
-            hv_stores(h, "request", newSVpv(w.request, 0));
-            hv_stores(h, "busy_for_ms", newSVnv((double)w.busy_for_ms));
-        }
-        av_push(workers, newRV_noinc((SV *)h));
-    }
-    struct serow_shared_totals totals;
-    serow_shared_totals(shared, &totals);
-    store_shared_totals(aTHX_ status, &totals);
-    hv_stores(status, "processing", newSVuv(totals.workers.busy));
-    hv_stores(status, "waiting", newSVuv(totals.waiting_connections));
-    hv_stores(status, "queued", newSVuv(totals.queued_connections));
-    hv_stores(status, "held_by_holder", newSVuv(totals.held_connections));
-    hv_stores(status, "requests_total", newSVnv((double)totals.requests_total));
-    hv_stores(status, "holder_pid", newSViv(totals.holder_pid));
-    hv_stores(status, "workers", newRV_noinc((SV *)workers));
-    RETVAL = newRV_noinc((SV *)status);
+    RETVAL = serow_shared_status_value(aTHX_ shared);
   OUTPUT:
     RETVAL
 
@@ -555,6 +500,33 @@ open_file_limit()
     RETVAL = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? (double)rl.rlim_cur : -1;
   OUTPUT:
     RETVAL
+
+int
+make_eventfd()
+  CODE:
+    RETVAL = serow_make_wake_fd();
+  OUTPUT:
+    RETVAL
+
+void
+close_fd(int fd)
+  CODE:
+    close(fd);
+
+void
+default_signals_in_children(...)
+  CODE:
+    /* The signals named, which this process ignores, are set back to their
+     * default action in every process it forks from now on: see
+     * src/child_signals.h. */
+    for (I32 i = 0; i < items; i++) {
+        int n = whichsig_pv(SvPV_nolen(ST(i)));
+        if (n <= 0)
+            croak("default_signals_in_children: no signal '%s'", SvPV_nolen(ST(i)));
+        int err = serow_default_signal_in_children(n);
+        if (err != 0)
+            croak("default_signals_in_children: %s", strerror(err));
+    }
 
 int
 set_parent_death_signal(int signal)

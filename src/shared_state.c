@@ -3,14 +3,21 @@
  */
 #include "shared_state.h"
 
+#include <errno.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 size_t shared_state_size(uint32_t max_workers)
 {
     return sizeof(struct shared_state) + sizeof(struct worker_slot) * (size_t)max_workers;
+}
+
+int serow_make_wake_fd(void)
+{
+    return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 }
 
 struct shared_state *shared_state_create(uint32_t max_workers)
@@ -25,7 +32,7 @@ struct shared_state *shared_state_create(uint32_t max_workers)
         return NULL;
     struct shared_state *shared = p;
     shared->max_workers = max_workers;
-    shared->holder_wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    shared->holder_wake_fd = serow_make_wake_fd();
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     shared->started_ms = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
@@ -85,7 +92,23 @@ void serow_shared_reset_worker(struct shared_state *shared, uint32_t index)
     atomic_store(&w->stolen_tail, 0);
     memset((void *)w->stolen, 0, sizeof(w->stolen));
     atomic_store(&w->stopping, 0);
+    atomic_store(&w->stop_requested, 0);
+    atomic_store(&w->reopen_logs_requested, 0);
     w->current_request[0] = '\0';
+}
+
+int serow_shared_ask_worker(struct shared_state *shared, uint32_t index, int wake_fd,
+                            enum shared_worker_request what)
+{
+    if (index >= shared->max_workers) {
+        errno = EINVAL;
+        return -1;
+    }
+    struct worker_slot *w = &shared->workers[index];
+    atomic_store(what == SHARED_ASK_STOP ? &w->stop_requested : &w->reopen_logs_requested, 1);
+    /* After the flag: the worker reads the eventfd, then the flags. */
+    uint64_t one = 1;
+    return write(wake_fd, &one, sizeof(one)) == (ssize_t)sizeof(one) ? 0 : -1;
 }
 
 void serow_shared_count_workers(struct shared_state *shared, struct shared_worker_counts *counts)

@@ -76,7 +76,15 @@ struct worker_slot {
     _Atomic uint32_t slots_high_water; /* slots in use are below this */
     _Atomic uint32_t idle_connections; /* its slots in SLOT_IDLE, roughly */
     _Atomic uint32_t connections;      /* all it owns */
-    _Atomic int32_t wake_fd;          /* its eventfd: the holder rings it after a steal */
+    _Atomic int32_t wake_fd;          /* its eventfd (the master made it): the holder
+                                         rings it after a steal, the master when it asks */
+    /* What the master asks of the worker (serow_shared_ask_worker): set by
+     * the master, then the worker's eventfd rung; taken (reset) by the
+     * worker when it next returns to its loop.  Workers take no signal from
+     * the master: one would cut short what the app is doing, and whatever
+     * a worker blocks or ignores, the processes the app starts inherit. */
+    _Atomic uint32_t stop_requested;        /* stop accepting, finish, leave */
+    _Atomic uint32_t reopen_logs_requested; /* logrotate moved the logs */
     char current_request[SHARED_REQUEST_TEXT];
     /* Slots taken from this worker, for it to close its copies.  Several
      * takers (the holder, gathering workers) may write at once: each reserves
@@ -114,6 +122,11 @@ struct shared_state {
 /* Creates the mapping for max_workers worker slots (before forking), with
  * the holder's wake-up eventfd (-1 when none could be made). */
 struct shared_state *shared_state_create(uint32_t max_workers);
+
+/* A new eventfd (non-blocking, close-on-exec) for a process to wait on:
+ * the holder's, and each worker's (the master makes it before the fork, so
+ * that it can ring it from the start).  -1 on failure (errno). */
+int serow_make_wake_fd(void);
 size_t shared_state_size(uint32_t max_workers);
 
 /* Monotonic milliseconds: the clock every timestamp in the mapping uses. */
@@ -138,6 +151,20 @@ int shared_any_worker_free(struct shared_state *shared);
  * connections' slots, its flags, its ring of stolen slots).  Its counters
  * stay: the next worker in the slot counts on.  (The master calls it.) */
 void serow_shared_reset_worker(struct shared_state *shared, uint32_t index);
+
+/* What the master may ask of a worker. */
+enum shared_worker_request {
+    SHARED_ASK_STOP,
+    SHARED_ASK_REOPEN_LOGS,
+};
+
+/* Asks the worker in slot index for what (the master calls it): the flag in
+ * its slot, then a ring of wake_fd, the worker's eventfd (the master made it
+ * before forking the worker: see Serow::Master).  The worker sees it when it
+ * next returns to its event loop: at once when it waits, after the request
+ * when it is in one.  0, or -1 (errno) when the eventfd could not be rung. */
+int serow_shared_ask_worker(struct shared_state *shared, uint32_t index, int wake_fd,
+                            enum shared_worker_request what);
 
 /* The workers at a glance, for the metrics: how many are in a request, how
  * many are not, and the idle connections parked in them. */

@@ -128,7 +128,9 @@ struct worker_loop {
     struct worker_slot *slot;
     int ready_channel;      /* receiving end: connections the holder passes */
     int handback_channel;   /* sending end: idle connections given back on stop */
-    int wake_fd;            /* rung by the holder when it took connections */
+    int wake_fd;            /* rung by the holder when it took connections, and by
+                               the master when it asks something (it made it) */
+    int master_asked;       /* the slot has a request of the master's not taken yet */
     struct connection **slot_owner; /* slot index -> connection */
     uint32_t worker_index;
     /* gathering the connections of workers waiting for the same CPUs (see
@@ -155,10 +157,6 @@ struct worker_loop {
      * handled yet: the loop then returns instead of waiting, since a signal
      * caught just before epoll_wait would not interrupt it.  NULL: none. */
     volatile int *signal_pending;
-    /* The signal mask while waiting for events, when it differs from the
-     * mask the rest of the time (see worker_loop_set_wait_signal_mask). */
-    sigset_t wait_signal_mask;
-    int has_wait_signal_mask;
 };
 
 /* ---- the clock, timer lists and the ready queue -------------------------
@@ -263,7 +261,8 @@ size_t serow_send_error_response(struct connection *conn, int status,
 /* ---- worker_slots.c ----------------------------------------------------- */
 
 int serow_slots_join(struct worker_loop *loop, struct shared_state *shared,
-                     uint32_t worker_index, int ready_channel, int handback_channel);
+                     uint32_t worker_index, int wake_fd, int ready_channel,
+                     int handback_channel);
 void serow_slot_assign(struct worker_loop *loop, struct connection *conn);
 void serow_slot_release(struct worker_loop *loop, struct connection *conn);
 void serow_slot_park(struct worker_loop *loop, struct connection *conn, uint64_t idle_since_ms);

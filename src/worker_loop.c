@@ -126,9 +126,11 @@ int worker_loop_add_listener(struct worker_loop *loop, int fd, int is_unix,
 }
 
 int worker_loop_join_holder(struct worker_loop *loop, struct shared_state *shared,
-                            uint32_t worker_index, int ready_channel, int handback_channel)
+                            uint32_t worker_index, int wake_fd, int ready_channel,
+                            int handback_channel)
 {
-    if (serow_slots_join(loop, shared, worker_index, ready_channel, handback_channel) != 0)
+    if (serow_slots_join(loop, shared, worker_index, wake_fd, ready_channel,
+                         handback_channel) != 0)
         return -1;
     serow_gather_start(loop);
     return 0;
@@ -274,10 +276,11 @@ static int start_request(struct worker_loop *loop, struct connection *conn)
 /*
  * epoll_wait that a signal always interrupts.  A signal caught after the
  * embedding last looked at its pending signals, but before epoll_wait began,
- * would leave the loop asleep with the signal unhandled (a TERM ignored until
- * the master's --graceful-timeout kills the worker).  So signals are blocked
- * while *signal_pending is checked, and epoll_pwait unblocks them atomically
- * (and those blocked outside the wait: wait_signal_mask).
+ * would leave the loop asleep with the signal unhandled (the parent-death
+ * signal of a worker whose master died, a signal the app set a handler for).
+ * So signals are blocked while *signal_pending is checked, and epoll_pwait
+ * unblocks them atomically.  (The master's requests come without a signal:
+ * see handle_event, WAKE_TAG.)
  */
 static int epoll_wait_unless_signalled(struct worker_loop *loop, struct epoll_event *events,
                                        int timeout_ms)
@@ -292,17 +295,9 @@ static int epoll_wait_unless_signalled(struct worker_loop *loop, struct epoll_ev
         n = -1;
         errno = EINTR;
     } else {
-        n = epoll_pwait(loop->epoll_fd, events, EPOLL_BATCH, timeout_ms,
-                        loop->has_wait_signal_mask ? &loop->wait_signal_mask : &old);
+        n = epoll_pwait(loop->epoll_fd, events, EPOLL_BATCH, timeout_ms, &old);
     }
     int saved_errno = errno;
-    /* epoll_pwait lets a pending signal in only when it finds no event: a
-     * worker that always has one (a busy server, or a listener the master
-     * shut down) would keep its stop signal blocked for ever.  So the wait
-     * mask is put in place once more, which delivers it (Perl's handler
-     * only notes it: the loop returns at its next wait). */
-    if (loop->has_wait_signal_mask)
-        sigprocmask(SIG_SETMASK, &loop->wait_signal_mask, NULL);
     sigprocmask(SIG_SETMASK, &old, NULL);
     errno = saved_errno;
     return n;
@@ -336,6 +331,11 @@ static void handle_event(struct worker_loop *loop, const struct epoll_event *eve
         uint64_t count;
         ssize_t ignored = read(loop->wake_fd, &count, sizeof(count));
         (void)ignored; /* the loop's next turn drops what was taken */
+        /* Or the master asks something (it sets the flag, then rings): the
+         * loop returns before it waits again. */
+        if (loop->slot && (atomic_load(&loop->slot->stop_requested) ||
+                           atomic_load(&loop->slot->reopen_logs_requested)))
+            loop->master_asked = 1;
         return;
     }
     if (tag == READY_CHANNEL_TAG) {
@@ -404,6 +404,8 @@ int worker_loop_next_request(struct worker_loop *loop)
             end_stop_grace_if_over(loop);
         if (loop->stopping && worker_loop_is_drained(loop))
             return 0;
+        if (loop->master_asked)
+            return 0; /* the embedding takes what the master asks */
 
         int timeout_ms = serow_next_timeout_ms(loop, serow_now_seconds());
         if (loop->stop_grace_until > 0 && holder_has_connections(loop) &&
@@ -429,8 +431,8 @@ int worker_loop_may_keep_alive(struct worker_loop *loop)
         return 0;
     /* A stopping worker keeps connections open only if it can hand them over,
      * and only if the server goes on without it.  (When the whole server
-     * stops, this worker may not have handled its TERM yet: it waits until
-     * the request in the app is answered.) */
+     * stops, this worker may not have taken the master's stop request yet:
+     * it does once the request in the app is answered.) */
     if (loop->stopping && loop->handback_channel < 0)
         return 0;
     if (loop->shared && atomic_load(&loop->shared->server_stopping))
@@ -514,12 +516,6 @@ void worker_loop_release_current(struct worker_loop *loop)
 
 /* ---- stopping ---------------------------------------------------------- */
 
-void worker_loop_set_wait_signal_mask(struct worker_loop *loop, const sigset_t *mask)
-{
-    loop->wait_signal_mask = *mask;
-    loop->has_wait_signal_mask = 1;
-}
-
 void worker_loop_stop(struct worker_loop *loop)
 {
     if (loop->stopping)
@@ -576,6 +572,19 @@ int worker_loop_is_drained(const struct worker_loop *loop)
 void serow_loop_watch_signals(struct worker_loop *loop, volatile int *signal_pending)
 {
     loop->signal_pending = signal_pending;
+}
+
+int serow_loop_take_master_requests(struct worker_loop *loop)
+{
+    loop->master_asked = 0;
+    if (loop->slot == NULL)
+        return 0;
+    int asked = 0;
+    if (atomic_exchange(&loop->slot->stop_requested, 0))
+        asked |= WORKER_ASKED_STOP;
+    if (atomic_exchange(&loop->slot->reopen_logs_requested, 0))
+        asked |= WORKER_ASKED_REOPEN_LOGS;
+    return asked;
 }
 
 int serow_loop_has_request(const struct worker_loop *loop)

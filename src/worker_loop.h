@@ -18,7 +18,6 @@
 #define SEROW_WORKER_LOOP_H
 
 #include <stddef.h>
-#include <signal.h>
 #include <stdint.h>
 #include <sys/uio.h>
 
@@ -52,13 +51,18 @@ int worker_loop_add_listener(struct worker_loop *loop, int fd, int is_unix,
 
 /* Joins the holder: this worker publishes its connections in slot
  * worker_index of shared, takes ready connections from ready_channel and
- * gives idle ones back on handback_channel when it stops. */
+ * gives idle ones back on handback_channel when it stops.  wake_fd is the
+ * worker's eventfd, which the master made before forking it and rings when
+ * it asks something (serow_shared_ask_worker); the loop owns it from now on
+ * (-1: the loop makes its own, and only the holder rings it). */
 int worker_loop_join_holder(struct worker_loop *loop, struct shared_state *shared,
-                            uint32_t worker_index, int ready_channel, int handback_channel);
+                            uint32_t worker_index, int wake_fd, int ready_channel,
+                            int handback_channel);
 
 /* Waits for a request.  1: there is a current request, its head parsed.
- * 0: interrupted by a signal, or (when loop->stopping) nothing left to do;
- * check worker_loop_is_drained(). */
+ * 0: interrupted by a signal, or the master asks something
+ * (serow_loop_take_master_requests), or (when loop->stopping) nothing left
+ * to do; check worker_loop_is_drained(). */
 int worker_loop_next_request(struct worker_loop *loop);
 
 /* Reads up to cap bytes of the current request's body (chunked coding
@@ -103,12 +107,6 @@ void worker_loop_fail_request(struct worker_loop *loop, int status);
  * without closing the socket the app now holds a duplicate of. */
 void worker_loop_release_current(struct worker_loop *loop);
 
-/* Signals blocked the rest of the time may arrive while the loop waits for
- * events: epoll_pwait puts mask in place for the wait (a worker keeps its
- * stop signals blocked while the app runs, so that they do not cut short a
- * sleep or a wait of the app's, and handles them between requests). */
-void worker_loop_set_wait_signal_mask(struct worker_loop *loop, const sigset_t *mask);
-
 /* Graceful stop: no more accepting, idle connections closed, requests whose
  * heads are arriving may still complete. */
 void worker_loop_stop(struct worker_loop *loop);
@@ -117,6 +115,17 @@ int worker_loop_is_drained(const struct worker_loop *loop);
 /* Where the embedding's "a signal waits for its handler" flag is: the loop
  * then returns from a wait instead of sleeping through a signal. */
 void serow_loop_watch_signals(struct worker_loop *loop, volatile int *signal_pending);
+
+/* What the master asked of this worker (in its shared slot) since the last
+ * call, taken: WORKER_ASKED_* bits, 0 for nothing.  The master asks without
+ * a signal, so that a stop or a log reopening does not cut short what the
+ * app is doing: worker_loop_next_request returns 0 when there is something
+ * to take, once the worker is between requests. */
+enum {
+    WORKER_ASKED_STOP = 1,         /* stop accepting, finish, leave */
+    WORKER_ASKED_REOPEN_LOGS = 2,  /* logrotate moved the logs away */
+};
+int serow_loop_take_master_requests(struct worker_loop *loop);
 
 /* About the current request (none: 0, -1, HTTP_BODY_NONE). */
 int serow_loop_has_request(const struct worker_loop *loop);

@@ -30,7 +30,8 @@
 #include <unistd.h>
 
 int serow_slots_join(struct worker_loop *loop, struct shared_state *shared,
-                     uint32_t worker_index, int ready_channel, int handback_channel)
+                     uint32_t worker_index, int wake_fd, int ready_channel,
+                     int handback_channel)
 {
     if (worker_index >= shared->max_workers)
         return -1;
@@ -51,8 +52,9 @@ int serow_slots_join(struct worker_loop *loop, struct shared_state *shared,
         return -1;
     /* Without it, the copy of a connection the holder took from this worker
      * while it waited would stay open until the worker next woke up: the
-     * holder could not close it. */
-    loop->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+     * holder could not close it.  The master rings it too, when it asks
+     * something (shared_state.h, stop_requested): it made it for that. */
+    loop->wake_fd = wake_fd >= 0 ? wake_fd : eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     struct epoll_event wake = {.events = EPOLLIN, .data.u64 = WAKE_TAG};
     if (loop->wake_fd < 0 || epoll_ctl(loop->epoll_fd, EPOLL_CTL_ADD, loop->wake_fd, &wake) != 0)
         return -1;

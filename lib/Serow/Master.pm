@@ -67,7 +67,8 @@ sub new {
         privileges => $args{privileges}, # Serow::Privileges: dropped in every child, or undef
         on_ready   => $args{on_ready}, # called once the signal handlers are in place
         target     => $args{options}{workers},
-        workers    => {},   # pid => { generation, started, stopping_since, killed, slot }
+        # pid => { generation, started, stopping_since, killed, slot, wake_fd }
+        workers    => {},
         generation => 1,
         pending    => [],   # signals received, handled in order by the loop
     }, $class;
@@ -155,12 +156,12 @@ sub stop {
     $self->{stopping} = 1;
     $self->{shared}->set_server_stopping;
     $self->stop_worker($_) for keys %{ $self->{workers} };
-    # After the TERMs: an idle worker woken by its listener closing has its
-    # TERM already, and stops instead of accepting on it again.
+    # After the stop requests: an idle worker woken by its listener closing
+    # finds its request already, and stops instead of accepting on it again.
     $_->stop_accepting for @{ $self->{listeners} };
     # Said once it is so: whoever reads the line may count on it (a response
     # from now on closes its connection, even from a worker that takes its
-    # TERM only after the request it is busy with).
+    # stop request only after the request it is busy with).
     Serow::Log->info("received SIG$sig: finishing in-flight requests, then exiting");
 }
 
@@ -203,7 +204,7 @@ sub reopen_logs {
         $self->open_access_log or Serow::Log->error("cannot reopen the access log "
             . "$options->{access_log}: $!; new workers write to the old file");
     }
-    kill 'USR1', keys %{ $self->{workers} };
+    $self->ask_worker($_, 'reopen_logs') for keys %{ $self->{workers} };
     kill 'USR1', $self->{holder_pid} if $self->{holder_pid} && defined $options->{error_log};
 }
 
@@ -232,9 +233,10 @@ sub request_limit {
 }
 
 # Forks a child that runs $child_main (which never returns); returns the pid,
-# or undef when fork failed.
+# or undef when fork failed.  The kernel sends the child $death_signal when
+# the master dies.
 sub fork_child {
-    my ($self, $child_main) = @_;
+    my ($self, $child_main, $death_signal) = @_;
     # Signals stay blocked across fork so that the child never runs the
     # master's handlers; the child unblocks them once its own are set.
     my $old = Serow::block_signals(@SIGNALS);
@@ -247,6 +249,8 @@ sub fork_child {
     }
     if ($pid == 0) {
         $SIG{$_} = 'DEFAULT' for @SIGNALS;
+        # The other workers' doorbells are the master's, not this child's.
+        Serow::close_fd($_->{wake_fd}) for values %{ $self->{workers} };
         if ($self->{privileges} && !eval { $self->{privileges}->drop }) {
             Serow::Log->error("cannot drop privileges: $@");
             Serow::exit_now(1);
@@ -254,7 +258,7 @@ sub fork_child {
         # A child whose master is gone finishes its work and leaves; the
         # master may have died before this line, leaving nobody to signal it.
         # (After dropping privileges: a change of uid clears this setting.)
-        Serow::set_parent_death_signal(Serow::signal_number('TERM'));
+        Serow::set_parent_death_signal(Serow::signal_number($death_signal));
         Serow::exit_now(0) if getppid() != $self->{pid};
         $child_main->($old);
     }
@@ -274,7 +278,7 @@ sub spawn_holder {
         $SIG{USR1} = 'IGNORE';
         Serow::set_signal_mask($signal_mask);
         Serow::exit_now($self->{holder}->run == 0 ? 0 : 1);
-    });
+    }, 'TERM');
 }
 
 sub stop_holder {
@@ -301,14 +305,31 @@ sub spawn_worker {
         return;
     }
     $self->{shared}->reset_worker($slot);
-    my $pid = $self->fork_child(sub { $self->run_worker($limit, $slot, @_) }) or return;
+    # The worker's doorbell: the master rings it when it asks the worker
+    # something (ask_worker).  Made here and inherited, rather than taken
+    # from the worker with pidfd_getfd as the holder does: a stop must
+    # reach a worker that has not started its loop yet, on any kernel, under
+    # any ptrace policy.
+    my $wake_fd = Serow::make_eventfd();
+    if ($wake_fd < 0) {
+        Serow::Log->error("cannot make an eventfd for a worker: $!");
+        $self->{throttled_until} = Time::HiRes::time + FAST_DEATH_SECONDS;
+        return;
+    }
+    # A worker takes USR2 for its master's death: it ignores TERM
+    # (Serow::Worker, install_signal_handlers).
+    my $pid = $self->fork_child(sub { $self->run_worker($limit, $slot, $wake_fd, @_) }, 'USR2');
+    if (!$pid) {
+        Serow::close_fd($wake_fd);
+        return;
+    }
     $self->{workers}{$pid} = { generation => $self->{generation}, started => Time::HiRes::time,
-                               slot => $slot };
+                               slot => $slot, wake_fd => $wake_fd };
 }
 
 # In the child: becomes a worker and never returns.
 sub run_worker {
-    my ($self, $limit, $slot, $signal_mask) = @_;
+    my ($self, $limit, $slot, $wake_fd, $signal_mask) = @_;
     $0 = "serow worker";
     # Else every worker would draw the same rand() sequence as its siblings.
     srand();
@@ -323,6 +344,8 @@ sub run_worker {
         signal_mask   => $signal_mask,
         shared        => $self->{shared},
         slot          => $slot,
+        wake_fd       => $wake_fd,
+        master_pid    => $self->{pid},
         channels      => [ $self->{holder}->worker_channels ],
         access_log    => [ $self->access_log_for_worker ],
     );
@@ -335,7 +358,17 @@ sub stop_worker {
     my $w = $self->{workers}{$pid} or return;
     return if $w->{stopping_since};
     $w->{stopping_since} = Time::HiRes::time;
-    kill 'TERM', $pid;
+    $self->ask_worker($pid, 'stop');
+}
+
+# Asks a worker to 'stop' or to 'reopen_logs' through the shared memory (no
+# signal: it would cut short what the app is doing, and a worker ignores
+# them); the worker sees it once it is between requests.
+sub ask_worker {
+    my ($self, $pid, $what) = @_;
+    my $w = $self->{workers}{$pid} or return;
+    eval { $self->{shared}->ask_worker($w->{slot}, $w->{wake_fd}, $what); 1 }
+        or Serow::Log->error("cannot ask worker $pid to $what: $@");
 }
 
 # TTOU lowered the target: the newest surplus workers finish and leave.
@@ -371,6 +404,7 @@ sub reap_workers {
             next;
         }
         my $w = delete $self->{workers}{$pid} or next;
+        Serow::close_fd($w->{wake_fd});
         $self->{shared}->reset_worker($w->{slot}); # (its counts stay: src/request_metrics.h)
         # Replaced: it left on its own (--max-requests, harakiri, a crash) or
         # a HUP replaced it; not one that TTOU or the server's stop retired.
@@ -417,8 +451,16 @@ ready (C<worker PID started>, with its own request limit under
 C<--max-requests>) and when it stops accepting (C<worker PID stopping>; a
 busy worker, once its request is answered).
 
-A worker whose master dies (even by SIGKILL) gets SIGTERM from the kernel
-and finishes its requests, so no worker outlives its master for long.
+The master tells a worker to stop, or to reopen its logs, through the
+shared memory (a flag in the worker's slot, then a ring of an eventfd the
+master made before forking it and the worker's loop polls), not with a
+signal: the worker takes it between requests, so that what the app is doing
+is not cut short. Workers ignore the master's signals (below); send them to
+the master.
+
+A worker whose master dies (even by SIGKILL) gets SIGUSR2 from the kernel
+(it ignores SIGTERM) and finishes its requests, so no worker outlives its
+master for long.
 
 With C<--user> or C<--group>, every child (workers and holder) switches
 ids right after the fork (L<Serow::Privileges>), before it sets that
@@ -433,8 +475,9 @@ parent-death signal: a change of uid clears it. The master keeps its ids.
 Stop accepting, let the workers finish the requests they have (up to
 C<--graceful-timeout>), then exit 0. The sockets the master opened
 (C<--listen>) are shut down at once, so new connections are refused in every
-process; sockets handed over (Server::Starter, systemd) stay open. A worker
-takes TERM between requests (L<Serow::Worker>): the app is not interrupted.
+process; sockets handed over (Server::Starter, systemd) stay open. The
+master asks each worker to stop; a worker takes the request between requests
+(L<Serow::Worker>): the app is not interrupted.
 Idle kept-alive connections get one second more for the request their
 client may be sending at that moment (answered with C<Connection: close>;
 see F<docs/keepalive.md>), so that a Server::Starter reload under load
@@ -443,7 +486,7 @@ are ignored from then on.
 
 =item HUP
 
-Start a new set of workers, then let the old ones finish and exit (each
+Start a new set of workers, then ask the old ones to finish and exit (each
 within C<--graceful-timeout>).
 
 =item TTIN, TTOU

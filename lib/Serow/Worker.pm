@@ -93,6 +93,11 @@ sub new {
         shared        => $args{shared},
         slot          => $args{slot},
         channels      => $args{channels},
+        # The eventfd the master rings when it asks something of this
+        # worker (stop, reopen the logs: Serow::Master, ask_worker), and
+        # the master's pid.
+        wake_fd       => $args{wake_fd} // -1,
+        master_pid    => $args{master_pid},
         # --access-log: [path, the master's handle on it] or [undef, undef]
         # for standard error; empty without one.
         access_log_to => $args{access_log} // [],
@@ -137,7 +142,8 @@ sub run {
     for my $l (@{ $self->{listeners} }) {
         $loop->add_listener($l->{fd}, $l->{is_unix} ? 1 : 0, $l->{server_name}, $l->{server_port});
     }
-    $loop->join_holder($self->{shared}, $self->{slot}, @{ $self->{channels} }) if $self->{shared};
+    $loop->join_holder($self->{shared}, $self->{slot}, $self->{wake_fd}, @{ $self->{channels} })
+        if $self->{shared};
     $self->open_access_log;
     $self->wrap_metrics;
     $self->install_signal_handlers;
@@ -162,6 +168,8 @@ sub run {
     for (;;) {
         my $env = Serow::Loop::next_request($loop);
         if (!$env) {
+            # The master asks through the shared memory, not with signals.
+            $self->do_as_the_master_asks($_) for $loop->take_master_requests;
             last if $loop->is_stopping && $loop->is_drained;
             next; # a signal: its handler has run
         }
@@ -190,7 +198,17 @@ sub open_access_log {
     close $fh if $fh; # the loop has its own copy
 }
 
-# USR1: the logs logrotate moved away are opened again.
+# What the master asked (Serow::Master, ask_worker): between requests.
+sub do_as_the_master_asks {
+    my ($self, $what) = @_;
+    if ($what eq 'stop') {
+        $self->stop('asked by the master');
+    } elsif ($what eq 'reopen_logs') {
+        $self->reopen_logs;
+    }
+}
+
+# The master got USR1: the logs logrotate moved away are opened again.
 sub reopen_logs {
     my ($self) = @_;
     my $error_log = $self->{options}{error_log};
@@ -221,33 +239,32 @@ sub wrap_metrics {
         trusted_proxies => Serow::Metrics->trusted_proxies($options));
 }
 
+# The master's signals (stop, HUP, TTIN, TTOU, USR1) are ignored by a
+# worker: the master tells it what to do through the shared memory
+# (do_as_the_master_asks), between requests.  Caught, a signal would cut
+# short the app's sleep, select or wait, SA_RESTART or not; blocked, it
+# would stay blocked in every process the app starts.  Sent to the whole
+# process group (^C, systemd's stop), they reach the master too, which tells
+# the workers.
+use constant MASTERS_SIGNALS => qw(TERM INT QUIT HUP TTIN TTOU USR1);
+
 sub install_signal_handlers {
     my ($self) = @_;
     $SIG{PIPE} = 'IGNORE';
-    # logrotate's signal, passed on by the master.  SA_RESTART: a read or
-    # write the app is blocked in goes on instead of failing with EINTR (the
-    # loop's epoll_wait is woken all the same: it is never restarted).
-    # (POSIX only then: loaded in every worker it costs each one memory.)
-    my $options = $self->{options};
-    if (defined $options->{access_log} || defined $options->{error_log}) {
-        require POSIX;
-        POSIX::sigaction(POSIX::SIGUSR1(), POSIX::SigAction->new(sub { $self->reopen_logs },
-            POSIX::SigSet->new, POSIX::SA_RESTART()));
-    } else {
-        $SIG{USR1} = 'IGNORE';
-    }
-    $SIG{$_} = sub { $self->stop("SIG$_[0]") } for qw(TERM INT QUIT);
-    # The master's signals: sent to a whole process group, they must neither
-    # stop (TTIN, TTOU) nor end (HUP) a worker.
-    $SIG{$_} = 'IGNORE' for qw(HUP TTIN TTOU);
+    $SIG{$_} = 'IGNORE' for MASTERS_SIGNALS;
+    # Ignored here, not in what the app starts: system, backticks, fork and
+    # a piped open give their child these signals' default actions back (an
+    # ignored signal stays ignored across exec).
+    Serow::default_signals_in_children(MASTERS_SIGNALS);
+    # The kernel's word that the master died (Serow::Master, fork_child):
+    # nobody is left to ask for the stop.  (A USR2 from anyone else, while
+    # the master lives, changes nothing.)
+    my ($pid, $master) = ($$, $self->{master_pid});
+    $SIG{USR2} = sub {
+        $self->stop('its master is gone') if $$ == $pid && defined $master && getppid() != $master;
+    };
     $SIG{CHLD} = 'DEFAULT';
     Serow::set_signal_mask($self->{signal_mask}) if $self->{signal_mask};
-    # A stop waits for the request in the app: TERM, INT and QUIT stay
-    # blocked but while the loop waits for events (epoll_pwait lets them
-    # through), since a caught signal ends the app's sleep, select or wait
-    # early, SA_RESTART or not.  The handler above runs once the response is
-    # out; the master refuses new connections meanwhile (Serow::Listener).
-    $self->{loop}->set_wait_signal_mask(Serow::block_signals(qw(TERM INT QUIT)));
 }
 
 # Stops accepting; the requests in flight are finished, then run returns.
@@ -552,5 +569,16 @@ C<psgi.streaming> writers chunk by chunk.
 It supports C<psgix.io>, C<psgix.informational>, C<psgix.harakiri> and
 C<psgix.cleanup>. F<docs/psgi.md> says what an app gets and what is
 checked.
+
+=head2 Signals
+
+A worker ignores TERM, INT, QUIT, HUP, TTIN, TTOU and USR1: they are the
+master's (L<Serow::Master>), which tells its workers to stop or to reopen
+their logs through the shared memory; the worker does so between requests,
+so that the app's C<sleep>, C<select> or wait is not cut short. A signal sent
+to a worker directly does nothing. The processes the app starts (C<system>,
+backticks, a piped C<open>, C<fork>) get these signals' default actions
+back (F<src/child_signals.c>), and none of them blocked. USR2 is the
+worker's parent-death signal: once its master is gone, it stops.
 
 =cut

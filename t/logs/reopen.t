@@ -3,7 +3,8 @@ use warnings;
 use Test::More;
 use lib 't/lib';
 use File::Temp ();
-use Serow::Test qw(start_server http_get wait_until is_connection_holder);
+use Time::HiRes ();
+use Serow::Test qw(start_server http_get wait_until is_connection_holder raw_connect read_response);
 
 # logrotate: the access log is renamed, the master gets USR1, every worker
 # opens the file again.  No line is lost: the ones written before the
@@ -86,5 +87,34 @@ is http_get($plain, '/')->{status}, 200, 'a server without an access log';
 $plain->signal('USR1');
 is http_get($plain, '/')->{status}, 200, 'answers on after USR1';
 is $plain->stop, 0, 'and stops normally';
+
+# The master tells its workers to reopen without a signal: USR1, to the
+# master or to the whole process group, does not cut short what the app is
+# doing (a caught signal would end its sleep early, SA_RESTART or not).
+{
+    use constant SLEEP_SECONDS => 2;
+    my $sleepy = sub {
+        my $start = Time::HiRes::clock_gettime(Time::HiRes::CLOCK_MONOTONIC());
+        print STDERR "sleeping in worker $$\n";
+        Time::HiRes::sleep(SLEEP_SECONDS);
+        my $slept = Time::HiRes::clock_gettime(Time::HiRes::CLOCK_MONOTONIC()) - $start;
+        return [200, ['Content-Type' => 'text/plain'], ["slept $slept"]];
+    };
+    my $server = start_server(app => $sleepy,
+        options => ['--workers', 1, '--access-log', "$dir/sleepy.log"]);
+    my $sock = raw_connect($server);
+    syswrite $sock, "GET /sleep HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    ok $server->wait_for_log(qr/sleeping in worker (\d+)/), 'the app sleeps' or diag $server->log;
+    my $mark = $server->log_mark;
+    $server->signal('USR1');
+    kill 'USR1', -$server->pid;
+    my $res = read_response($sock);
+    is $res && $res->{status}, 200, 'the request is answered';
+    my ($slept) = ($res && $res->{body} // '') =~ /slept ([\d.]+)/;
+    cmp_ok $slept // 0, '>=', SLEEP_SECONDS, 'after sleeping for as long as it asked, USR1 or not';
+    ok $server->wait_for_log(qr/worker \d+ reopened the access log/, undef, $mark),
+        'and its worker reopened the log after it';
+    is $server->stop, 0, 'the server stops';
+}
 
 done_testing;

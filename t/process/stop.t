@@ -62,9 +62,11 @@ for my $sig (qw(TERM INT QUIT)) {
         is $res && $res->{status}, 200, 'the slow request is answered with 200';
         is $res && $res->{body}, "slow request done by $worker", 'in full';
         is $res && $res->{headers}{connection}, 'close', 'and the connection is closed after it';
-        # The master passes TERM on to its workers whichever signal it got;
-        # the worker handles it once its request is answered.
-        ok $server->wait_for_log(qr/worker $worker stopping \(SIGTERM\)/), 'the worker got the signal';
+        # The master asks its workers to stop (shared memory, no signal),
+        # whichever signal it got; the worker takes the request once its
+        # request is answered.
+        ok $server->wait_for_log(qr/worker $worker stopping \(asked by the master\)/),
+            'the worker was asked to stop';
         is $server->wait_exit, 0, 'the master exits 0';
         like $server->log, qr/\] stopped\n/, 'after saying so';
         unlike $server->log, qr/did not finish/, 'no worker had to be killed';
@@ -109,6 +111,21 @@ for my $to ('the master', 'the whole process group') {
     };
 }
 
+subtest "the master's signals sent to a worker itself are ignored" => sub {
+    # The master tells its workers through the shared memory; a worker
+    # ignores these, so that one sent to the whole process group does not cut
+    # short what the app is doing.
+    my $server = start_server(app => $app, options => ['--workers', 1]);
+    my ($worker) = ((http_get($server, '/') // {})->{body} // '') =~ /pid (\d+)/;
+    ok $worker, 'a worker answers' or return diag $server->log;
+    # (An ignored signal is dropped when it is sent: nothing to wait for.)
+    kill $_, $worker for qw(TERM INT QUIT HUP USR1);
+    ok process_alive($worker), 'it lives on';
+    is http_get($server, '/')->{body}, "pid $worker", 'and answers the next request';
+    unlike $server->log, qr/worker $worker stopping/, 'without stopping';
+    is $server->stop, 0, 'the server stops';
+};
+
 subtest 'a signal right after start is not lost by a worker still starting' => sub {
     # A TERM that reached a worker just before it went to sleep in epoll used
     # to wait for --graceful-timeout; each round here would then take 20s
@@ -152,6 +169,9 @@ subtest 'workers leave when their master is killed' => sub {
     ok defined $server->wait_exit, 'the master is gone';
     ok wait_until(sub { !grep { process_alive($_) } @workers }, 30), 'so are its workers'
         or diag "still running: @{[ grep { process_alive($_) } @workers ]}";
+    # The kernel's parent-death signal (USR2: a worker ignores TERM).
+    is scalar(() = $server->log =~ /worker \d+ stopping \(its master is gone\)/g), 3,
+        'each stopped on its own, as its master was gone';
 };
 
 done_testing;

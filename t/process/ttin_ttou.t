@@ -32,7 +32,7 @@ subtest 'TTIN adds a worker, TTOU removes the newest' => sub {
 
     $server->signal('TTOU');
     ok $server->wait_for_log(qr/received SIGTTOU: 3 workers/), 'TTOU: the master now wants three';
-    ok $server->wait_for_log(qr/worker $fourth stopping \(SIGTERM\)/), 'the newest worker stops';
+    ok $server->wait_for_log(qr/worker $fourth stopping \(asked by the master\)/), 'the newest worker stops';
     ok $server->wait_for_log(qr/worker $fourth exited with status 0/), 'and leaves';
     is_deeply [child_pids($server->pid)], [sort { $a <=> $b } @workers, $third], 'three workers again';
 

@@ -37,7 +37,8 @@ sub from_fd {
 sub fd { fileno $_[0]{r} }
 
 # In the app: blocks until the test opens the gate.  A signal does not end
-# the wait: a worker's stop signals wait for the request to be answered,
+# the wait: a worker ignores the master's signals (the master asks it to
+# stop through shared memory, and it does once the request is answered),
 # and the handler of any other signal runs and the wait goes on.  Perl runs
 # a signal's handler only between statements,
 # and a blocking call that a signal interrupts gives it that chance; but a
