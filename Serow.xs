@@ -74,7 +74,7 @@ MODULE = Serow    PACKAGE = Serow::Loop    PREFIX = loop_
 PROTOTYPES: DISABLE
 
 BOOT:
-    psgi_env_init(aTHX);
+    serow_psgi_env_init(aTHX);
     serow_loop_stash = gv_stashpvs("Serow::Loop", GV_ADD);
 
 Serow::Loop
@@ -94,7 +94,7 @@ loop_new(const char *class, HV *settings)
     s.keepalive_timeout = setting(aTHX_ settings, who, "keepalive_timeout");
     s.max_keepalive_requests = (unsigned long)setting(aTHX_ settings, who, "max_keepalive_requests");
     s.max_keepalive_connections = (unsigned long)setting(aTHX_ settings, who, "max_keepalive_connections");
-    RETVAL = worker_loop_new(&s);
+    RETVAL = serow_worker_loop_new(&s);
     if (RETVAL == NULL)
         croak("cannot create the event loop: %s", strerror(errno));
     /* Perl's "a signal waits for its handler" flag: see wait_for_events. */
@@ -105,37 +105,37 @@ loop_new(const char *class, HV *settings)
 void
 loop_DESTROY(Serow::Loop loop)
   CODE:
-    worker_loop_free(loop);
+    serow_worker_loop_free(loop);
 
 void
 loop_add_listener(Serow::Loop loop, int fd, int is_unix, const char *server_name, int server_port)
   CODE:
-    if (worker_loop_add_listener(loop, fd, is_unix, server_name, server_port) != 0)
+    if (serow_worker_loop_add_listener(loop, fd, is_unix, server_name, server_port) != 0)
         croak("cannot watch listen socket %d: %s", fd, strerror(errno));
 
 void
 loop_set_env_template(Serow::Loop loop, HV *template)
   CODE:
     PERL_UNUSED_VAR(loop);
-    psgi_env_set_template(aTHX_ template);
+    serow_psgi_env_set_template(aTHX_ template);
 
 void
 loop_set_empty_input(Serow::Loop loop, SV *handle)
   CODE:
     PERL_UNUSED_VAR(loop);
-    psgi_env_set_empty_input(aTHX_ handle);
+    serow_psgi_env_set_empty_input(aTHX_ handle);
 
 void
 loop_set_body_input(Serow::Loop loop, SV *handle, double max)
   CODE:
     PERL_UNUSED_VAR(loop);
-    psgi_env_set_body_input(aTHX_ handle, max > 0 ? (size_t)max : 0);
+    serow_psgi_env_set_body_input(aTHX_ handle, max > 0 ? (size_t)max : 0);
 
 int
 loop_has_body_input(Serow::Loop loop)
   CODE:
     PERL_UNUSED_VAR(loop);
-    RETVAL = psgi_env_has_body_input();
+    RETVAL = serow_psgi_env_has_body_input();
   OUTPUT:
     RETVAL
 
@@ -173,7 +173,7 @@ loop_send_response(Serow::Loop loop, SV *status, SV *headers, AV *body)
   CODE:
     SV *bad = NULL;
     /* (two statements: bad must be read after the call has set it) */
-    int r = send_psgi_response(aTHX_ loop, status, headers, body, &bad);
+    int r = serow_send_psgi_response(aTHX_ loop, status, headers, body, &bad);
     RETVAL = serow_response_result(aTHX_ r, bad);
   OUTPUT:
     RETVAL
@@ -183,7 +183,7 @@ loop_start_response(Serow::Loop loop, SV *status, SV *headers, SV *length)
   CODE:
     SV *bad = NULL;
     int64_t n = SvOK(length) ? (int64_t)SvNV(length) : -1;
-    int r = start_psgi_response(aTHX_ loop, status, headers, n, &bad);
+    int r = serow_start_psgi_response(aTHX_ loop, status, headers, n, &bad);
     RETVAL = serow_response_result(aTHX_ r, bad);
   OUTPUT:
     RETVAL
@@ -198,7 +198,7 @@ loop_write_body(Serow::Loop loop, SV *data)
 int
 loop_sendfile_body(Serow::Loop loop, int fd, double offset, double len)
   CODE:
-    RETVAL = sendfile_psgi_body(aTHX_ loop, fd, (uint64_t)offset, (uint64_t)len) == RESPONSE_OK;
+    RETVAL = serow_sendfile_psgi_body(aTHX_ loop, fd, (uint64_t)offset, (uint64_t)len) == RESPONSE_OK;
   OUTPUT:
     RETVAL
 
@@ -212,7 +212,7 @@ loop_client_hung_up(Serow::Loop loop, double timeout)
 int
 loop_finish_body(Serow::Loop loop)
   CODE:
-    RETVAL = finish_psgi_body(aTHX_ loop) == RESPONSE_OK;
+    RETVAL = serow_finish_psgi_body(aTHX_ loop) == RESPONSE_OK;
   OUTPUT:
     RETVAL
 
@@ -220,7 +220,7 @@ int
 loop_send_informational(Serow::Loop loop, SV *status, SV *headers)
   CODE:
     SV *bad = NULL;
-    int r = send_informational_response(aTHX_ loop, status, headers, &bad);
+    int r = serow_send_informational_response(aTHX_ loop, status, headers, &bad);
     RETVAL = serow_response_result(aTHX_ r, bad);
   OUTPUT:
     RETVAL
@@ -243,7 +243,7 @@ loop_serve_request(Serow::Loop loop, SV *app, SV *env_ref, int note_remote_user,
 int
 loop_socket_handle_made(Serow::Loop loop)
   CODE:
-    RETVAL = psgi_env_socket_handle_made(loop);
+    RETVAL = serow_psgi_env_socket_handle_made(loop);
   OUTPUT:
     RETVAL
 
@@ -251,7 +251,7 @@ void
 loop_set_socket_opener(const char *class, SV *code)
   CODE:
     PERL_UNUSED_VAR(class);
-    psgi_env_set_socket_opener(aTHX_ code);
+    serow_psgi_env_set_socket_opener(aTHX_ code);
 
 int
 loop_response_started(Serow::Loop loop)
@@ -271,7 +271,7 @@ loop_open_access_log(Serow::Loop loop, SV *path, int fd)
   CODE:
     /* fd: the master's descriptor on path; -1: standard error */
     const char *p = SvOK(path) ? SvPV_nolen(path) : NULL;
-    struct access_log *log = access_log_open(p, fd);
+    struct access_log *log = serow_access_log_open(p, fd);
     if (log == NULL)
         croak("cannot use the access log %s: %s", p ? p : "(standard error)", strerror(errno));
     serow_loop_set_access_log(loop, log);
@@ -281,7 +281,7 @@ loop_reopen_access_log(Serow::Loop loop)
   CODE:
     /* 1 done (or nothing to do), 0 failed with $! set: the old file stays */
     struct access_log *log = serow_loop_access_log(loop);
-    RETVAL = log == NULL || access_log_reopen(log) == 0;
+    RETVAL = log == NULL || serow_access_log_reopen(log) == 0;
   OUTPUT:
     RETVAL
 
@@ -295,7 +295,7 @@ loop_current_fd(Serow::Loop loop)
 void
 loop_join_holder(Serow::Loop loop, Serow::Shared shared, unsigned int worker_index, int wake_fd, int ready_channel, int handback_channel)
   CODE:
-    if (worker_loop_join_holder(loop, shared, worker_index, wake_fd, ready_channel, handback_channel) != 0)
+    if (serow_worker_loop_join_holder(loop, shared, worker_index, wake_fd, ready_channel, handback_channel) != 0)
         croak("cannot join the connection holder: %s", strerror(errno));
 
 void
@@ -312,7 +312,7 @@ loop_take_master_requests(Serow::Loop loop)
 void
 loop_stop(Serow::Loop loop)
   CODE:
-    worker_loop_stop(loop);
+    serow_worker_loop_stop(loop);
 
 int
 loop_is_stopping(Serow::Loop loop)
@@ -324,7 +324,7 @@ loop_is_stopping(Serow::Loop loop)
 int
 loop_is_drained(Serow::Loop loop)
   CODE:
-    RETVAL = worker_loop_is_drained(loop);
+    RETVAL = serow_worker_loop_is_drained(loop);
   OUTPUT:
     RETVAL
 
@@ -334,7 +334,7 @@ Serow::Shared
 shared_new(const char *class, unsigned int max_workers)
   CODE:
     PERL_UNUSED_VAR(class);
-    RETVAL = shared_state_create(max_workers);
+    RETVAL = serow_shared_state_create(max_workers);
     if (RETVAL == NULL)
         croak("cannot map the shared state: %s", strerror(errno));
   OUTPUT:
@@ -353,7 +353,7 @@ shared_make_channel(Serow::Shared shared)
     /* (sending end, receiving end) of a SOCK_SEQPACKET channel */
     int fds[2];
     PERL_UNUSED_VAR(shared);
-    if (make_channel(fds) != 0)
+    if (serow_make_channel(fds) != 0)
         croak("cannot make a channel: %s", strerror(errno));
     EXTEND(SP, 2);
     mPUSHi(fds[0]);
@@ -412,7 +412,7 @@ shared_run_holder(Serow::Shared shared, int ready_channel, int handback_channel,
     s.max_keepalive_connections = (uint32_t)setting(aTHX_ settings, who, "max_keepalive_connections");
     SV *error_log = given_setting(aTHX_ settings, who, "error_log"); /* undef: none */
     s.error_log = SvOK(error_log) ? SvPV_nolen(error_log) : NULL;
-    RETVAL = run_connection_holder(shared, ready_channel, handback_channel, &s);
+    RETVAL = serow_run_connection_holder(shared, ready_channel, handback_channel, &s);
   OUTPUT:
     RETVAL
 

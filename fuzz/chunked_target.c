@@ -1,5 +1,5 @@
 /*
- * chunked_target.c - fuzz target for decode_chunked().
+ * chunked_target.c - fuzz target for serow_decode_chunked().
  *
  * The worker feeds the decoder whatever each read() returned, so the input
  * is decoded in one piece (the reference) and then again in pieces: one byte
@@ -39,7 +39,7 @@ static int feed(struct chunked_decoder *d, const uint8_t *piece, size_t len, str
     if (len)
         memcpy(buf, piece, len);
     size_t n = len, consumed = (size_t)-1;
-    int r = decode_chunked(d, buf, &n, &consumed);
+    int r = serow_decode_chunked(d, buf, &n, &consumed);
     CHECK(r == CHUNKED_DONE || r == CHUNKED_NEED_MORE || r == CHUNKED_ERROR ||
           (r == CHUNKED_TOO_LARGE && d->max_body > 0));
     CHECK(consumed <= len);
@@ -59,7 +59,7 @@ static void decode_split(const uint8_t *data, size_t size, const size_t *cuts, s
                          uint64_t max_body, struct outcome *out)
 {
     struct chunked_decoder d;
-    chunked_decoder_init(&d);
+    serow_chunked_decoder_init(&d);
     d.max_body = max_body;
     out->result = CHUNKED_NEED_MORE;
     out->consumed = 0;

@@ -1,5 +1,5 @@
 /*
- * request_target.c - fuzz target for parse_request_head() and find_header().
+ * request_target.c - fuzz target for serow_parse_request_head() and serow_find_header().
  *
  * Besides "no crash, no over-read" (ASan, and the input is copied into a
  * buffer of exactly its size so that the byte after it is a redzone), it
@@ -12,7 +12,7 @@
  *     parses whatever has arrived, so a valid request split by the network
  *     must not be refused;
  *   - a prefix of an input that is still INCOMPLETE is INCOMPLETE too;
- *   - find_header() finds every parsed field by its own name.
+ *   - serow_find_header() finds every parsed field by its own name.
  * Each input runs with the default limits and with tiny ones, so that the
  * limit paths are reached by short inputs.
  */
@@ -38,7 +38,7 @@ static void parse(const char *buf, size_t len, const struct http_limits *limits,
     memset(out, 0, sizeof(*out));
     out->head.headers = out->fields;
     out->head.headers_capacity = limits->max_headers;
-    out->r = parse_request_head(buf, len, &out->head, limits);
+    out->r = serow_parse_request_head(buf, len, &out->head, limits);
 }
 
 static int inside(const char *p, size_t n, const char *buf, size_t len)
@@ -65,19 +65,19 @@ static void check_complete(const char *buf, size_t len, const struct parse_resul
         CHECK(memchr(f->value, '\r', f->value_len) == NULL);
         CHECK(memchr(f->value, '\n', f->value_len) == NULL);
         /* the first field of that name, compared without case */
-        const struct http_header *found = find_header(h, f->name, f->name_len);
+        const struct http_header *found = serow_find_header(h, f->name, f->name_len);
         CHECK(found != NULL && found <= f && found->name_len == f->name_len);
     }
     CHECK(h->framing != HTTP_BODY_CHUNKED || h->minor_version == 1);
     if (h->framing == HTTP_BODY_CHUNKED) {
-        CHECK(find_header(h, "content-length", 14) == NULL);
-        CHECK(find_header(h, "Transfer-Encoding", 17) != NULL);
+        CHECK(serow_find_header(h, "content-length", 14) == NULL);
+        CHECK(serow_find_header(h, "Transfer-Encoding", 17) != NULL);
     }
     if (h->framing == HTTP_BODY_LENGTH)
-        CHECK(find_header(h, "Content-Length", 14) != NULL);
+        CHECK(serow_find_header(h, "Content-Length", 14) != NULL);
     if (h->minor_version == 1)
-        CHECK(find_header(h, "HOST", 4) != NULL);
-    (void)find_header(h, "", 0);
+        CHECK(serow_find_header(h, "HOST", 4) != NULL);
+    (void)serow_find_header(h, "", 0);
 }
 
 static void same_head(const struct parse_result *a, const struct parse_result *b)

@@ -22,7 +22,7 @@ static int open_for_append(const char *path)
     return open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
 }
 
-struct access_log *access_log_open(const char *path, int fd)
+struct access_log *serow_access_log_open(const char *path, int fd)
 {
     struct access_log *log = calloc(1, sizeof(*log));
     if (log == NULL)
@@ -44,7 +44,7 @@ struct access_log *access_log_open(const char *path, int fd)
     return log;
 }
 
-void access_log_close(struct access_log *log)
+void serow_access_log_close(struct access_log *log)
 {
     if (log == NULL)
         return;
@@ -53,7 +53,7 @@ void access_log_close(struct access_log *log)
     free(log);
 }
 
-int access_log_reopen(struct access_log *log)
+int serow_access_log_reopen(struct access_log *log)
 {
     if (log->path == NULL)
         return 0; /* standard error belongs to whoever started the server */
@@ -72,7 +72,7 @@ static size_t offset_in(const char *buffer, const char *p)
     return (size_t)(p - buffer);
 }
 
-void access_log_note_request(struct access_log_request *req, const char *buffer,
+void serow_access_log_note_request(struct access_log_request *req, const char *buffer,
                              const struct http_request_head *head)
 {
     /* The request line runs from the method to its line end; the parser
@@ -84,15 +84,15 @@ void access_log_note_request(struct access_log_request *req, const char *buffer,
     req->line_offset = offset_in(buffer, start);
     req->line_len = (size_t)(end - start);
 
-    const struct http_header *h = find_header(head, "Referer", 7);
+    const struct http_header *h = serow_find_header(head, "Referer", 7);
     req->referer_offset = h ? offset_in(buffer, h->value) : 0;
     req->referer_len = h ? h->value_len : SIZE_MAX;
-    h = find_header(head, "User-Agent", 10);
+    h = serow_find_header(head, "User-Agent", 10);
     req->agent_offset = h ? offset_in(buffer, h->value) : 0;
     req->agent_len = h ? h->value_len : SIZE_MAX;
 }
 
-const char *access_log_raw_request_line(const char *buffer, size_t len, size_t *line_len)
+const char *serow_access_log_raw_request_line(const char *buffer, size_t len, size_t *line_len)
 {
     size_t i = 0;
     while (i < len && (buffer[i] == '\r' || buffer[i] == '\n'))
@@ -225,7 +225,7 @@ static const char *time_field(int64_t now)
     return text;
 }
 
-size_t access_log_format(char *line, const struct access_log_entry *e, int64_t now)
+size_t serow_access_log_format(char *line, const struct access_log_entry *e, int64_t now)
 {
     struct out o = {line, line + ACCESS_LOG_MAX_LINE - 1}; /* -1: the final "\n" */
     put_str(&o, e->remote_addr && *e->remote_addr ? e->remote_addr : "-");
@@ -256,9 +256,9 @@ size_t access_log_format(char *line, const struct access_log_entry *e, int64_t n
     return (size_t)(o.p - line);
 }
 
-size_t access_log_write(struct access_log *log, const struct access_log_entry *entry)
+size_t serow_access_log_write(struct access_log *log, const struct access_log_entry *entry)
 {
-    size_t n = access_log_format(log->line, entry, (int64_t)time(NULL));
+    size_t n = serow_access_log_format(log->line, entry, (int64_t)time(NULL));
     for (;;) {
         /* One write: O_APPEND puts the whole line at the end of the file,
          * after any other worker's. */

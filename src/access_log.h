@@ -64,30 +64,30 @@ struct access_log_entry {
 
 /* The log on a copy of descriptor fd, which the master opened on path for
  * appending (so that a worker that may not open the file itself, after
- * dropping privileges, still logs); path is what access_log_reopen opens.
+ * dropping privileges, still logs); path is what serow_access_log_reopen opens.
  * fd < 0: standard error, never reopened.  NULL with errno set on failure. */
-struct access_log *access_log_open(const char *path, int fd);
-void access_log_close(struct access_log *log);
+struct access_log *serow_access_log_open(const char *path, int fd);
+void serow_access_log_close(struct access_log *log);
 
 /* Opens the path again (after logrotate renamed it) and, once that worked,
  * closes the old descriptor.  0, or -1 with errno set (the old one stays). */
-int access_log_reopen(struct access_log *log);
+int serow_access_log_reopen(struct access_log *log);
 
 /* Notes where the request line and the Referer and User-Agent fields of a
  * parsed head lie in buffer. */
-void access_log_note_request(struct access_log_request *req, const char *buffer,
+void serow_access_log_note_request(struct access_log_request *req, const char *buffer,
                              const struct http_request_head *head);
 
 /* The request line of a head that may be incomplete or malformed: the first
  * line that is not empty, without its line end (up to len bytes). */
-const char *access_log_raw_request_line(const char *buffer, size_t len, size_t *line_len);
+const char *serow_access_log_raw_request_line(const char *buffer, size_t len, size_t *line_len);
 
 /* Formats the entry and writes it in one write(2).  Returns the length of
  * the line (also when the write failed: a full disk must not stop serving). */
-size_t access_log_write(struct access_log *log, const struct access_log_entry *entry);
+size_t serow_access_log_write(struct access_log *log, const struct access_log_entry *entry);
 
 /* The line without writing it (for tests and the fuzzers): into out,
  * which has room for ACCESS_LOG_MAX_LINE bytes; now is the time to show. */
-size_t access_log_format(char *out, const struct access_log_entry *entry, int64_t now);
+size_t serow_access_log_format(char *out, const struct access_log_entry *entry, int64_t now);
 
 #endif

@@ -24,7 +24,7 @@ static void format_ipv4(char *out, const unsigned char *a)
     }
 }
 
-struct connection *connection_new(int fd, const struct sockaddr *addr, socklen_t addr_len,
+struct connection *serow_connection_new(int fd, const struct sockaddr *addr, socklen_t addr_len,
                                   int is_unix)
 {
     struct connection *conn = calloc(1, sizeof(*conn));
@@ -56,10 +56,10 @@ struct connection *connection_new(int fd, const struct sockaddr *addr, socklen_t
     return conn;
 }
 
-void connection_free(struct connection *conn)
+void serow_connection_free(struct connection *conn)
 {
     conn->buffer_len = 0;
-    connection_release_buffer(conn);
+    serow_connection_release_buffer(conn);
     free(conn);
 }
 
@@ -80,7 +80,7 @@ static struct spare_buffer {
 } spare_buffers[SPARE_BUFFERS];
 static int spare_buffer_count;
 
-size_t connection_reserve(struct connection *conn, size_t max_size)
+size_t serow_connection_reserve(struct connection *conn, size_t max_size)
 {
     if (conn->buffer == NULL && spare_buffer_count > 0 && max_size >= CONNECTION_READ_SIZE) {
         struct spare_buffer *spare = &spare_buffers[--spare_buffer_count];
@@ -106,7 +106,7 @@ size_t connection_reserve(struct connection *conn, size_t max_size)
     return conn->buffer_size - conn->buffer_len;
 }
 
-void connection_consume(struct connection *conn, size_t n)
+void serow_connection_consume(struct connection *conn, size_t n)
 {
     if (n >= conn->buffer_len) {
         conn->buffer_len = 0;
@@ -119,7 +119,7 @@ void connection_consume(struct connection *conn, size_t n)
     conn->request_line_ended = 0;
 }
 
-void connection_release_buffer(struct connection *conn)
+void serow_connection_release_buffer(struct connection *conn)
 {
     if (conn->buffer_len == 0 && conn->buffer != NULL) {
         if (conn->buffer_size >= CONNECTION_READ_SIZE && conn->buffer_size <= SPARE_BUFFER_MAX_SIZE &&

@@ -75,19 +75,19 @@ struct connection {
     void *perl_io;             /* the psgix.io handle (an SV*), made on demand */
 };
 
-struct connection *connection_new(int fd, const struct sockaddr *addr, socklen_t addr_len,
+struct connection *serow_connection_new(int fd, const struct sockaddr *addr, socklen_t addr_len,
                                   int is_unix);
-void connection_free(struct connection *conn);
+void serow_connection_free(struct connection *conn);
 
 /* Makes room for CONNECTION_READ_SIZE more bytes, up to max_size in all.
  * Returns the free space (0 when the buffer is at max_size). */
-size_t connection_reserve(struct connection *conn, size_t max_size);
+size_t serow_connection_reserve(struct connection *conn, size_t max_size);
 
 /* Drops the first n buffered bytes (a consumed head or body part). */
-void connection_consume(struct connection *conn, size_t n);
+void serow_connection_consume(struct connection *conn, size_t n);
 
 /* Gives back memory held by an idle connection, so that an idle keep-alive
  * connection costs as little as possible. */
-void connection_release_buffer(struct connection *conn);
+void serow_connection_release_buffer(struct connection *conn);
 
 #endif

@@ -209,7 +209,7 @@ static int pass_to_worker(struct holder *h, int fd)
     struct passed_connection info = {0, 0, 0};
     if (fd < h->by_fd_size && h->by_fd[fd])
         info = h->by_fd[fd]->info;
-    if (send_connections(h->ready_channel, &fd, &info, 1) != 0)
+    if (serow_send_connections(h->ready_channel, &fd, &info, 1) != 0)
         return -1;
     atomic_fetch_add(&h->shared->queued_connections, 1);
     return 0;
@@ -342,7 +342,7 @@ static enum busy_kind look_at_busy_worker(struct holder *h, uint32_t index, int3
 static int steal_connection(struct holder *h, uint32_t worker_index, uint32_t slot_index)
 {
     struct passed_connection info;
-    int fd = take_parked_connection(h->shared, &h->workers[worker_index], worker_index,
+    int fd = serow_take_parked_connection(h->shared, &h->workers[worker_index], worker_index,
                                     slot_index, &info);
     if (fd == TAKE_REFUSED) {
         serow_log_error("connection holder: cannot take connections from workers "
@@ -376,7 +376,7 @@ static struct scan_result scan_workers(struct holder *h, uint64_t now)
     int handoff_scan = now - h->last_handoff_scan_ms >= HANDOFF_SCAN_MS;
     if (handoff_scan)
         h->last_handoff_scan_ms = now;
-    int any_free = shared_any_worker_free(h->shared);
+    int any_free = serow_shared_any_worker_free(h->shared);
     for (uint32_t i = 0; i < h->shared->max_workers; i++) {
         struct worker_slot *w = &h->shared->workers[i];
         if (atomic_load(&w->pid) <= 0)
@@ -384,7 +384,7 @@ static struct scan_result scan_workers(struct holder *h, uint64_t now)
         int has_idle = atomic_load(&w->idle_connections) > 0;
         int steal_all = 0;
         if (atomic_load(&w->busy) && has_idle && h->can_steal) {
-            uint64_t busy_for = shared_busy_for_ms(w, now);
+            uint64_t busy_for = serow_shared_busy_for_ms(w, now);
             if (busy_for < SHARED_STUCK_AFTER_MS) {
                 int64_t left = (int64_t)(SHARED_STUCK_AFTER_MS - busy_for);
                 if (result.next_deadline < 0 || left < result.next_deadline)
@@ -417,11 +417,11 @@ static struct scan_result scan_workers(struct holder *h, uint64_t now)
             if (atomic_load(&s->state) != SLOT_IDLE)
                 continue;
             if (steal_all ||
-                shared_ms_since(now, atomic_load(&s->idle_since_ms)) >= h->settings.idle_handoff_ms)
+                serow_shared_ms_since(now, atomic_load(&s->idle_since_ms)) >= h->settings.idle_handoff_ms)
                 stolen += steal_connection(h, i, k);
         }
         if (stolen && !atomic_load(&w->busy))
-            wake_worker(h->shared, &h->workers[i], i); /* a busy worker looks when it is done */
+            serow_wake_worker(h->shared, &h->workers[i], i); /* a busy worker looks when it is done */
     }
     return result;
 }
@@ -444,7 +444,7 @@ static void expire_and_cap(struct holder *h, uint64_t now)
      * read: its age is 0, not a wrapped-around difference.  That mistake
      * closed a kept-alive connection the moment it was taken, under the
      * client's next request: found by t/hardening/soak.t.) */
-    while (c && shared_ms_since(now, c->info.idle_since_ms) >= h->settings.keepalive_timeout_ms) {
+    while (c && serow_shared_ms_since(now, c->info.idle_since_ms) >= h->settings.keepalive_timeout_ms) {
         struct held_connection *next = c->next;
         if (c->in_epoll)
             close_held(h, c);
@@ -470,7 +470,7 @@ static void receive_handed_back(struct holder *h)
     int fds[FD_PASSING_BATCH];
     struct passed_connection info[FD_PASSING_BATCH];
     for (;;) {
-        int n = receive_connections(h->handback_channel, fds, info, FD_PASSING_BATCH);
+        int n = serow_receive_connections(h->handback_channel, fds, info, FD_PASSING_BATCH);
         if (n <= 0)
             return;
         for (int i = 0; i < n; i++)
@@ -495,7 +495,7 @@ static int choose_timeout(struct holder *h, const struct scan_result *scan)
         goto sleep_long;
     if (scan->stuck_waiting) {
         atomic_store(&h->shared->holder_awaits_free, 1);
-        if (shared_any_worker_free(h->shared)) {
+        if (serow_shared_any_worker_free(h->shared)) {
             atomic_store(&h->shared->holder_awaits_free, 0);
             return 0;
         }
@@ -521,7 +521,7 @@ sleep_long:
     return h->held || idle_in_workers(h) ? HANDOFF_SCAN_MS : MAX_SLEEP_MS;
 }
 
-int run_connection_holder(struct shared_state *shared, int ready_channel, int handback_channel,
+int serow_run_connection_holder(struct shared_state *shared, int ready_channel, int handback_channel,
                           const struct holder_settings *settings)
 {
     struct holder *h = calloc(1, sizeof(*h));
@@ -533,7 +533,7 @@ int run_connection_holder(struct shared_state *shared, int ready_channel, int ha
     h->handback_channel = handback_channel;
     h->can_steal = 1;
     h->wake_fd = shared->holder_wake_fd;
-    worker_handles_init(h->workers, SHARED_MAX_WORKERS);
+    serow_worker_handles_init(h->workers, SHARED_MAX_WORKERS);
 
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
@@ -595,7 +595,7 @@ int run_connection_holder(struct shared_state *shared, int ready_channel, int ha
         }
         if (h->waiting_count)
             flush_waiting(h);
-        uint64_t now = shared_clock_ms();
+        uint64_t now = serow_shared_clock_ms();
         scan = scan_workers(h, now);
         expire_and_cap(h, now);
     }

@@ -29,7 +29,7 @@ struct holder_settings {
  * the receiving end stopping workers send to.
  * Returns 0, or -1 if it could not start.
  */
-int run_connection_holder(struct shared_state *shared, int ready_channel, int handback_channel,
+int serow_run_connection_holder(struct shared_state *shared, int ready_channel, int handback_channel,
                           const struct holder_settings *settings);
 
 #endif

@@ -11,7 +11,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-void worker_handles_init(struct worker_handle *handles, uint32_t count)
+void serow_worker_handles_init(struct worker_handle *handles, uint32_t count)
 {
     for (uint32_t i = 0; i < count; i++) {
         handles[i].pid = 0;
@@ -29,7 +29,7 @@ static void forget_handle(struct worker_handle *handle)
     handle->pidfd = handle->wake_fd = -1;
 }
 
-void worker_handles_close(struct worker_handle *handles, uint32_t count)
+void serow_worker_handles_close(struct worker_handle *handles, uint32_t count)
 {
     for (uint32_t i = 0; i < count; i++)
         forget_handle(&handles[i]);
@@ -49,7 +49,7 @@ static int worker_pidfd(struct worker_handle *handle, int32_t pid)
     return handle->pidfd;
 }
 
-int take_parked_connection(struct shared_state *shared, struct worker_handle *handle,
+int serow_take_parked_connection(struct shared_state *shared, struct worker_handle *handle,
                            uint32_t worker_index, uint32_t slot_index,
                            struct passed_connection *info)
 {
@@ -93,7 +93,7 @@ int take_parked_connection(struct shared_state *shared, struct worker_handle *ha
     return fd;
 }
 
-void wake_worker(struct shared_state *shared, struct worker_handle *handle,
+void serow_wake_worker(struct shared_state *shared, struct worker_handle *handle,
                  uint32_t worker_index)
 {
     int32_t pid = atomic_load(&shared->workers[worker_index].pid);

@@ -26,10 +26,10 @@ struct worker_handle {
     int wake_fd;
 };
 
-void worker_handles_init(struct worker_handle *handles, uint32_t count);
-void worker_handles_close(struct worker_handle *handles, uint32_t count);
+void serow_worker_handles_init(struct worker_handle *handles, uint32_t count);
+void serow_worker_handles_close(struct worker_handle *handles, uint32_t count);
 
-/* take_parked_connection's answers besides a descriptor */
+/* serow_take_parked_connection's answers besides a descriptor */
 #define TAKE_LOST (-1)    /* the worker claimed it first (or cannot learn of it yet) */
 #define TAKE_REFUSED (-2) /* the kernel refuses pidfd_getfd here: stop trying */
 
@@ -38,16 +38,16 @@ void worker_handles_close(struct worker_handle *handles, uint32_t count);
  * (SLOT_IDLE).  Returns our own descriptor for it (close-on-exec), with what
  * its new owner needs in *info, or TAKE_LOST or TAKE_REFUSED.  The worker
  * learns of it through its stolen ring and closes its copy when it next looks
- * (wake_worker makes that now).
+ * (serow_wake_worker makes that now).
  */
-int take_parked_connection(struct shared_state *shared, struct worker_handle *handle,
+int serow_take_parked_connection(struct shared_state *shared, struct worker_handle *handle,
                            uint32_t worker_index, uint32_t slot_index,
                            struct passed_connection *info);
 
 /* Rings the worker's eventfd, so that a worker waiting in epoll closes the
  * copies of what was taken from it rather than keeping them open until
  * something else wakes it. */
-void wake_worker(struct shared_state *shared, struct worker_handle *handle,
+void serow_wake_worker(struct shared_state *shared, struct worker_handle *handle,
                  uint32_t worker_index);
 
 #endif

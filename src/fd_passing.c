@@ -11,12 +11,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-int make_channel(int fds[2])
+int serow_make_channel(int fds[2])
 {
     return socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, fds);
 }
 
-int send_connections(int channel, const int *fds, const struct passed_connection *info, size_t n)
+int serow_send_connections(int channel, const int *fds, const struct passed_connection *info, size_t n)
 {
     if (n == 0 || n > FD_PASSING_BATCH) {
         errno = EINVAL;
@@ -48,7 +48,7 @@ int send_connections(int channel, const int *fds, const struct passed_connection
     }
 }
 
-int receive_connections(int channel, int *fds, struct passed_connection *info, size_t max)
+int serow_receive_connections(int channel, int *fds, struct passed_connection *info, size_t max)
 {
     union {
         char buf[CMSG_SPACE(sizeof(int) * FD_PASSING_BATCH)];

@@ -25,13 +25,13 @@ struct passed_connection {
 
 /* Sends n (<= FD_PASSING_BATCH) descriptors.  0 sent, -1 with errno (EAGAIN
  * when the channel is full).  The caller still closes its copies. */
-int send_connections(int channel, const int *fds, const struct passed_connection *info, size_t n);
+int serow_send_connections(int channel, const int *fds, const struct passed_connection *info, size_t n);
 
 /* Receives one message.  Returns the number of connections (0 when there was
  * nothing to receive), or -1 with errno. */
-int receive_connections(int channel, int *fds, struct passed_connection *info, size_t max);
+int serow_receive_connections(int channel, int *fds, struct passed_connection *info, size_t max);
 
 /* Makes the pair of SOCK_SEQPACKET sockets of a channel (non-blocking). */
-int make_channel(int fds[2]);
+int serow_make_channel(int fds[2]);
 
 #endif

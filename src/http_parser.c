@@ -367,7 +367,7 @@ static int decide_framing(struct http_request_head *head)
 
 /* ---- the head ---------------------------------------------------------- */
 
-int parse_request_head(const char *buf, size_t len, struct http_request_head *head,
+int serow_parse_request_head(const char *buf, size_t len, struct http_request_head *head,
                        const struct http_limits *limits)
 {
     size_t pos = 0;
@@ -468,7 +468,7 @@ int parse_request_head(const char *buf, size_t len, struct http_request_head *he
     return (int)pos;
 }
 
-const struct http_header *find_header(const struct http_request_head *head,
+const struct http_header *serow_find_header(const struct http_request_head *head,
                                       const char *name, size_t name_len)
 {
     for (size_t i = 0; i < head->num_headers; i++)
@@ -501,7 +501,7 @@ enum chunked_state {
  * could be that large, and the bound keeps the arithmetic far from overflow. */
 #define CHUNK_SIZE_MAX_DIGITS 15
 
-void chunked_decoder_init(struct chunked_decoder *decoder)
+void serow_chunked_decoder_init(struct chunked_decoder *decoder)
 {
     memset(decoder, 0, sizeof(*decoder));
     decoder->state = CHUNK_SIZE_FIRST;
@@ -533,7 +533,7 @@ size_t serow_percent_decode(char *s, size_t len)
     return o;
 }
 
-int decode_chunked(struct chunked_decoder *d, char *buf, size_t *len, size_t *consumed)
+int serow_decode_chunked(struct chunked_decoder *d, char *buf, size_t *len, size_t *consumed)
 {
     size_t in = 0, out = 0, n = *len;
     int result = CHUNKED_NEED_MORE;

@@ -4,12 +4,12 @@
  * Two pieces, both free of Perl and of I/O so that they can be fuzzed and
  * tested on their own:
  *
- *   parse_request_head()  parses the request line and the header section and
+ *   serow_parse_request_head()  parses the request line and the header section and
  *                         decides how the body is framed (Content-Length,
  *                         chunked or none).  It never allocates: names and
  *                         values point into the caller's buffer.
  *
- *   decode_chunked()      removes chunked transfer coding from a body, in
+ *   serow_decode_chunked()      removes chunked transfer coding from a body, in
  *                         place, a buffer at a time.
  *
  * Anything that could let two parsers disagree about where a message ends
@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Return values of parse_request_head() besides "bytes consumed" (> 0). */
+/* Return values of serow_parse_request_head() besides "bytes consumed" (> 0). */
 #define HTTP_PARSE_INCOMPLETE (-2) /* need more bytes; limits still enforced */
 #define HTTP_PARSE_ERROR      (-1) /* see head->error_status */
 
@@ -78,11 +78,11 @@ struct http_request_head {
  * limit or the grammar is reported as an error at once, so a caller never
  * buffers more than the limits allow.
  */
-int parse_request_head(const char *buf, size_t len, struct http_request_head *head,
+int serow_parse_request_head(const char *buf, size_t len, struct http_request_head *head,
                        const struct http_limits *limits);
 
 /* Finds a header by name (case-insensitive); NULL when absent. */
-const struct http_header *find_header(const struct http_request_head *head,
+const struct http_header *serow_find_header(const struct http_request_head *head,
                                       const char *name, size_t name_len);
 
 /* Decodes %XX escapes in place (a '%' not followed by two hex digits
@@ -106,12 +106,12 @@ struct chunked_decoder {
     uint64_t chunk_size;      /* being parsed */
     size_t line_len;          /* bytes of the current size line or trailer section */
     int digits;               /* significant digits of chunk_size so far */
-    uint64_t max_body;        /* 0: no limit; set after chunked_decoder_init */
+    uint64_t max_body;        /* 0: no limit; set after serow_chunked_decoder_init */
     uint64_t body_announced;  /* sum of the chunk sizes so far (<= max_body) */
 };
 
 /* A decoder with no limit; set max_body to refuse a larger body. */
-void chunked_decoder_init(struct chunked_decoder *decoder);
+void serow_chunked_decoder_init(struct chunked_decoder *decoder);
 
 /*
  * Decodes buf[0..*len) in place.  On return *len holds the number of decoded
@@ -121,6 +121,6 @@ void chunked_decoder_init(struct chunked_decoder *decoder);
  * chunk taking the body past max_body, before any of its data: a client
  * gets its answer without sending the data first.
  */
-int decode_chunked(struct chunked_decoder *decoder, char *buf, size_t *len, size_t *consumed);
+int serow_decode_chunked(struct chunked_decoder *decoder, char *buf, size_t *len, size_t *consumed);
 
 #endif

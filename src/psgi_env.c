@@ -174,7 +174,7 @@ static struct slot_table_entry {
     struct env_slot *slot;
 } *slot_table;
 static size_t slot_table_mask;
-/* The slots whose entry the reused env kept (see psgi_env_retire), template
+/* The slots whose entry the reused env kept (see serow_psgi_env_retire), template
  * values aside, and how many of them the build has taken so far: when it
  * has taken them all, no entry is left to delete. */
 static struct env_slot **kept_slots;
@@ -186,7 +186,7 @@ static size_t kept_constants;
 /* The kept slots whose value holds something of the app's to drop. */
 static struct env_slot **reset_slots;
 
-/* (psgi_env_init has made the table) */
+/* (serow_psgi_env_init has made the table) */
 static struct env_slot *slot_of(HEK *hek)
 {
     for (size_t i = HEK_HASH(hek) & slot_table_mask;; i = (i + 1) & slot_table_mask) {
@@ -235,7 +235,7 @@ static void build_slot_table(void)
  * The worker drops its reference to the env once the request is over; if
  * that leaves the hash with ours only (no reference kept in a closure, a
  * global, an object, psgix.cleanup handlers, no weak reference), nothing
- * can see it any more, and psgi_env_retire makes it ready for the next request.
+ * can see it any more, and serow_psgi_env_retire makes it ready for the next request.
  * It does so right away, before the worker waits for that request, so that
  * what the app stored in the env is freed as soon as it was when each env
  * was freed: keys the app added are deleted, values the app replaced,
@@ -245,7 +245,7 @@ static void build_slot_table(void)
  */
 
 static HV *last_env;        /* the env handed out last, with a reference of ours */
-static int last_env_ready;  /* psgi_env_retire has run on it: the build may reuse it */
+static int last_env_ready;  /* serow_psgi_env_retire has run on it: the build may reuse it */
 
 /* A string buffer bigger than this is not kept for the next request: one
  * big header must not hold memory in every later env. */
@@ -383,7 +383,7 @@ static void forget_last_env(pTHX)
     SvREFCNT_dec(env);
 }
 
-void psgi_env_retire(pTHX)
+void serow_psgi_env_retire(pTHX)
 {
     HV *env = last_env;
     if (env == NULL || last_env_ready)
@@ -539,7 +539,7 @@ static void header_key(char *out, const char *name, size_t len)
     }
 }
 
-void psgi_env_init(pTHX)
+void serow_psgi_env_init(pTHX)
 {
     for (int i = 0; i < KEY_COUNT; i++) {
         struct env_slot *slot = &request_slots[i];
@@ -569,7 +569,7 @@ void psgi_env_init(pTHX)
     build_slot_table();
 }
 
-void psgi_env_set_template(pTHX_ HV *template)
+void serow_psgi_env_set_template(pTHX_ HV *template)
 {
     /* The kept entries point at slots about to change. */
     forget_last_env(aTHX);
@@ -611,7 +611,7 @@ static void set_decoded_path(pTHX_ SV *sv, const char *path, size_t len)
 }
 
 /* psgix.io for the request on fd: the kept value (made unresolved again by
- * psgi_env_retire) or a new one. */
+ * serow_psgi_env_retire) or a new one. */
 static void set_socket_handle(pTHX_ HV *env, struct serow_socket_lending *sock, int fd)
 {
     struct env_slot *slot = &request_slots[KEY_PSGIX_IO];
@@ -673,14 +673,14 @@ static void store_header(pTHX_ HV *env, const struct http_header *h)
         Safefree(name_buffer);
 }
 
-HV *build_psgi_env(pTHX_ struct worker_loop *loop)
+HV *serow_build_psgi_env(pTHX_ struct worker_loop *loop)
 {
     struct connection *conn = loop->request.conn;
     const struct http_request_head *head = &loop->request.head;
     const struct listener *listener = &loop->listeners[conn->listener_index];
     HV *env;
 
-    psgi_env_retire(aTHX); /* (the Perl side calls it before waiting) */
+    serow_psgi_env_retire(aTHX); /* (the Perl side calls it before waiting) */
     if (last_env != NULL) {
         env = last_env;
     } else {
@@ -690,7 +690,7 @@ HV *build_psgi_env(pTHX_ struct worker_loop *loop)
     last_env_ready = 0;
     env_generation++;
 
-    /* Template values psgi_env_retire kept (reset if the app changed them)
+    /* Template values serow_psgi_env_retire kept (reset if the app changed them)
      * are marked as set for this build. */
     for (size_t i = 0; kept_constants < constant_count && i < constant_count; i++) {
         struct env_slot *slot = &constant_slots[i];
@@ -734,7 +734,7 @@ HV *build_psgi_env(pTHX_ struct worker_loop *loop)
 
     set_socket_handle(aTHX_ env, &loop->request.socket, conn->fd);
     struct env_slot *cleanup = &request_slots[KEY_PSGIX_CLEANUP_HANDLERS];
-    if (cleanup->kept != NULL) /* emptied by psgi_env_retire */
+    if (cleanup->kept != NULL) /* emptied by serow_psgi_env_retire */
         (void)slot_value(aTHX_ env, cleanup);
     else
         store_new(aTHX_ env, cleanup, newRV_noinc((SV *)newAV()));

@@ -10,7 +10,7 @@
  * handles are per-process caches; what was lent for the current request is
  * in its struct serow_request (request.socket).  It builds no env
  * (psgi_env.c puts these handles in it) and ends no request: the end
- * (psgi_request.c) calls psgi_env_request_done.
+ * (psgi_request.c) calls serow_psgi_env_request_done.
  */
 #define PERL_NO_GET_CONTEXT
 #include "psgi_input.h"
@@ -36,7 +36,7 @@ static void keep_copy(pTHX_ SV **kept, SV *value)
  * worker opened, rewound here for each request. */
 static SV *empty_input;
 
-void psgi_env_set_empty_input(pTHX_ SV *handle)
+void serow_psgi_env_set_empty_input(pTHX_ SV *handle)
 {
     keep_copy(aTHX_ &empty_input, handle);
 }
@@ -83,7 +83,7 @@ static SV *in_memory_scalar(pTHX_ PerlIO *fp)
     return scalar;
 }
 
-void psgi_env_set_body_input(pTHX_ SV *handle, size_t max)
+void serow_psgi_env_set_body_input(pTHX_ SV *handle, size_t max)
 {
     SV *old = body_input, *old_scalar = body_input_scalar;
     body_input = NULL;
@@ -101,7 +101,7 @@ void psgi_env_set_body_input(pTHX_ SV *handle, size_t max)
     SvREFCNT_dec(old_scalar);
 }
 
-int psgi_env_has_body_input(void)
+int serow_psgi_env_has_body_input(void)
 {
     return body_input != NULL;
 }
@@ -125,7 +125,7 @@ static GV *refillable_body_input(pTHX)
     if (scalar != body_input_scalar || SvREFCNT(scalar) != 2 || SvTYPE(scalar) >= SVt_PVMG ||
         SvREADONLY(scalar)) {
         /* (2: the handle's and ours) */
-        psgi_env_set_body_input(aTHX_ &PL_sv_undef, body_input_max);
+        serow_psgi_env_set_body_input(aTHX_ &PL_sv_undef, body_input_max);
         return NULL;
     }
     return gv;
@@ -136,7 +136,7 @@ static GV *refillable_body_input(pTHX)
  * Perl worker reads the body).  Reads the body: the request has none left. */
 SV *serow_input_filled(pTHX_ struct worker_loop *loop)
 {
-    if (!worker_loop_body_buffered(loop, body_input_max))
+    if (!serow_worker_loop_body_buffered(loop, body_input_max))
         return NULL;
     GV *gv = refillable_body_input(aTHX);
     if (gv == NULL)
@@ -150,7 +150,7 @@ SV *serow_input_filled(pTHX_ struct worker_loop *loop)
     sv_setpvs(scalar, "");
     char *p = SvGROW(scalar, len + 1);
     /* (all of it is buffered: one call takes it whole, without waiting) */
-    (void)worker_loop_read_body(loop, p, len, &got);
+    (void)serow_worker_loop_read_body(loop, p, len, &got);
     p[got] = '\0';
     SvCUR_set(scalar, got);
     return (SV *)gv;
@@ -188,7 +188,7 @@ int serow_input_read_body(pTHX_ struct worker_loop *loop, SV *buffer, size_t max
      * growth a copy of all that was read). */
     max = serow_loop_body_read_size(loop, max);
     char *p = SvGROW(buffer, cur + max + 1);
-    int r = worker_loop_read_body(loop, p + cur, max, &got);
+    int r = serow_worker_loop_read_body(loop, p + cur, max, &got);
     if (r != 0)
         return r < 0 ? READ_BODY_CLIENT_GONE : -r;
     SvCUR_set(buffer, cur + got);
@@ -212,7 +212,7 @@ static struct serow_socket_lending *lending;
 static IV env_serial;
 static SV *socket_opener; /* Perl code: fd -> handle (a dup) or undef */
 
-void psgi_env_set_socket_opener(pTHX_ SV *code)
+void serow_psgi_env_set_socket_opener(pTHX_ SV *code)
 {
     keep_copy(aTHX_ &socket_opener, code);
 }
@@ -300,19 +300,19 @@ void serow_socket_back_to_server(struct worker_loop *loop)
     }
 }
 
-int psgi_env_socket_handle_made(const struct worker_loop *loop)
+int serow_psgi_env_socket_handle_made(const struct worker_loop *loop)
 {
     return loop->request.socket.handle != NULL;
 }
 
-SV *psgi_env_take_socket_handle(pTHX_ struct worker_loop *loop)
+SV *serow_psgi_env_take_socket_handle(pTHX_ struct worker_loop *loop)
 {
     SV *handle = loop->request.socket.handle;
     loop->request.socket.handle = NULL;
     return handle;
 }
 
-void psgi_env_request_done(pTHX_ struct worker_loop *loop)
+void serow_psgi_env_request_done(pTHX_ struct worker_loop *loop)
 {
     struct serow_socket_lending *sock = &loop->request.socket;
     /* (a connection that is over, or the app's now: left as it is) */

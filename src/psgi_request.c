@@ -140,7 +140,7 @@ static int socket_kept_by_app(pTHX_ struct worker_loop *loop, HV *env)
 {
     if (loop->request.socket.handle == NULL)
         return 0; /* (the usual case, without a call) */
-    SV *handle = psgi_env_take_socket_handle(aTHX_ loop);
+    SV *handle = serow_psgi_env_take_socket_handle(aTHX_ loop);
     if (env != NULL)
         (void)hv_deletes(env, "psgix.io", G_DISCARD);
     int kept = SvROK(handle) && SvREFCNT(SvRV(handle)) > 1;
@@ -154,22 +154,22 @@ void serow_request_end(pTHX_ struct worker_loop *loop, HV *env, int fail_status)
         /* The response, for the access log and the metrics, before the
          * loop writes them. */
         const struct serow_response *response = &loop->request.response;
-        request_accounting_note_response(loop, response->active ? response->status : 0,
+        serow_request_accounting_note_response(loop, response->active ? response->status : 0,
                                          response->active ? response->body_sent : 0);
         if (fail_status == 0 && socket_kept_by_app(aTHX_ loop, env)) {
-            worker_loop_release_current(loop);
+            serow_worker_loop_release_current(loop);
         } else {
             /* (the app's psgix.io made the socket blocking) */
             serow_socket_back_to_server(loop);
             if (fail_status != 0)
-                worker_loop_fail_request(loop, fail_status);
+                serow_worker_loop_fail_request(loop, fail_status);
             else
-                worker_loop_finish_request(loop, response_keeps_alive(response));
+                serow_worker_loop_finish_request(loop, response_keeps_alive(response));
         }
     }
     /* The connection's part is over: the response's and psgix.io's go. */
-    reset_psgi_response(loop);
-    psgi_env_request_done(aTHX_ loop);
+    serow_reset_psgi_response(loop);
+    serow_psgi_env_request_done(aTHX_ loop);
 }
 
 /* ---- serving ------------------------------------------------------------ */
@@ -197,9 +197,9 @@ static SV *send_array_triple(pTHX_ struct worker_loop *loop, SV *res, int last_o
         return &PL_sv_no;
     SV *bad = NULL;
     if (last_one)
-        worker_loop_stop(loop);
+        serow_worker_loop_stop(loop);
     SV **status = av_fetch(triple, 0, 0), **headers = av_fetch(triple, 1, 0);
-    int r = send_psgi_response(aTHX_ loop, status ? *status : &PL_sv_undef,
+    int r = serow_send_psgi_response(aTHX_ loop, status ? *status : &PL_sv_undef,
                                headers ? *headers : &PL_sv_undef, (AV *)SvRV(*body), &bad);
     SV *error = response_error(aTHX_ r, bad);
     return error ? error : &PL_sv_yes;
@@ -233,7 +233,7 @@ static enum serve_stage finish_served(pTHX_ struct worker_loop *loop, HV *env,
     if (user && SvOK(user) && loop->request.conn != NULL) {
         STRLEN len;
         const char *p = SvPV(user, len);
-        request_accounting_note_remote_user(loop, p, len);
+        serow_request_accounting_note_remote_user(loop, p, len);
     }
     if ((*error = response_fault(aTHX_ &loop->request.response)) != NULL)
         return SERVE_SENT;
@@ -285,18 +285,18 @@ SV *serow_request_next(pTHX_ struct worker_loop *loop)
     /* The worker's reference to the previous env is gone (its loop's scope
      * ended): it may be reused, and what the app left in it is freed before
      * the wait, not after it. */
-    psgi_env_retire(aTHX);
-    if (!worker_loop_next_request(loop))
+    serow_psgi_env_retire(aTHX);
+    if (!serow_worker_loop_next_request(loop))
         return &PL_sv_undef;
-    return newRV_inc((SV *)build_psgi_env(aTHX_ loop));
+    return newRV_inc((SV *)serow_build_psgi_env(aTHX_ loop));
 }
 
 int serow_write_body(pTHX_ struct worker_loop *loop, SV *data)
 {
     STRLEN len;
     SvGETMAGIC(data);
-    const char *p = psgi_bytes(aTHX_ data, &len);
+    const char *p = serow_psgi_bytes(aTHX_ data, &len);
     if (p == NULL)
         serow_response_result(aTHX_ RESPONSE_WIDE_CHARACTER, NULL);
-    return write_psgi_body(aTHX_ loop, p, len) == RESPONSE_OK;
+    return serow_write_psgi_body(aTHX_ loop, p, len) == RESPONSE_OK;
 }

@@ -51,7 +51,7 @@ enum serve_stage serow_serve_request(pTHX_ struct worker_loop *loop, SV *app, SV
  */
 void serow_request_end(pTHX_ struct worker_loop *loop, HV *env, int fail_status);
 
-/* The start of the next request: the last env retired (psgi_env_retire),
+/* The start of the next request: the last env retired (serow_psgi_env_retire),
  * the wait for a request head, the env built (a new reference), or undef
  * when the wait was interrupted or the loop is done. */
 SV *serow_request_next(pTHX_ struct worker_loop *loop);

@@ -38,7 +38,7 @@ static size_t head_buffer_size;
 static struct iovec *body_iov;
 static size_t body_iov_size;
 
-void reset_psgi_response(struct worker_loop *loop)
+void serow_reset_psgi_response(struct worker_loop *loop)
 {
     struct serow_response *response = &loop->request.response;
     response->active = 0;
@@ -49,7 +49,7 @@ void reset_psgi_response(struct worker_loop *loop)
     response->app_framing_error = NULL;
 }
 
-const char *psgi_bytes(pTHX_ SV *sv, STRLEN *len)
+const char *serow_psgi_bytes(pTHX_ SV *sv, STRLEN *len)
 {
     const char *p = SvPV_nomg(sv, *len);
     if (!SvUTF8(sv))
@@ -118,7 +118,7 @@ static void report_bad_header(pTHX_ SV *name, SV **bad)
  * Reads the app's [name => value, ...] array into list.  The strings stay
  * owned by Perl.  RESPONSE_OK, or why the list cannot be sent (an undefined
  * name or value, wide characters); the names and values themselves are
- * checked by plan_response().
+ * checked by serow_plan_response().
  */
 static int collect_headers(pTHX_ SV *headers, struct header_list *list, SV **bad)
 {
@@ -152,13 +152,13 @@ static int collect_headers(pTHX_ SV *headers, struct header_list *list, SV **bad
             SvGETMAGIC(*value);
         if (!name || !SvOK(*name))
             r = RESPONSE_BAD_HEADER_NAME;
-        else if ((h->name = psgi_bytes(aTHX_ *name, &len)) == NULL)
+        else if ((h->name = serow_psgi_bytes(aTHX_ *name, &len)) == NULL)
             r = RESPONSE_WIDE_CHARACTER;
         else if ((h->name_len = len, !value || !SvOK(*value)))
             r = RESPONSE_BAD_HEADER_VALUE; /* PSGI: values MUST be defined */
         else if (only_integer(*value) && list->integers_used < INTEGER_VALUES)
             h->value = integer_digits(SvIVX(*value), list->integers[list->integers_used++], &len);
-        else if ((h->value = psgi_bytes(aTHX_ *value, &len)) == NULL)
+        else if ((h->value = serow_psgi_bytes(aTHX_ *value, &len)) == NULL)
             r = RESPONSE_WIDE_CHARACTER;
         if (r != RESPONSE_OK) {
             report_bad_header(aTHX_ name ? *name : NULL, bad);
@@ -219,7 +219,7 @@ static size_t read_app_chunks(struct chunked_decoder *decoder, int *done, const 
         return 0;
     }
     memcpy(block, data, n);
-    int r = decode_chunked(decoder, block, &decoded, &consumed);
+    int r = serow_decode_chunked(decoder, block, &decoded, &consumed);
     *decoded_len = decoded;
     if (r == CHUNKED_ERROR) {
         *error = "is not valid chunked framing";
@@ -239,7 +239,7 @@ static int app_chunks_valid(const struct iovec *parts, size_t count)
     char block[APP_CHUNKS_BLOCK];
     const char *error = NULL;
     int done = 0;
-    chunked_decoder_init(&decoder);
+    serow_chunked_decoder_init(&decoder);
     for (size_t i = 0; i < count; i++) {
         for (size_t at = 0; at < parts[i].iov_len && error == NULL; at += APP_CHUNKS_BLOCK) {
             size_t n = parts[i].iov_len - at, decoded;
@@ -319,7 +319,7 @@ static int prepare_head(pTHX_ struct worker_loop *loop, SV *status_sv, SV *heade
     struct response_facts facts;
     size_t bad_index = 0;
 
-    reset_psgi_response(loop);
+    serow_reset_psgi_response(loop);
     facts.status = status_of(aTHX_ status_sv);
     /* 1xx are interim: a client would wait on for the final response.
      * Only 101 ends the exchange (the connection then leaves HTTP). */
@@ -330,11 +330,11 @@ static int prepare_head(pTHX_ struct worker_loop *loop, SV *status_sv, SV *heade
         return r;
     facts.is_head_request = loop->request.head.method_len == 4 && memcmp(loop->request.head.method, "HEAD", 4) == 0;
     facts.minor_version = loop->request.head.minor_version;
-    facts.may_keep_alive = worker_loop_may_keep_alive(loop);
+    facts.may_keep_alive = serow_worker_loop_may_keep_alive(loop);
     facts.body_length_known = length_known;
     facts.body_length = length;
 
-    r = plan_response(&facts, list.items, list.count, &response->framing, &bad_index);
+    r = serow_plan_response(&facts, list.items, list.count, &response->framing, &bad_index);
     if (r != RESPONSE_OK) {
         if (bad_header && bad_index < list.count)
             *bad_header = newSVpvn(list.items[bad_index].name, list.items[bad_index].name_len);
@@ -345,12 +345,12 @@ static int prepare_head(pTHX_ struct worker_loop *loop, SV *status_sv, SV *heade
     if (facts.status == 101)
         response->framing.keep_alive = 0;
     if (response->framing.app_chunked) {
-        chunked_decoder_init(&response->app_chunks);
+        serow_chunked_decoder_init(&response->app_chunks);
         response->app_chunks_done = 0;
         if (parts && !app_chunks_valid(parts, num_parts))
             response->framing.keep_alive = 0;
     }
-    size_t need = response_head_size(list.items, list.count);
+    size_t need = serow_response_head_size(list.items, list.count);
     if (need > head_buffer_size) {
         char *grown = realloc(head_buffer, need);
         if (grown == NULL) {
@@ -360,7 +360,7 @@ static int prepare_head(pTHX_ struct worker_loop *loop, SV *status_sv, SV *heade
         head_buffer = grown;
         head_buffer_size = need;
     }
-    response->head_len = format_response_head(head_buffer, &facts, list.items, list.count,
+    response->head_len = serow_format_response_head(head_buffer, &facts, list.items, list.count,
                                              &response->framing);
     free_header_list(&list);
     response->status = facts.status;
@@ -372,7 +372,7 @@ static int prepare_head(pTHX_ struct worker_loop *loop, SV *status_sv, SV *heade
 static int write_all(struct worker_loop *loop, struct iovec *iov, int count)
 {
     struct serow_response *response = &loop->request.response;
-    if (worker_loop_write(loop, iov, count) != 0) {
+    if (serow_worker_loop_write(loop, iov, count) != 0) {
         response->failed = 1;
         return RESPONSE_CLIENT_GONE;
     }
@@ -424,7 +424,7 @@ static int write_head_and_parts(struct worker_loop *loop, struct iovec *iov, siz
     for (size_t i = IOV_MAX - 1; i < count; i++)
         tail += iov[i].iov_len;
     if (tail > COALESCE_MAX_BYTES)
-        return write_all(loop, iov, (int)count); /* worker_loop_write batches it */
+        return write_all(loop, iov, (int)count); /* serow_worker_loop_write batches it */
     char *copy = malloc(tail);
     if (copy == NULL)
         return write_all(loop, iov, (int)count);
@@ -440,7 +440,7 @@ static int write_head_and_parts(struct worker_loop *loop, struct iovec *iov, siz
     return r;
 }
 
-int send_psgi_response(pTHX_ struct worker_loop *loop, SV *status, SV *headers, AV *body,
+int serow_send_psgi_response(pTHX_ struct worker_loop *loop, SV *status, SV *headers, AV *body,
                        SV **bad_header)
 {
     struct serow_response *response = &loop->request.response;
@@ -462,7 +462,7 @@ int send_psgi_response(pTHX_ struct worker_loop *loop, SV *status, SV *headers, 
         if (!SvOK(*part))
             continue;
         STRLEN len;
-        const char *data = psgi_bytes(aTHX_ *part, &len);
+        const char *data = serow_psgi_bytes(aTHX_ *part, &len);
         if (data == NULL)
             return RESPONSE_WIDE_CHARACTER;
         if (len == 0)
@@ -505,7 +505,7 @@ int send_psgi_response(pTHX_ struct worker_loop *loop, SV *status, SV *headers, 
     return r;
 }
 
-int start_psgi_response(pTHX_ struct worker_loop *loop, SV *status, SV *headers,
+int serow_start_psgi_response(pTHX_ struct worker_loop *loop, SV *status, SV *headers,
                         int64_t length, SV **bad_header)
 {
     struct serow_response *response = &loop->request.response;
@@ -515,7 +515,7 @@ int start_psgi_response(pTHX_ struct worker_loop *loop, SV *status, SV *headers,
                         length >= 0 ? (uint64_t)length : 0, NULL, 0, bad_header);
 }
 
-int write_psgi_body(pTHX_ struct worker_loop *loop, const char *data, size_t len)
+int serow_write_psgi_body(pTHX_ struct worker_loop *loop, const char *data, size_t len)
 {
     struct serow_response *response = &loop->request.response;
     struct iovec iov[4];
@@ -534,7 +534,7 @@ int write_psgi_body(pTHX_ struct worker_loop *loop, const char *data, size_t len
     count = take_head(response, iov);
     if (response->framing.chunked) {
         iov[count].iov_base = size_line;
-        iov[count++].iov_len = format_chunk_size(size_line, len);
+        iov[count++].iov_len = serow_format_chunk_size(size_line, len);
     }
     iov[count].iov_base = (void *)data;
     iov[count++].iov_len = len;
@@ -590,7 +590,7 @@ static int send_file_app_chunks(struct worker_loop *loop, int fd, uint64_t offse
     return RESPONSE_OK;
 }
 
-int sendfile_psgi_body(pTHX_ struct worker_loop *loop, int fd, uint64_t offset, uint64_t len)
+int serow_sendfile_psgi_body(pTHX_ struct worker_loop *loop, int fd, uint64_t offset, uint64_t len)
 {
     struct serow_response *response = &loop->request.response;
     if (!response->active || response->failed || loop->request.conn == NULL)
@@ -609,14 +609,14 @@ int sendfile_psgi_body(pTHX_ struct worker_loop *loop, int fd, uint64_t offset, 
     if (response->framing.chunked) {
         char size_line[24];
         struct iovec iov[2] = {{head_buffer, response->head_len},
-                               {size_line, format_chunk_size(size_line, (size_t)len)}};
+                               {size_line, serow_format_chunk_size(size_line, (size_t)len)}};
         response->head_len = 0;
         if ((r = write_all(loop, iov, 2)) != RESPONSE_OK)
             return r;
     } else if ((r = flush_head(loop, 1)) != RESPONSE_OK) {
         return r;
     }
-    if (worker_loop_sendfile(loop, fd, offset, len) != 0) {
+    if (serow_worker_loop_sendfile(loop, fd, offset, len) != 0) {
         response->failed = 1;
         return RESPONSE_CLIENT_GONE;
     }
@@ -628,7 +628,7 @@ int sendfile_psgi_body(pTHX_ struct worker_loop *loop, int fd, uint64_t offset, 
     return RESPONSE_OK;
 }
 
-int finish_psgi_body(pTHX_ struct worker_loop *loop)
+int serow_finish_psgi_body(pTHX_ struct worker_loop *loop)
 {
     struct serow_response *response = &loop->request.response;
     if (!response->active || response->failed)
@@ -644,7 +644,7 @@ int finish_psgi_body(pTHX_ struct worker_loop *loop)
     return flush_head(loop, 0);
 }
 
-int send_informational_response(pTHX_ struct worker_loop *loop, SV *status_sv, SV *headers,
+int serow_send_informational_response(pTHX_ struct worker_loop *loop, SV *status_sv, SV *headers,
                                 SV **bad_header)
 {
     struct serow_response *response = &loop->request.response;
@@ -662,14 +662,14 @@ int send_informational_response(pTHX_ struct worker_loop *loop, SV *status_sv, S
         return r;
     struct response_facts facts = {status, 0, 1, 1, 0, 0};
     struct response_framing framing;
-    r = plan_response(&facts, list.items, list.count, &framing, &bad_index);
+    r = serow_plan_response(&facts, list.items, list.count, &framing, &bad_index);
     if (r != RESPONSE_OK) {
         if (bad_header && bad_index < list.count)
             *bad_header = newSVpvn(list.items[bad_index].name, list.items[bad_index].name_len);
         free_header_list(&list);
         return r;
     }
-    char *buffer = malloc(response_head_size(list.items, list.count));
+    char *buffer = malloc(serow_response_head_size(list.items, list.count));
     if (buffer == NULL) {
         free_header_list(&list);
         return RESPONSE_CLIENT_GONE;
@@ -677,10 +677,10 @@ int send_informational_response(pTHX_ struct worker_loop *loop, SV *status_sv, S
     /* keep_alive=1 so that no Connection header is added to a 1xx */
     framing.keep_alive = 1;
     serow_socket_back_to_server(loop);
-    size_t n = format_response_head(buffer, &facts, list.items, list.count, &framing);
+    size_t n = serow_format_response_head(buffer, &facts, list.items, list.count, &framing);
     free_header_list(&list);
     struct iovec iov = {buffer, n};
-    r = worker_loop_write(loop, &iov, 1) == 0 ? RESPONSE_OK : RESPONSE_CLIENT_GONE;
+    r = serow_worker_loop_write(loop, &iov, 1) == 0 ? RESPONSE_OK : RESPONSE_CLIENT_GONE;
     /* The final response has not started: a 1xx does not count. */
     loop->request.response_started = 0;
     free(buffer);

@@ -17,27 +17,27 @@
 
 /* The bytes of a defined Perl string (get magic already called), or NULL
  * when it holds characters above 0xFF: PSGI bodies and headers are bytes. */
-const char *psgi_bytes(pTHX_ SV *sv, STRLEN *len);
+const char *serow_psgi_bytes(pTHX_ SV *sv, STRLEN *len);
 
 /* Status, headers and an array body, all in one writev.  The result is
  * RESPONSE_OK, RESPONSE_CLIENT_GONE or a RESPONSE_BAD_* reason, with
  * *bad_header set (a new SV) to the name of the header at fault if any. */
-int send_psgi_response(pTHX_ struct worker_loop *loop, SV *status, SV *headers, AV *body,
+int serow_send_psgi_response(pTHX_ struct worker_loop *loop, SV *status, SV *headers, AV *body,
                        SV **bad_header);
 
 /* A head whose body follows in parts.  length < 0: unknown. */
-int start_psgi_response(pTHX_ struct worker_loop *loop, SV *status, SV *headers,
+int serow_start_psgi_response(pTHX_ struct worker_loop *loop, SV *status, SV *headers,
                         int64_t length, SV **bad_header);
-int write_psgi_body(pTHX_ struct worker_loop *loop, const char *data, size_t len);
-int sendfile_psgi_body(pTHX_ struct worker_loop *loop, int fd, uint64_t offset, uint64_t len);
-int finish_psgi_body(pTHX_ struct worker_loop *loop);
+int serow_write_psgi_body(pTHX_ struct worker_loop *loop, const char *data, size_t len);
+int serow_sendfile_psgi_body(pTHX_ struct worker_loop *loop, int fd, uint64_t offset, uint64_t len);
+int serow_finish_psgi_body(pTHX_ struct worker_loop *loop);
 
 /* psgix.informational: a 1xx response before the final one. */
-int send_informational_response(pTHX_ struct worker_loop *loop, SV *status, SV *headers,
+int serow_send_informational_response(pTHX_ struct worker_loop *loop, SV *status, SV *headers,
                                 SV **bad_header);
 
 /* Forgets the response in progress: the end of the request does
  * (serow_request_end), and the start of the next response. */
-void reset_psgi_response(struct worker_loop *loop);
+void serow_reset_psgi_response(struct worker_loop *loop);
 
 #endif

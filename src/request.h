@@ -81,7 +81,7 @@ struct serow_request {
 
     /* What the access log and the metrics record (request_accounting.c):
      * when its head was complete, and the status and body bytes of its
-     * response (set through request_accounting_note_response). */
+     * response (set through serow_request_accounting_note_response). */
     uint64_t started_ns;
     int status;
     uint64_t body_bytes;

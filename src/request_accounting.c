@@ -12,12 +12,12 @@
 #include "worker_internal.h"
 
 /* The duration, and the line if there is a log (see the header). */
-void request_accounting_end(struct worker_loop *loop, struct connection *conn, int status,
+void serow_request_accounting_end(struct worker_loop *loop, struct connection *conn, int status,
                             uint64_t body_bytes, int served)
 {
     if (loop->slot)
-        request_metrics_count(&loop->slot->counters, status,
-                              served ? metrics_clock_ns() - loop->request.started_ns : 0);
+        serow_request_metrics_count(&loop->slot->counters, status,
+                              served ? serow_metrics_clock_ns() - loop->request.started_ns : 0);
     if (loop->access_log == NULL)
         return;
     struct access_log_entry e = {.remote_addr = conn->remote_addr, .status = status,
@@ -37,30 +37,30 @@ void request_accounting_end(struct worker_loop *loop, struct connection *conn, i
         e.remote_user = loop->request.remote_user;
         e.remote_user_len = loop->request.remote_user_len;
     } else {
-        e.request_line = access_log_raw_request_line(conn->buffer, conn->buffer_len,
+        e.request_line = serow_access_log_raw_request_line(conn->buffer, conn->buffer_len,
                                                      &e.request_line_len);
     }
-    access_log_write(loop->access_log, &e);
+    serow_access_log_write(loop->access_log, &e);
 }
 
 /* Once the head is complete and the request goes to the app. */
-void request_accounting_start(struct worker_loop *loop, struct connection *conn)
+void serow_request_accounting_start(struct worker_loop *loop, struct connection *conn)
 {
-    loop->request.started_ns = metrics_clock_ns();
+    loop->request.started_ns = serow_metrics_clock_ns();
     loop->request.status = 0;
     loop->request.body_bytes = 0;
     loop->request.remote_user_len = 0;
     if (loop->access_log)
-        access_log_note_request(&loop->request.log_request, conn->buffer, &loop->request.head);
+        serow_access_log_note_request(&loop->request.log_request, conn->buffer, &loop->request.head);
 }
 
-void request_accounting_note_response(struct worker_loop *loop, int status, uint64_t body_bytes)
+void serow_request_accounting_note_response(struct worker_loop *loop, int status, uint64_t body_bytes)
 {
     loop->request.status = status;
     loop->request.body_bytes = body_bytes;
 }
 
-void request_accounting_note_remote_user(struct worker_loop *loop, const char *user, size_t len)
+void serow_request_accounting_note_remote_user(struct worker_loop *loop, const char *user, size_t len)
 {
     if (len > sizeof(loop->request.remote_user))
         len = sizeof(loop->request.remote_user);

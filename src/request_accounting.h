@@ -2,12 +2,12 @@
  * request_accounting.h - the end of each request, as the access log
  * (access_log.h) and the metrics (request_metrics.h) record it.
  *
- * The worker loop calls request_accounting_start() when a request's head is
- * complete and it goes to the app, and request_accounting_end() once its
+ * The worker loop calls serow_request_accounting_start() when a request's head is
+ * complete and it goes to the app, and serow_request_accounting_end() once its
  * response is done, or when the loop rejects a request itself (400, 408,
  * 413, 414, 431, 505...) without it ever starting.  The glue tells the loop
  * the status and body bytes of the app's response in between
- * (request_accounting_note_response).  Kept out of the worker's files so
+ * (serow_request_accounting_note_response).  Kept out of the worker's files so
  * that they show only where a request ends, not what is done about it.
  */
 #ifndef SEROW_REQUEST_ACCOUNTING_H
@@ -20,23 +20,23 @@
 struct worker_loop;
 struct connection;
 
-void request_accounting_start(struct worker_loop *loop, struct connection *conn);
+void serow_request_accounting_start(struct worker_loop *loop, struct connection *conn);
 
 /*
  * Records a request that has been answered.  served: it reached a worker's
- * request handling (request_accounting_start), so its request line and
+ * request handling (serow_request_accounting_start), so its request line and
  * fields were noted and its duration runs from then; else it was rejected
  * while its head arrived, and the log shows its first line as sent, with a
  * duration of 0.  Call it before the connection's buffer is consumed.
  */
-void request_accounting_end(struct worker_loop *loop, struct connection *conn, int status,
+void serow_request_accounting_end(struct worker_loop *loop, struct connection *conn, int status,
                             uint64_t body_bytes, int served);
 
 /* The status and body bytes of the response sent for the current request
  * (0: none sent through the server). */
-void request_accounting_note_response(struct worker_loop *loop, int status, uint64_t body_bytes);
+void serow_request_accounting_note_response(struct worker_loop *loop, int status, uint64_t body_bytes);
 
 /* REMOTE_USER as the app set it, for the current request's log line. */
-void request_accounting_note_remote_user(struct worker_loop *loop, const char *user, size_t len);
+void serow_request_accounting_note_remote_user(struct worker_loop *loop, const char *user, size_t len);
 
 #endif

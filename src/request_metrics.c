@@ -8,7 +8,7 @@
 
 #include "shared_state.h"
 
-const double metrics_duration_bounds[METRICS_DURATION_BUCKETS] = {
+const double serow_metrics_duration_bounds[METRICS_DURATION_BUCKETS] = {
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
 };
 
@@ -25,14 +25,14 @@ static inline void bump(_Atomic uint64_t *counter, uint64_t by)
                           memory_order_relaxed);
 }
 
-uint64_t metrics_clock_ns(void)
+uint64_t serow_metrics_clock_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-void request_metrics_count(struct request_counters *c, int status, uint64_t duration_ns)
+void serow_request_metrics_count(struct request_counters *c, int status, uint64_t duration_ns)
 {
     if (status < 0 || status >= METRICS_STATUS_SLOTS)
         status = 0;
@@ -44,7 +44,7 @@ void request_metrics_count(struct request_counters *c, int status, uint64_t dura
     bump(&c->duration_sum_ns, duration_ns);
 }
 
-void request_metrics_count_accept(struct request_counters *c)
+void serow_request_metrics_count_accept(struct request_counters *c)
 {
     bump(&c->connections_accepted, 1);
 }
@@ -61,7 +61,7 @@ static void add_counters(struct request_totals *out, struct request_counters *c)
         atomic_load_explicit(&c->connections_accepted, memory_order_relaxed);
 }
 
-void request_metrics_sum(struct shared_state *shared, struct request_totals *out)
+void serow_request_metrics_sum(struct shared_state *shared, struct request_totals *out)
 {
     memset(out, 0, sizeof(*out));
     for (uint32_t i = 0; i < shared->max_workers; i++)

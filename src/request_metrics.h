@@ -28,7 +28,7 @@
 /* The upper bounds of the duration histogram's buckets, in seconds: the
  * Prometheus client libraries' defaults, which most dashboards expect. */
 #define METRICS_DURATION_BUCKETS 11
-extern const double metrics_duration_bounds[METRICS_DURATION_BUCKETS];
+extern const double serow_metrics_duration_bounds[METRICS_DURATION_BUCKETS];
 
 struct request_counters {
     _Atomic uint64_t by_status[METRICS_STATUS_SLOTS];
@@ -50,13 +50,13 @@ struct shared_state;
 
 /* In the worker that owns c: one request answered with status (0: none seen)
  * that took duration_ns. */
-void request_metrics_count(struct request_counters *c, int status, uint64_t duration_ns);
-void request_metrics_count_accept(struct request_counters *c);
+void serow_request_metrics_count(struct request_counters *c, int status, uint64_t duration_ns);
+void serow_request_metrics_count_accept(struct request_counters *c);
 
 /* Anywhere: the totals over every slot. */
-void request_metrics_sum(struct shared_state *shared, struct request_totals *out);
+void serow_request_metrics_sum(struct shared_state *shared, struct request_totals *out);
 
 /* Monotonic nanoseconds, for durations. */
-uint64_t metrics_clock_ns(void);
+uint64_t serow_metrics_clock_ns(void);
 
 #endif

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <time.h>
 
-const char *http_date_now(void)
+const char *serow_http_date_now(void)
 {
     static char date[40];
     static time_t formatted_for = -1;
@@ -35,7 +35,7 @@ const char *http_date_now(void)
 
 /* (The worker's error pages once had a table of their own: every phrase it
  * had is here, with the same words.) */
-const char *status_reason(int status)
+const char *serow_status_reason(int status)
 {
     switch (status) {
     case 100: return "Continue";
@@ -157,7 +157,7 @@ static int ends_with_chunked(const char *v, size_t len)
     return len == 7 || v[len - 8] == ',' || v[len - 8] == ' ' || v[len - 8] == '\t';
 }
 
-int plan_response(const struct response_facts *facts, const struct response_header *headers,
+int serow_plan_response(const struct response_facts *facts, const struct response_header *headers,
                   size_t num_headers, struct response_framing *framing, size_t *bad_header)
 {
     int app_content_length = 0, app_transfer_encoding = 0, app_chunked = 0, app_close = 0;
@@ -251,7 +251,7 @@ int plan_response(const struct response_facts *facts, const struct response_head
     return RESPONSE_OK;
 }
 
-size_t response_head_size(const struct response_header *headers, size_t num_headers)
+size_t serow_response_head_size(const struct response_header *headers, size_t num_headers)
 {
     size_t size = 64 + 64 + 48 + 48 + 40 + 48 + 2; /* status line, Date, framing, Connection */
     for (size_t i = 0; i < num_headers; i++)
@@ -277,7 +277,7 @@ static char *append_decimal(char *p, uint64_t n)
     return append(p, digits + i, sizeof(digits) - i);
 }
 
-size_t format_response_head(char *out, const struct response_facts *facts,
+size_t serow_format_response_head(char *out, const struct response_facts *facts,
                             const struct response_header *headers, size_t num_headers,
                             const struct response_framing *framing)
 {
@@ -290,7 +290,7 @@ size_t format_response_head(char *out, const struct response_facts *facts,
     p = APPEND_LITERAL(p, "HTTP/1.1 ");
     p = append_decimal(p, (uint64_t)status);
     *p++ = ' ';
-    const char *reason = status_reason(status);
+    const char *reason = serow_status_reason(status);
     p = append(p, reason, strlen(reason));
     p = APPEND_LITERAL(p, "\r\n");
 
@@ -304,7 +304,7 @@ size_t format_response_head(char *out, const struct response_facts *facts,
             (NAME_IS(h, "transfer-encoding") || NAME_IS(h, "content-length")))
             continue;
         /* RFC 9112 6.1: no Transfer-Encoding to a client that did not say
-         * HTTP/1.1 (the app's chunks are decoded: see plan_response). */
+         * HTTP/1.1 (the app's chunks are decoded: see serow_plan_response). */
         if (facts->minor_version == 0 && NAME_IS(h, "transfer-encoding"))
             continue;
         if (NAME_IS(h, "date"))
@@ -316,7 +316,7 @@ size_t format_response_head(char *out, const struct response_facts *facts,
     }
     if (!has_date) {
         p = APPEND_LITERAL(p, "Date: ");
-        p = append(p, http_date_now(), 29);
+        p = append(p, serow_http_date_now(), 29);
         p = APPEND_LITERAL(p, "\r\n");
     }
     if (framing->chunked)
@@ -343,23 +343,23 @@ const char *serow_continue_response(size_t *len)
     return continue_line;
 }
 
-size_t format_error_response(char *out, size_t size, int status, int omit_body,
+size_t serow_format_error_response(char *out, size_t size, int status, int omit_body,
                              size_t *body_bytes)
 {
-    const char *reason = status_reason(status);
+    const char *reason = serow_status_reason(status);
     if (*reason == '\0')
         reason = "Error"; /* (no status the server answers itself) */
     size_t body = strlen(reason) + 1;
     int n = snprintf(out, size,
                      "HTTP/1.1 %d %s\r\nDate: %s\r\nContent-Type: text/plain\r\n"
                      "Content-Length: %zu\r\nConnection: close\r\n\r\n%s%s",
-                     status, reason, http_date_now(), body,
+                     status, reason, serow_http_date_now(), body,
                      omit_body ? "" : reason, omit_body ? "" : "\n");
     *body_bytes = omit_body ? 0 : body;
     return n < 0 ? 0 : (size_t)n < size ? (size_t)n : size - 1;
 }
 
-size_t format_chunk_size(char *out, size_t len)
+size_t serow_format_chunk_size(char *out, size_t len)
 {
     static const char hex[] = "0123456789abcdef";
     char digits[20];

@@ -59,11 +59,11 @@ struct response_framing {
  * Returns RESPONSE_OK, or a negative reason with *bad_header set to the
  * index of the offending header.
  */
-int plan_response(const struct response_facts *facts, const struct response_header *headers,
+int serow_plan_response(const struct response_facts *facts, const struct response_header *headers,
                   size_t num_headers, struct response_framing *framing, size_t *bad_header);
 
-/* Bytes format_response_head() needs at most. */
-size_t response_head_size(const struct response_header *headers, size_t num_headers);
+/* Bytes serow_format_response_head() needs at most. */
+size_t serow_response_head_size(const struct response_header *headers, size_t num_headers);
 
 /*
  * Writes the status line, the app's headers (Connection left out, the
@@ -71,12 +71,12 @@ size_t response_head_size(const struct response_header *headers, size_t num_head
  * 204, and Transfer-Encoding for an HTTP/1.0 client), Date, the framing headers the server adds and the empty line into
  * out.  Returns the length.
  */
-size_t format_response_head(char *out, const struct response_facts *facts,
+size_t serow_format_response_head(char *out, const struct response_facts *facts,
                             const struct response_header *headers, size_t num_headers,
                             const struct response_framing *framing);
 
 /* The line before a chunk of len bytes ("1a2b\r\n") into out (>= 20 bytes). */
-size_t format_chunk_size(char *out, size_t len);
+size_t serow_format_chunk_size(char *out, size_t len);
 
 /* "\r\n" after a chunk, and the last chunk with its empty trailer section. */
 #define CHUNK_END "\r\n"
@@ -84,7 +84,7 @@ size_t format_chunk_size(char *out, size_t len);
 
 /* The reason phrase of a status ("" for one that has none here): the one
  * table, for the app's responses and the server's own error pages. */
-const char *status_reason(int status);
+const char *serow_status_reason(int status);
 
 /*
  * A complete error response, as the worker sends when it answers a request
@@ -94,12 +94,12 @@ const char *status_reason(int status);
  * size - 1 bytes into out (512 is plenty) and returns their count;
  * *body_bytes gets the bytes of content sent.
  */
-size_t format_error_response(char *out, size_t size, int status, int omit_body,
+size_t serow_format_error_response(char *out, size_t size, int status, int omit_body,
                              size_t *body_bytes);
 
 /* An "HTTP-date" for the Date header (29 characters), recomputed at most
  * once a second. */
-const char *http_date_now(void);
+const char *serow_http_date_now(void);
 
 /* The interim response a client that sent "Expect: 100-continue" waits for
  * before it sends its body (RFC 9110 10.1.1): always HTTP/1.1, since only an

@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-size_t shared_state_size(uint32_t max_workers)
+size_t serow_shared_state_size(uint32_t max_workers)
 {
     return sizeof(struct shared_state) + sizeof(struct worker_slot) * (size_t)max_workers;
 }
@@ -20,13 +20,13 @@ int serow_make_wake_fd(void)
     return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 }
 
-struct shared_state *shared_state_create(uint32_t max_workers)
+struct shared_state *serow_shared_state_create(uint32_t max_workers)
 {
     if (max_workers == 0 || max_workers > SHARED_MAX_WORKERS)
         max_workers = SHARED_MAX_WORKERS;
     /* Anonymous and shared: untouched pages cost nothing, and the mapping
      * disappears with the last process that has it. */
-    void *p = mmap(NULL, shared_state_size(max_workers), PROT_READ | PROT_WRITE,
+    void *p = mmap(NULL, serow_shared_state_size(max_workers), PROT_READ | PROT_WRITE,
                    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
         return NULL;
@@ -39,7 +39,7 @@ struct shared_state *shared_state_create(uint32_t max_workers)
     return shared;
 }
 
-uint64_t shared_clock_ms(void)
+uint64_t serow_shared_clock_ms(void)
 {
     struct timespec ts;
     /* Not the coarse clock: its 4 ms ticks are longer than SHARED_STUCK_AFTER_MS. */
@@ -47,22 +47,22 @@ uint64_t shared_clock_ms(void)
     return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-uint64_t shared_ms_since(uint64_t now, uint64_t then)
+uint64_t serow_shared_ms_since(uint64_t now, uint64_t then)
 {
     return now > then ? now - then : 0;
 }
 
-uint64_t shared_busy_for_ms(struct worker_slot *w, uint64_t now)
+uint64_t serow_shared_busy_for_ms(struct worker_slot *w, uint64_t now)
 {
-    return atomic_load(&w->busy) ? shared_ms_since(now, atomic_load(&w->busy_since_ms)) : 0;
+    return atomic_load(&w->busy) ? serow_shared_ms_since(now, atomic_load(&w->busy_since_ms)) : 0;
 }
 
-int shared_worker_is_stuck(struct worker_slot *w, uint64_t now)
+int serow_shared_worker_is_stuck(struct worker_slot *w, uint64_t now)
 {
-    return shared_busy_for_ms(w, now) >= SHARED_STUCK_AFTER_MS;
+    return serow_shared_busy_for_ms(w, now) >= SHARED_STUCK_AFTER_MS;
 }
 
-int shared_any_worker_free(struct shared_state *shared)
+int serow_shared_any_worker_free(struct shared_state *shared)
 {
     for (uint32_t i = 0; i < shared->max_workers; i++) {
         struct worker_slot *w = &shared->workers[i];
@@ -173,7 +173,7 @@ int serow_shared_worker_status(struct shared_state *shared, uint32_t index,
         memcpy(status->request, w->current_request, sizeof(status->request));
         status->request[sizeof(status->request) - 1] = '\0';
         uint64_t since = atomic_load(&w->busy_since_ms);
-        status->busy_for_ms = shared_ms_since(shared_clock_ms(), since);
+        status->busy_for_ms = serow_shared_ms_since(serow_shared_clock_ms(), since);
     }
     return 1;
 }

@@ -121,31 +121,31 @@ struct shared_state {
 
 /* Creates the mapping for max_workers worker slots (before forking), with
  * the holder's wake-up eventfd (-1 when none could be made). */
-struct shared_state *shared_state_create(uint32_t max_workers);
+struct shared_state *serow_shared_state_create(uint32_t max_workers);
 
 /* A new eventfd (non-blocking, close-on-exec) for a process to wait on:
  * the holder's, and each worker's (the master makes it before the fork, so
  * that it can ring it from the start).  -1 on failure (errno). */
 int serow_make_wake_fd(void);
-size_t shared_state_size(uint32_t max_workers);
+size_t serow_shared_state_size(uint32_t max_workers);
 
 /* Monotonic milliseconds: the clock every timestamp in the mapping uses. */
-uint64_t shared_clock_ms(void);
+uint64_t serow_shared_clock_ms(void);
 
 /* Milliseconds from then to now, 0 when then is later.  Every process reads
  * the clock on its own: a timestamp another process wrote after we read the
  * clock (a connection parked, a request begun meanwhile) is later than our
  * now, and a plain now - then would make it billions of years old. */
-uint64_t shared_ms_since(uint64_t now, uint64_t then);
+uint64_t serow_shared_ms_since(uint64_t now, uint64_t then);
 
 /* How long the worker has been in its current request (0 when it is in
  * none), and whether that is SHARED_STUCK_AFTER_MS or more. */
-uint64_t shared_busy_for_ms(struct worker_slot *w, uint64_t now);
-int shared_worker_is_stuck(struct worker_slot *w, uint64_t now);
+uint64_t serow_shared_busy_for_ms(struct worker_slot *w, uint64_t now);
+int serow_shared_worker_is_stuck(struct worker_slot *w, uint64_t now);
 
 /* Whether some worker waits with nothing to do, free to take a connection the
  * holder took from a busy one (see connection_holder.c, scan_workers). */
-int shared_any_worker_free(struct shared_state *shared);
+int serow_shared_any_worker_free(struct shared_state *shared);
 
 /* The worker in slot index is gone: whatever it published is void (its
  * connections' slots, its flags, its ring of stolen slots).  Its counters
@@ -173,7 +173,7 @@ struct shared_worker_counts {
 };
 void serow_shared_count_workers(struct shared_state *shared, struct shared_worker_counts *counts);
 
-/* The worker slots there are (shared_state_create's max_workers, capped). */
+/* The worker slots there are (serow_shared_state_create's max_workers, capped). */
 uint32_t serow_shared_max_workers(const struct shared_state *shared);
 
 /* From now on a stopping worker closes its connections after their

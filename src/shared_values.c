@@ -31,7 +31,7 @@ SV *serow_shared_metrics_value(pTHX_ struct shared_state *shared)
     /* The numbers behind the Prometheus metrics (Serow::Metrics), summed
      * over every worker slot. */
     struct request_totals t;
-    request_metrics_sum(shared, &t);
+    serow_request_metrics_sum(shared, &t);
     HV *m = newHV();
     HV *by_status = newHV();
     uint64_t count = 0;
@@ -46,7 +46,7 @@ SV *serow_shared_metrics_value(pTHX_ struct shared_state *shared)
     for (int i = 0; i <= METRICS_DURATION_BUCKETS; i++) {
         count += t.duration_buckets[i];
         AV *pair = newAV();
-        av_push(pair, i < METRICS_DURATION_BUCKETS ? newSVnv(metrics_duration_bounds[i]) : newSVpvs("+Inf"));
+        av_push(pair, i < METRICS_DURATION_BUCKETS ? newSVnv(serow_metrics_duration_bounds[i]) : newSVpvs("+Inf"));
         av_push(pair, newSVnv((double)count)); /* cumulative, as Prometheus wants */
         av_push(buckets, newRV_noinc((SV *)pair));
     }

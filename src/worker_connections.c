@@ -73,7 +73,7 @@ void serow_forget_connection(struct worker_loop *loop, struct connection *conn)
     close(conn->fd);
     loop->connections[conn->fd] = NULL;
     loop->num_connections--;
-    connection_free(conn);
+    serow_connection_free(conn);
 }
 
 /* The end of a client connection. */

@@ -22,7 +22,7 @@
  *
  * Owns: the gathering state of the loop (usable_cpus, the handles on other
  * workers, when it last looked).  It takes only parked connections, through
- * the shared state's take_parked_connection, and adopts them as the intake
+ * the shared state's serow_take_parked_connection, and adopts them as the intake
  * does; it may not touch another worker's connections any other way.
  */
 #ifndef _GNU_SOURCE
@@ -53,13 +53,13 @@ static int count_usable_cpus(void)
 void serow_gather_start(struct worker_loop *loop)
 {
     loop->usable_cpus = count_usable_cpus();
-    loop->cpus_counted_ms = shared_clock_ms();
+    loop->cpus_counted_ms = serow_shared_clock_ms();
 }
 
 void serow_gather_free(struct worker_loop *loop)
 {
     if (loop->gather_handles) {
-        worker_handles_close(loop->gather_handles, loop->shared->max_workers);
+        serow_worker_handles_close(loop->gather_handles, loop->shared->max_workers);
         free(loop->gather_handles);
     }
 }
@@ -72,7 +72,7 @@ static void adopt_gathered_connection(struct worker_loop *loop, int fd,
     if (conn == NULL)
         return;
     conn->state = CONNECTION_IDLE;
-    uint64_t idle_ms = shared_ms_since(shared_clock_ms(), info->idle_since_ms);
+    uint64_t idle_ms = serow_shared_ms_since(serow_shared_clock_ms(), info->idle_since_ms);
     serow_timer_append(loop, conn, TIMER_IDLE,
                  serow_now_seconds() + loop->settings.keepalive_timeout - (double)idle_ms / 1000.0);
     serow_slot_park(loop, conn, info->idle_since_ms);
@@ -98,7 +98,7 @@ static uint32_t gather_from(struct worker_loop *loop, uint32_t from, uint32_t sh
         if (atomic_load(&w->connections_table[k].state) != SLOT_IDLE)
             continue;
         struct passed_connection info;
-        int fd = take_parked_connection(loop->shared, &loop->gather_handles[from], from, k, &info);
+        int fd = serow_take_parked_connection(loop->shared, &loop->gather_handles[from], from, k, &info);
         if (fd == TAKE_REFUSED) {
             loop->usable_cpus = 0; /* not allowed here: never try again */
             break;
@@ -114,7 +114,7 @@ static uint32_t gather_from(struct worker_loop *loop, uint32_t from, uint32_t sh
          * connection we close stays open (the client would wait for the end
          * of a response that ends with the connection).  Not only when it
          * says it is free: it may be between that look and its wait. */
-        wake_worker(loop->shared, &loop->gather_handles[from], from);
+        serow_wake_worker(loop->shared, &loop->gather_handles[from], from);
     }
     return taken;
 }
@@ -123,7 +123,7 @@ void serow_gather_connections(struct worker_loop *loop)
 {
     if (loop->usable_cpus <= 0 || loop->stopping)
         return;
-    uint64_t now = shared_clock_ms();
+    uint64_t now = serow_shared_clock_ms();
     if (now - loop->gather_looked_ms < GATHER_LOOK_MS)
         return;
     loop->gather_looked_ms = now;
@@ -148,7 +148,7 @@ void serow_gather_connections(struct worker_loop *loop)
             continue;
         uint32_t c = atomic_load(&w->connections);
         total += c;
-        if (i == me || atomic_load(&w->stopping) || shared_worker_is_stuck(w, now))
+        if (i == me || atomic_load(&w->stopping) || serow_shared_worker_is_stuck(w, now))
             continue;
         counting++;
         ahead += ranks_ahead(loop, i, c, my_connections);
@@ -162,7 +162,7 @@ void serow_gather_connections(struct worker_loop *loop)
         loop->gather_handles = malloc(sizeof(*loop->gather_handles) * shared->max_workers);
         if (loop->gather_handles == NULL)
             return;
-        worker_handles_init(loop->gather_handles, shared->max_workers);
+        serow_worker_handles_init(loop->gather_handles, shared->max_workers);
     }
     /* From the workers behind us, which are not in a request (a stuck one's
      * are the holder's to spread; a quick one is looked at again soon). */

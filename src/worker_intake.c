@@ -41,14 +41,14 @@ static int parse_probe(struct worker_loop *loop, const struct connection *conn,
 {
     probe->headers = loop->headers;
     probe->headers_capacity = loop->headers_capacity;
-    return parse_request_head(conn->buffer, conn->buffer_len, probe, &loop->settings.limits);
+    return serow_parse_request_head(conn->buffer, conn->buffer_len, probe, &loop->settings.limits);
 }
 
 void serow_reject_connection(struct worker_loop *loop, struct connection *conn, int status,
                              const struct http_request_head *head)
 {
     size_t body = serow_send_error_response(conn, status, head);
-    request_accounting_end(loop, conn, status, body, 0);
+    serow_request_accounting_end(loop, conn, status, body, 0);
     serow_close_lingering(loop, conn);
 }
 
@@ -126,7 +126,7 @@ void serow_examine_buffered_head(struct worker_loop *loop, struct connection *co
     if (conn->requests_served > 0 && !conn->empty_lines_dropped && !loop->stopping &&
         only_empty_lines(conn)) {
         conn->empty_lines_dropped = 1;
-        connection_consume(conn, conn->buffer_len);
+        serow_connection_consume(conn, conn->buffer_len);
         serow_park_idle_connection(loop, conn);
         return;
     }
@@ -174,7 +174,7 @@ int serow_read_connection(struct worker_loop *loop, struct connection *conn)
     for (;;) {
         size_t max = conn->body_wanted > max_head_bytes(loop) ? conn->body_wanted
                                                               : max_head_bytes(loop);
-        size_t room = connection_reserve(conn, max);
+        size_t room = serow_connection_reserve(conn, max);
         if (room == 0) {
             if (conn->body_preread)
                 serow_examine_buffered_body(loop, conn); /* as much as is read ahead */
@@ -219,13 +219,13 @@ static struct connection *adopt_connection(struct worker_loop *loop, int fd,
                                            int listener_index)
 {
     struct listener *l = &loop->listeners[listener_index];
-    struct connection *conn = connection_new(fd, l->is_unix ? NULL : addr, addr_len, l->is_unix);
+    struct connection *conn = serow_connection_new(fd, l->is_unix ? NULL : addr, addr_len, l->is_unix);
     if (conn == NULL || serow_track_connection(loop, conn) != 0) {
         /* (a client loses its connection here: say so, it should not happen) */
         serow_log_error("worker: a connection could not be watched and is closed (%s)",
                         conn ? strerror(errno) : "out of memory");
         if (conn)
-            connection_free(conn);
+            serow_connection_free(conn);
         close(fd);
         if (loop->shared)
             atomic_fetch_sub(&loop->shared->open_connections, 1);
@@ -250,7 +250,7 @@ int serow_accept_connection(struct worker_loop *loop, int listener_index)
     if (loop->shared)
         atomic_fetch_add(&loop->shared->open_connections, 1);
     if (loop->slot)
-        request_metrics_count_accept(&loop->slot->counters);
+        serow_request_metrics_count_accept(&loop->slot->counters);
     struct connection *conn = adopt_connection(loop, fd, (struct sockaddr *)&addr, addr_len,
                                                listener_index);
     /* TCP_DEFER_ACCEPT usually means the request is already here. */
@@ -281,7 +281,7 @@ void serow_receive_ready_connection(struct worker_loop *loop)
 {
     int fd;
     struct passed_connection info;
-    if (receive_connections(loop->ready_channel, &fd, &info, 1) != 1)
+    if (serow_receive_connections(loop->ready_channel, &fd, &info, 1) != 1)
         return; /* another worker was quicker */
     atomic_fetch_sub(&loop->shared->queued_connections, 1);
     struct connection *conn = serow_adopt_passed_connection(loop, fd, &info);

@@ -51,7 +51,7 @@
 
 /* ---- set-up ------------------------------------------------------------ */
 
-struct worker_loop *worker_loop_new(const struct worker_settings *settings)
+struct worker_loop *serow_worker_loop_new(const struct worker_settings *settings)
 {
     struct worker_loop *loop = calloc(1, sizeof(*loop));
     if (loop == NULL)
@@ -87,7 +87,7 @@ struct worker_loop *worker_loop_new(const struct worker_settings *settings)
     return loop;
 }
 
-void worker_loop_free(struct worker_loop *loop)
+void serow_worker_loop_free(struct worker_loop *loop)
 {
     for (int fd = 0; fd < loop->connections_size; fd++)
         if (loop->connections[fd])
@@ -98,14 +98,14 @@ void worker_loop_free(struct worker_loop *loop)
     free(loop->slot_owner);
     free(loop->free_slots);
     serow_gather_free(loop);
-    access_log_close(loop->access_log);
+    serow_access_log_close(loop->access_log);
     if (loop->wake_fd >= 0)
         close(loop->wake_fd);
     close(loop->epoll_fd);
     free(loop);
 }
 
-int worker_loop_add_listener(struct worker_loop *loop, int fd, int is_unix,
+int serow_worker_loop_add_listener(struct worker_loop *loop, int fd, int is_unix,
                              const char *server_name, int server_port)
 {
     if (loop->num_listeners >= WORKER_MAX_LISTENERS)
@@ -125,7 +125,7 @@ int worker_loop_add_listener(struct worker_loop *loop, int fd, int is_unix,
     return 0;
 }
 
-int worker_loop_join_holder(struct worker_loop *loop, struct shared_state *shared,
+int serow_worker_loop_join_holder(struct worker_loop *loop, struct shared_state *shared,
                             uint32_t worker_index, int wake_fd, int ready_channel,
                             int handback_channel)
 {
@@ -161,7 +161,7 @@ static void announce_busy(struct worker_loop *loop)
 {
     if (loop->slot == NULL)
         return;
-    atomic_store(&loop->slot->busy_since_ms, shared_clock_ms());
+    atomic_store(&loop->slot->busy_since_ms, serow_shared_clock_ms());
     atomic_store(&loop->slot->busy, 1);
     if (atomic_load(&loop->slot->idle_connections) > 0)
         wake_holder_if(loop, &loop->shared->holder_sleeping);
@@ -213,7 +213,7 @@ static void publish_current_request(struct worker_loop *loop)
  *
  * When the whole server stops, a stopping worker still serves, for
  * STOP_GRACE_SECONDS, what arrives on its idle connections and what the
- * holder passes on (worker_loop_stop sets the grace; the loop ends it). */
+ * holder passes on (serow_worker_loop_stop sets the grace; the loop ends it). */
 
 static int in_stop_grace(const struct worker_loop *loop, double now)
 {
@@ -244,7 +244,7 @@ static void end_stop_grace_if_over(struct worker_loop *loop)
 static int start_request(struct worker_loop *loop, struct connection *conn)
 {
     serow_ready_remove(loop, conn);
-    int r = parse_request_head(conn->buffer, conn->buffer_len, &loop->request.head,
+    int r = serow_parse_request_head(conn->buffer, conn->buffer_len, &loop->request.head,
                                &loop->settings.limits);
     if (r == HTTP_PARSE_INCOMPLETE) {
         /* "\r\n\r\n" matched only empty lines before the request line */
@@ -267,7 +267,7 @@ static int start_request(struct worker_loop *loop, struct connection *conn)
     loop->request.conn = conn;
     loop->request.head_len = (size_t)r;
     serow_body_start(loop);
-    request_accounting_start(loop, conn);
+    serow_request_accounting_start(loop, conn);
     announce_busy(loop);
     publish_current_request(loop);
     return 1;
@@ -382,7 +382,7 @@ static void look_around(struct worker_loop *loop)
         serow_examine_buffered_head(loop, conn, 0);
 }
 
-int worker_loop_next_request(struct worker_loop *loop)
+int serow_worker_loop_next_request(struct worker_loop *loop)
 {
     for (;;) {
         serow_drop_stolen_connections(loop);
@@ -402,7 +402,7 @@ int worker_loop_next_request(struct worker_loop *loop)
             continue;
         if (loop->stop_grace_until > 0)
             end_stop_grace_if_over(loop);
-        if (loop->stopping && worker_loop_is_drained(loop))
+        if (loop->stopping && serow_worker_loop_is_drained(loop))
             return 0;
         if (loop->master_asked)
             return 0; /* the embedding takes what the master asks */
@@ -424,7 +424,7 @@ int worker_loop_next_request(struct worker_loop *loop)
 
 /* ---- the end of the current request ------------------------------------ */
 
-int worker_loop_may_keep_alive(struct worker_loop *loop)
+int serow_worker_loop_may_keep_alive(struct worker_loop *loop)
 {
     struct connection *conn = loop->request.conn;
     if (conn == NULL || !loop->request.head.keep_alive)
@@ -447,12 +447,12 @@ int worker_loop_may_keep_alive(struct worker_loop *loop)
     return 1;
 }
 
-void worker_loop_finish_request(struct worker_loop *loop, int keep_alive)
+void serow_worker_loop_finish_request(struct worker_loop *loop, int keep_alive)
 {
     struct connection *conn = loop->request.conn;
     if (conn == NULL)
         return;
-    request_accounting_end(loop, conn, loop->request.status, loop->request.body_bytes, 1);
+    serow_request_accounting_end(loop, conn, loop->request.status, loop->request.body_bytes, 1);
     loop->request.conn = NULL;
     conn->requests_served++;
     loop->requests_total++;
@@ -467,7 +467,7 @@ void worker_loop_finish_request(struct worker_loop *loop, int keep_alive)
             serow_close_connection(loop, conn);
         return;
     }
-    connection_consume(conn, loop->request.head_len);
+    serow_connection_consume(conn, loop->request.head_len);
     if (conn->buffer_len > 0) {
         /* pipelined: the next request is (partly) here already */
         conn->state = CONNECTION_READING_HEAD;
@@ -485,17 +485,17 @@ void worker_loop_finish_request(struct worker_loop *loop, int keep_alive)
     }
 }
 
-void worker_loop_fail_request(struct worker_loop *loop, int status)
+void serow_worker_loop_fail_request(struct worker_loop *loop, int status)
 {
     struct connection *conn = loop->request.conn;
     if (conn == NULL)
         return;
     if (!loop->request.response_started) {
         size_t body = serow_send_error_response(conn, status, &loop->request.head);
-        request_accounting_note_response(loop, status, body);
+        serow_request_accounting_note_response(loop, status, body);
     }
     /* else the response was cut: the log shows the status it began with */
-    request_accounting_end(loop, conn, loop->request.status, loop->request.body_bytes, 1);
+    serow_request_accounting_end(loop, conn, loop->request.status, loop->request.body_bytes, 1);
     loop->request.conn = NULL;
     conn->requests_served++;
     loop->requests_total++;
@@ -503,12 +503,12 @@ void worker_loop_fail_request(struct worker_loop *loop, int status)
     serow_close_lingering(loop, conn);
 }
 
-void worker_loop_release_current(struct worker_loop *loop)
+void serow_worker_loop_release_current(struct worker_loop *loop)
 {
     struct connection *conn = loop->request.conn;
     if (conn == NULL)
         return;
-    request_accounting_end(loop, conn, loop->request.status, loop->request.body_bytes, 1);
+    serow_request_accounting_end(loop, conn, loop->request.status, loop->request.body_bytes, 1);
     loop->requests_total++;
     announce_done(loop);
     serow_close_connection(loop, conn); /* our descriptor only: the app holds a duplicate */
@@ -516,7 +516,7 @@ void worker_loop_release_current(struct worker_loop *loop)
 
 /* ---- stopping ---------------------------------------------------------- */
 
-void worker_loop_stop(struct worker_loop *loop)
+void serow_worker_loop_stop(struct worker_loop *loop)
 {
     if (loop->stopping)
         return;
@@ -549,7 +549,7 @@ void worker_loop_stop(struct worker_loop *loop)
     }
 }
 
-int worker_loop_is_drained(const struct worker_loop *loop)
+int serow_worker_loop_is_drained(const struct worker_loop *loop)
 {
     /* In the grace of a whole-server stop, idle connections may still bring
      * a request, and so may those the holder passes on. */
@@ -631,7 +631,7 @@ unsigned long serow_loop_requests_total(const struct worker_loop *loop)
 
 void serow_loop_set_access_log(struct worker_loop *loop, struct access_log *log)
 {
-    access_log_close(loop->access_log);
+    serow_access_log_close(loop->access_log);
     loop->access_log = log;
 }
 

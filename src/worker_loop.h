@@ -44,9 +44,9 @@ struct worker_settings {
 struct worker_loop;
 struct access_log;
 
-struct worker_loop *worker_loop_new(const struct worker_settings *settings);
-void worker_loop_free(struct worker_loop *loop);
-int worker_loop_add_listener(struct worker_loop *loop, int fd, int is_unix,
+struct worker_loop *serow_worker_loop_new(const struct worker_settings *settings);
+void serow_worker_loop_free(struct worker_loop *loop);
+int serow_worker_loop_add_listener(struct worker_loop *loop, int fd, int is_unix,
                              const char *server_name, int server_port);
 
 /* Joins the holder: this worker publishes its connections in slot
@@ -55,31 +55,31 @@ int worker_loop_add_listener(struct worker_loop *loop, int fd, int is_unix,
  * worker's eventfd, which the master made before forking it and rings when
  * it asks something (serow_shared_ask_worker); the loop owns it from now on
  * (-1: the loop makes its own, and only the holder rings it). */
-int worker_loop_join_holder(struct worker_loop *loop, struct shared_state *shared,
+int serow_worker_loop_join_holder(struct worker_loop *loop, struct shared_state *shared,
                             uint32_t worker_index, int wake_fd, int ready_channel,
                             int handback_channel);
 
 /* Waits for a request.  1: there is a current request, its head parsed.
  * 0: interrupted by a signal, or the master asks something
  * (serow_loop_take_master_requests), or (when loop->stopping) nothing left
- * to do; check worker_loop_is_drained(). */
-int worker_loop_next_request(struct worker_loop *loop);
+ * to do; check serow_worker_loop_is_drained(). */
+int serow_worker_loop_next_request(struct worker_loop *loop);
 
 /* Reads up to cap bytes of the current request's body (chunked coding
  * removed) into out.  Returns 0 with *got > 0 for data, 0 with *got == 0 at
  * the end of the body, or an HTTP status (400, 408, 413) when the body is
  * broken, too large or too slow, or -1 when the client went away.  Sends
  * "100 Continue" first when the client asked for it. */
-int worker_loop_read_body(struct worker_loop *loop, char *out, size_t cap, size_t *got);
+int serow_worker_loop_read_body(struct worker_loop *loop, char *out, size_t cap, size_t *got);
 
 /* Whether the current request's body has a Content-Length of at most max
- * bytes and is all in the connection's buffer: worker_loop_read_body then
+ * bytes and is all in the connection's buffer: serow_worker_loop_read_body then
  * takes it whole in one call, without waiting. */
-int worker_loop_body_buffered(const struct worker_loop *loop, size_t max);
+int serow_worker_loop_body_buffered(const struct worker_loop *loop, size_t max);
 
 /* Writes all of iov to the current connection, waiting up to write_timeout
  * for progress.  0 on success, -1 when the client is gone or too slow. */
-int worker_loop_write(struct worker_loop *loop, struct iovec *iov, int iovcnt);
+int serow_worker_loop_write(struct worker_loop *loop, struct iovec *iov, int iovcnt);
 
 /* Whether the client of the current request has closed the connection (or
  * its sending side: it will send nothing more), waiting up to timeout
@@ -87,30 +87,30 @@ int worker_loop_write(struct worker_loop *loop, struct iovec *iov, int iovcnt);
 int serow_client_hung_up(struct worker_loop *loop, double timeout);
 
 /* Sends len bytes of file_fd from offset with sendfile(2). */
-int worker_loop_sendfile(struct worker_loop *loop, int file_fd, uint64_t offset, uint64_t len);
+int serow_worker_loop_sendfile(struct worker_loop *loop, int file_fd, uint64_t offset, uint64_t len);
 
 /* Whether the current connection may stay open after this response, given
  * what the client asked for and the limits. */
-int worker_loop_may_keep_alive(struct worker_loop *loop);
+int serow_worker_loop_may_keep_alive(struct worker_loop *loop);
 
 /* The loop's part of the end of a request: the three below are called by
  * serow_request_end (psgi_request.c) alone, which ends every request.
  *
  * Ends the current request.  keep_alive = 0 closes the connection (after
  * discarding what the client still sends, so that it reads the response). */
-void worker_loop_finish_request(struct worker_loop *loop, int keep_alive);
+void serow_worker_loop_finish_request(struct worker_loop *loop, int keep_alive);
 
 /* Sends a complete error response on the current connection and closes it. */
-void worker_loop_fail_request(struct worker_loop *loop, int status);
+void serow_worker_loop_fail_request(struct worker_loop *loop, int status);
 
 /* The current connection is taken over by the app (psgix.io): forget it
  * without closing the socket the app now holds a duplicate of. */
-void worker_loop_release_current(struct worker_loop *loop);
+void serow_worker_loop_release_current(struct worker_loop *loop);
 
 /* Graceful stop: no more accepting, idle connections closed, requests whose
  * heads are arriving may still complete. */
-void worker_loop_stop(struct worker_loop *loop);
-int worker_loop_is_drained(const struct worker_loop *loop);
+void serow_worker_loop_stop(struct worker_loop *loop);
+int serow_worker_loop_is_drained(const struct worker_loop *loop);
 
 /* Where the embedding's "a signal waits for its handler" flag is: the loop
  * then returns from a wait instead of sleeping through a signal. */
@@ -119,7 +119,7 @@ void serow_loop_watch_signals(struct worker_loop *loop, volatile int *signal_pen
 /* What the master asked of this worker (in its shared slot) since the last
  * call, taken: WORKER_ASKED_* bits, 0 for nothing.  The master asks without
  * a signal, so that a stop or a log reopening does not cut short what the
- * app is doing: worker_loop_next_request returns 0 when there is something
+ * app is doing: serow_worker_loop_next_request returns 0 when there is something
  * to take, once the worker is between requests. */
 enum {
     WORKER_ASKED_STOP = 1,         /* stop accepting, finish, leave */

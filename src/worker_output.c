@@ -45,7 +45,7 @@ int serow_client_hung_up(struct worker_loop *loop, double timeout)
     return loop->request.conn == NULL || serow_wait_for(loop->request.conn->fd, POLLRDHUP, timeout);
 }
 
-int worker_loop_write(struct worker_loop *loop, struct iovec *iov, int iovcnt)
+int serow_worker_loop_write(struct worker_loop *loop, struct iovec *iov, int iovcnt)
 {
     struct connection *conn = loop->request.conn;
     if (conn == NULL)
@@ -74,7 +74,7 @@ int worker_loop_write(struct worker_loop *loop, struct iovec *iov, int iovcnt)
     return 0;
 }
 
-int worker_loop_sendfile(struct worker_loop *loop, int file_fd, uint64_t offset, uint64_t len)
+int serow_worker_loop_sendfile(struct worker_loop *loop, int file_fd, uint64_t offset, uint64_t len)
 {
     struct connection *conn = loop->request.conn;
     if (conn == NULL)
@@ -114,7 +114,7 @@ size_t serow_send_error_response(struct connection *conn, int status,
 {
     char response[512];
     size_t body = 0;
-    size_t n = format_error_response(response, sizeof(response), status, is_head_request(head),
+    size_t n = serow_format_error_response(response, sizeof(response), status, is_head_request(head),
                                      &body);
     ssize_t ignored = send(conn->fd, response, n, MSG_NOSIGNAL | MSG_DONTWAIT);
     (void)ignored;

@@ -31,12 +31,12 @@ static void hand_back_connections(struct worker_loop *loop, struct connection **
         fds[i] = conns[i]->fd;
         info[i].requests_served = (uint32_t)conns[i]->requests_served;
         info[i].listener_index = (uint32_t)conns[i]->listener_index;
-        info[i].idle_since_ms = shared_clock_ms();
+        info[i].idle_since_ms = serow_shared_clock_ms();
     }
     /* When the whole server stops, the holder would only close them too. */
     int sent = n > 0 && loop->handback_channel >= 0 &&
                !atomic_load(&loop->shared->server_stopping) &&
-               send_connections(loop->handback_channel, fds, info, n) == 0;
+               serow_send_connections(loop->handback_channel, fds, info, n) == 0;
     for (size_t i = 0; i < n; i++) {
         if (sent)
             serow_forget_connection(loop, conns[i]);
@@ -52,7 +52,7 @@ static void hand_back_connections(struct worker_loop *loop, struct connection **
  * may be on its way already (it is answered with Connection: close). */
 void serow_park_idle_connection(struct worker_loop *loop, struct connection *conn)
 {
-    connection_release_buffer(conn);
+    serow_connection_release_buffer(conn);
     if (loop->whole_server_stopping) {
         conn->state = CONNECTION_IDLE;
         serow_timer_append(loop, conn, TIMER_IDLE, serow_now_seconds() + STOP_GRACE_SECONDS);
@@ -65,7 +65,7 @@ void serow_park_idle_connection(struct worker_loop *loop, struct connection *con
     conn->state = CONNECTION_IDLE;
     serow_timer_append(loop, conn, TIMER_IDLE,
                        serow_now_seconds() + loop->settings.keepalive_timeout);
-    serow_slot_park(loop, conn, shared_clock_ms());
+    serow_slot_park(loop, conn, serow_shared_clock_ms());
 }
 
 /* A worker that stops: every parked connection goes to the holder, in

@@ -52,7 +52,7 @@ static void send_continue(struct worker_loop *loop, struct connection *conn, int
         return;
     }
     struct iovec iov = {(void *)continue_line, len};
-    worker_loop_write(loop, &iov, 1);
+    serow_worker_loop_write(loop, &iov, 1);
     loop->request.response_started = 0;
 }
 
@@ -72,7 +72,7 @@ static int preread_body_complete(struct connection *conn)
             if (len > sizeof(scratch))
                 len = sizeof(scratch);
             memcpy(scratch, conn->buffer + conn->body_scanned, len);
-            int r = decode_chunked(&conn->body_scan, scratch, &len, &consumed);
+            int r = serow_decode_chunked(&conn->body_scan, scratch, &len, &consumed);
             conn->body_scanned += consumed;
             if (r != CHUNKED_NEED_MORE)
                 return 1;
@@ -123,7 +123,7 @@ int serow_wait_for_small_body(struct worker_loop *loop, struct connection *conn,
                              : PREREAD_BODY_MAX;
         conn->body_wanted = head_len + (size_t)ahead;
         conn->body_scanned = head_len;
-        chunked_decoder_init(&conn->body_scan);
+        serow_chunked_decoder_init(&conn->body_scan);
         conn->body_scan.max_body = loop->settings.max_body_size;
     } else {
         return 0;
@@ -151,7 +151,7 @@ void serow_body_start(struct worker_loop *loop)
     loop->request.continue_sent = 0;
     loop->request.response_started = 0;
     if (loop->request.head.framing == HTTP_BODY_CHUNKED) {
-        chunked_decoder_init(&loop->request.chunked);
+        serow_chunked_decoder_init(&loop->request.chunked);
         loop->request.chunked.max_body = loop->settings.max_body_size;
     }
 }
@@ -191,7 +191,7 @@ static int read_more_body(struct worker_loop *loop)
 {
     struct connection *conn = loop->request.conn;
     for (;;) {
-        size_t room = connection_reserve(conn, loop->request.head_len + CONNECTION_READ_SIZE);
+        size_t room = serow_connection_reserve(conn, loop->request.head_len + CONNECTION_READ_SIZE);
         if (room == 0)
             return 0;
         ssize_t n = recv(conn->fd, conn->buffer + conn->buffer_len, room, 0);
@@ -211,7 +211,7 @@ static int read_more_body(struct worker_loop *loop)
     }
 }
 
-int worker_loop_read_body(struct worker_loop *loop, char *out, size_t cap, size_t *got)
+int serow_worker_loop_read_body(struct worker_loop *loop, char *out, size_t cap, size_t *got)
 {
     struct connection *conn = loop->request.conn;
     *got = 0;
@@ -244,7 +244,7 @@ int worker_loop_read_body(struct worker_loop *loop, char *out, size_t cap, size_
                 /* decoded data is never longer than its input: give the
                  * decoder at most cap bytes and all it decodes fits in out */
                 size_t len = avail < cap ? avail : cap, consumed = 0;
-                int r = decode_chunked(&loop->request.chunked, body, &len, &consumed);
+                int r = serow_decode_chunked(&loop->request.chunked, body, &len, &consumed);
                 if (r == CHUNKED_ERROR)
                     return 400;
                 /* as soon as the size line says so, like a Content-Length
@@ -270,7 +270,7 @@ int worker_loop_read_body(struct worker_loop *loop, char *out, size_t cap, size_
     }
 }
 
-int worker_loop_body_buffered(const struct worker_loop *loop, size_t max)
+int serow_worker_loop_body_buffered(const struct worker_loop *loop, size_t max)
 {
     const struct connection *conn = loop->request.conn;
     return conn != NULL && loop->request.head.framing == HTTP_BODY_LENGTH && !loop->request.body_done &&

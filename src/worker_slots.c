@@ -157,6 +157,6 @@ void serow_park_again_if_nothing_came(struct worker_loop *loop, struct connectio
     struct connection_slot *s = &loop->slot->connections_table[conn->slot];
     if (atomic_load(&s->state) != SLOT_IN_WORKER)
         return; /* parked already (stray empty lines) */
-    connection_release_buffer(conn); /* (the read made one) */
+    serow_connection_release_buffer(conn); /* (the read made one) */
     serow_slot_park(loop, conn, atomic_load(&s->idle_since_ms));
 }

@@ -32,7 +32,7 @@ static void read_request(struct connection *conn, size_t head_len, size_t body_l
 {
     size_t wanted = head_len + body_len;
     while (conn->buffer_len < wanted) {
-        size_t room = connection_reserve(conn, wanted > HEAD_MAX ? wanted : HEAD_MAX);
+        size_t room = serow_connection_reserve(conn, wanted > HEAD_MAX ? wanted : HEAD_MAX);
         if (room == 0)
             break;
         size_t n = wanted - conn->buffer_len < room ? wanted - conn->buffer_len : room;
@@ -44,14 +44,14 @@ static void read_request(struct connection *conn, size_t head_len, size_t body_l
 /* The request served: everything consumed, the connection idle. */
 static void finish_request(struct connection *conn)
 {
-    connection_consume(conn, conn->buffer_len);
-    connection_release_buffer(conn);
+    serow_connection_consume(conn, conn->buffer_len);
+    serow_connection_release_buffer(conn);
 }
 
 int main(void)
 {
-    struct connection *a = connection_new(-1, NULL, 0, 1);
-    struct connection *b = connection_new(-1, NULL, 0, 1);
+    struct connection *a = serow_connection_new(-1, NULL, 0, 1);
+    struct connection *b = serow_connection_new(-1, NULL, 0, 1);
 
     /* a head and a body of 64 KiB: more than one read's worth */
     read_request(a, 100, 65536);
@@ -83,14 +83,14 @@ int main(void)
 
     /* A buffer grown far past a request's usual size (a head as long as the
      * limit allows, a pipelined burst) is freed, not kept. */
-    struct connection *big = connection_new(-1, NULL, 0, 1);
+    struct connection *big = serow_connection_new(-1, NULL, 0, 1);
     read_request(big, 4 * CONNECTION_READ_SIZE, 0);
     check(big->buffer_size >= 4 * CONNECTION_READ_SIZE, "a buffer grown to 256 KiB");
     finish_request(big);
     struct connection *c[3];
     int got_big = 0;
     for (int i = 0; i < 3; i++) {
-        c[i] = connection_new(-1, NULL, 0, 1);
+        c[i] = serow_connection_new(-1, NULL, 0, 1);
         read_request(c[i], 100, 0);
         if (c[i]->buffer_size >= 4 * CONNECTION_READ_SIZE)
             got_big = 1;
@@ -101,14 +101,14 @@ int main(void)
      * connection. */
     read_request(a, 100, 0);
     char *held = a->buffer;
-    connection_release_buffer(a);
+    serow_connection_release_buffer(a);
     check(a->buffer == held && a->buffer_len == 100, "a buffer with unread bytes is not given back");
     finish_request(a);
 
     for (int i = 0; i < 3; i++)
-        connection_free(c[i]);
-    connection_free(a);
-    connection_free(b);
-    connection_free(big);
+        serow_connection_free(c[i]);
+    serow_connection_free(a);
+    serow_connection_free(b);
+    serow_connection_free(big);
     return failures ? 1 : 0;
 }

@@ -172,7 +172,7 @@ static int parse_at(const char *bytes, size_t len, const struct http_limits *lim
     memset(head, 0, sizeof(*head));
     head->headers = fields;
     head->headers_capacity = limits->max_headers;
-    return parse_request_head(against_guard(bytes, len), len, head, limits);
+    return serow_parse_request_head(against_guard(bytes, len), len, head, limits);
 }
 
 static void run_request(const struct request_case *c)
@@ -197,9 +197,9 @@ static void run_request(const struct request_case *c)
     int ok;
     if (c->expect == EXPECT_COMPLETE) {
         ok = r == (int)len;
-        /* find_header() on what the parser returned, against the guard too */
+        /* serow_find_header() on what the parser returned, against the guard too */
         for (size_t i = 0; ok && i < head.num_headers; i++)
-            ok = find_header(&head, fields[i].name, fields[i].name_len) != NULL;
+            ok = serow_find_header(&head, fields[i].name, fields[i].name_len) != NULL;
     } else if (c->expect == EXPECT_INCOMPLETE) {
         ok = r == HTTP_PARSE_INCOMPLETE;
     } else {
@@ -213,7 +213,7 @@ static int decode_in_two(const char *bytes, size_t len, size_t cut, uint64_t max
                          char *decoded, size_t *decoded_len, size_t *consumed)
 {
     struct chunked_decoder d;
-    chunked_decoder_init(&d);
+    serow_chunked_decoder_init(&d);
     d.max_body = max_body;
     size_t starts[2] = { 0, cut }, ends[2] = { cut, len };
     int r = CHUNKED_NEED_MORE;
@@ -222,7 +222,7 @@ static int decode_in_two(const char *bytes, size_t len, size_t cut, uint64_t max
     for (int piece = 0; piece < 2 && r == CHUNKED_NEED_MORE; piece++) {
         size_t n = ends[piece] - starts[piece], used = 0;
         char *p = against_guard(bytes + starts[piece], n);
-        r = decode_chunked(&d, p, &n, &used);
+        r = serow_decode_chunked(&d, p, &n, &used);
         memcpy(decoded + *decoded_len, p, n);
         *decoded_len += n;
         *consumed += used;
