@@ -209,6 +209,13 @@ loop_client_hung_up(Serow::Loop loop, double timeout)
   OUTPUT:
     RETVAL
 
+double
+loop_body_given(Serow::Loop loop)
+  CODE:
+    RETVAL = (double)serow_psgi_body_given(loop);
+  OUTPUT:
+    RETVAL
+
 int
 loop_finish_body(Serow::Loop loop)
   CODE:

@@ -628,6 +628,12 @@ int serow_sendfile_psgi_body(pTHX_ struct worker_loop *loop, int fd, uint64_t of
     return RESPONSE_OK;
 }
 
+uint64_t serow_psgi_body_given(const struct worker_loop *loop)
+{
+    const struct serow_response *response = &loop->request.response;
+    return response->active ? response->body_given : 0;
+}
+
 int serow_finish_psgi_body(pTHX_ struct worker_loop *loop)
 {
     struct serow_response *response = &loop->request.response;

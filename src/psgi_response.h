@@ -32,6 +32,11 @@ int serow_write_psgi_body(pTHX_ struct worker_loop *loop, const char *data, size
 int serow_sendfile_psgi_body(pTHX_ struct worker_loop *loop, int fd, uint64_t offset, uint64_t len);
 int serow_finish_psgi_body(pTHX_ struct worker_loop *loop);
 
+/* The body bytes the app has given the response so far (sent, or held in a
+ * buffer of the response's): how poll_cb tells a call that wrote from one
+ * that did not, without a count kept on every write. */
+uint64_t serow_psgi_body_given(const struct worker_loop *loop);
+
 /* psgix.informational: a 1xx response before the final one. */
 int serow_send_informational_response(pTHX_ struct worker_loop *loop, SV *status, SV *headers,
                                 SV **bad_header);

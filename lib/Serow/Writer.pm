@@ -40,8 +40,7 @@ use constant POLL_IDLE_SECONDS => 0.05;
 # new($loop, hold => BYTES): BYTES from compression_header_size.
 sub new {
     my ($class, $loop, %opts) = @_;
-    return bless { loop => $loop, closed => 0, hold => $opts{hold} // 0, held => '', sends => 0 },
-        $class;
+    return bless { loop => $loop, closed => 0, hold => $opts{hold} // 0, held => '' }, $class;
 }
 
 # Dies when the client has gone away: an app streaming without end (server-
@@ -57,7 +56,6 @@ sub write {
 sub send {
     my ($self, $data) = @_;
     return 1 if $self->{closed} || !length $data;
-    $self->{sends}++; # (poll_cb's measure of progress)
     if ($self->{hold}) {
         if (length($self->{held}) + length($data) <= $self->{hold}) {
             $self->{held} .= $data;
@@ -87,6 +85,13 @@ sub close {
 sub closed { $_[0]{closed} }
 sub gone { $_[0]{gone} }
 
+# The body bytes written so far, held here or given to the response: asked
+# only by poll_cb, so that a write costs no count of its own.
+sub given {
+    my ($self) = @_;
+    return $self->{loop}->body_given + length $self->{held};
+}
+
 # The request is over: this writer does nothing more.
 sub abandon { $_[0]{closed} = 1 }
 
@@ -102,9 +107,9 @@ sub abandon { $_[0]{closed} = 1 }
 sub poll_cb {
     my ($self, $cb) = @_;
     until ($self->{closed}) {
-        my $sends = $self->{sends};
+        my $given = $self->given;
         $cb->($self);
-        next if $self->{closed} || $self->{sends} != $sends;
+        next if $self->{closed} || $self->given != $given;
         if ($self->{loop}->client_hung_up(POLL_IDLE_SECONDS)) {
             $self->{gone} = $self->{closed} = 1;
             die CLIENT_GONE;
