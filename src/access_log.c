@@ -1,5 +1,9 @@
 /*
  * access_log.c - formats and writes access log lines (see access_log.h).
+ *
+ * Owns: the Apache combined format, the escaping of what a client sent, the
+ * log file's descriptor (one write(2) a line; reopened on USR1).  It knows
+ * no loop and no request struct: request_accounting.c hands it the fields.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE

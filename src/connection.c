@@ -1,5 +1,9 @@
 /*
  * connection.c - allocation and the input buffer of a client connection.
+ *
+ * Owns: struct connection's memory and its buffer (grown, consumed,
+ * released when idle).  It knows no loop: which lists a connection is in,
+ * its timers and its socket's life are the worker's (worker_*.c).
  */
 #include "connection.h"
 

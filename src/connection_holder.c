@@ -1,6 +1,12 @@
 /*
  * connection_holder.c - keeps idle keep-alive connections, passes ready ones
  * to free workers, takes idle ones away from busy workers.
+ *
+ * Owns: the holder process's loop and every connection it holds, the
+ * keep-alive cap server-wide.  It reads the workers' slots in the shared
+ * memory (shared_state.h) and takes connections only through
+ * connection_transfer.c and fd_passing.c; it runs no Perl and never touches
+ * a worker's own state.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE

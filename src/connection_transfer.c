@@ -1,5 +1,9 @@
 /*
  * connection_transfer.c - taking parked connections out of workers.
+ *
+ * Owns: the handles on other workers (pidfd, their eventfd) and the claim
+ * of a parked connection's slot before pidfd_getfd takes its descriptor.
+ * Used by the holder and by gathering; what a slot means is shared_state.h's.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE

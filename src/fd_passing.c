@@ -1,5 +1,9 @@
 /*
  * fd_passing.c - SCM_RIGHTS messages of connections.
+ *
+ * Owns: the wire format of a passed connection (its descriptor, and the bytes
+ * already read from it) on a SOCK_SEQPACKET channel.  No loop, no policy:
+ * who passes what, and when, is the holder's and the worker's.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE

@@ -1,3 +1,10 @@
+/*
+ * log.c - error log lines from C (the holder's, the worker's), in the same
+ * format as lib/Serow/Log.pm's: a timestamp, a level, the message.
+ *
+ * Owns: that format.  Writes to standard error, which the master points at
+ * --error-log; no buffering, one write(2) a line.
+ */
 #include "log.h"
 
 #include <stdarg.h>

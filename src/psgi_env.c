@@ -7,6 +7,11 @@
  * So the env of the previous request is reused when the app kept no
  * reference to it: its entries stay, their values are overwritten in place,
  * and whatever the app added or changed is dropped (see "Reusing the env").
+ *
+ * Owns: the env and its per-process caches (the env kept for reuse, the
+ * key and slot tables, the template).  The handles the env lends the app
+ * are psgi_input.c's; the request's fields it reads are the loop's
+ * (worker_internal.h), and it writes none of them.
  */
 #define PERL_NO_GET_CONTEXT
 #include "psgi_env.h"

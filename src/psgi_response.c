@@ -1,5 +1,10 @@
 /*
  * psgi_response.c - Perl values of a PSGI response to bytes on the socket.
+ *
+ * Owns: the response part of the request (struct serow_response in
+ * request.h) and the head and iovec buffers.  What a head says is
+ * response_writer.c's; writing goes through worker_output.c; when the
+ * request ends is psgi_request.c's.
  */
 #define PERL_NO_GET_CONTEXT
 #include "psgi_response.h"

@@ -1,6 +1,10 @@
 /*
  * request_accounting.c - what is recorded of each request a worker answers:
  * its access log line and its metrics (see request_accounting.h).
+ *
+ * Owns: the accounting part of the request (its start time, status and
+ * body bytes in struct serow_request).  It formats through access_log.c and
+ * counts through request_metrics.c, and decides nothing about the request.
  */
 #include "request_accounting.h"
 

@@ -1,5 +1,10 @@
 /*
  * shared_state.c - the mapping shared by master, holder and workers.
+ *
+ * Owns: the mapping's layout and the walks over it that more than one
+ * process needs (a worker slot's reset, the totals, the status of a slot,
+ * the master's requests to a worker).  Each slot is written by its worker
+ * and read by the others; the functions here say which side they are for.
  */
 #include "shared_state.h"
 
