@@ -402,6 +402,13 @@ shared_count_worker_restart(Serow::Shared shared)
     /* The master replaced a worker that left while the server ran. */
     serow_shared_count_worker_restart(shared);
 
+void
+shared_count_worker_recycled(Serow::Shared shared, const char *reason)
+  CODE:
+    /* The master asked a worker to leave for reason ("rss"). */
+    if (serow_shared_count_worker_recycled(shared, reason) != 0)
+        croak("count_worker_recycled: no reason '%s'", reason);
+
 SV *
 shared_metrics(Serow::Shared shared)
   CODE:

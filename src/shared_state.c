@@ -146,6 +146,21 @@ void serow_shared_count_worker_restart(struct shared_state *shared)
     atomic_fetch_add(&shared->worker_restarts, 1);
 }
 
+const char *const serow_shared_recycle_reasons[SHARED_RECYCLE_REASONS] = {
+    [SHARED_RECYCLE_RSS] = "rss",
+};
+
+int serow_shared_count_worker_recycled(struct shared_state *shared, const char *reason)
+{
+    for (int i = 0; i < SHARED_RECYCLE_REASONS; i++) {
+        if (strcmp(reason, serow_shared_recycle_reasons[i]) == 0) {
+            atomic_fetch_add(&shared->workers_recycled[i], 1);
+            return 0;
+        }
+    }
+    return -1;
+}
+
 void serow_shared_totals(struct shared_state *shared, struct serow_shared_totals *totals)
 {
     serow_shared_count_workers(shared, &totals->workers);
@@ -159,6 +174,8 @@ void serow_shared_totals(struct shared_state *shared, struct serow_shared_totals
     totals->connections_gathered = atomic_load(&shared->connections_gathered);
     totals->requests_total = atomic_load(&shared->requests_total);
     totals->worker_restarts = atomic_load(&shared->worker_restarts);
+    for (int i = 0; i < SHARED_RECYCLE_REASONS; i++)
+        totals->workers_recycled[i] = atomic_load(&shared->workers_recycled[i]);
 }
 
 int serow_shared_worker_status(struct shared_state *shared, uint32_t index,

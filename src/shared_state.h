@@ -100,6 +100,14 @@ struct worker_slot {
     struct connection_slot connections_table[SHARED_SLOTS_PER_WORKER];
 };
 
+/* Why the master replaced a worker that was still working (the metric
+ * serow_worker_recycled_total{reason}); serow_shared_recycle_reasons names them. */
+enum shared_recycle_reason {
+    SHARED_RECYCLE_RSS, /* --max-worker-rss */
+    SHARED_RECYCLE_REASONS
+};
+extern const char *const serow_shared_recycle_reasons[SHARED_RECYCLE_REASONS];
+
 struct shared_state {
     uint64_t started_ms;              /* wall clock, for the uptime */
     _Atomic int32_t holder_pid;
@@ -113,6 +121,7 @@ struct shared_state {
     _Atomic uint64_t connections_stolen;
     _Atomic uint64_t requests_total;
     _Atomic uint64_t worker_restarts; /* written by the master only */
+    _Atomic uint64_t workers_recycled[SHARED_RECYCLE_REASONS]; /* by the master only */
     _Atomic uint64_t connections_gathered; /* moved to a worker that had the CPU */
     _Atomic uint32_t worker_slots_used;  /* slots below this have had a worker */
     uint32_t max_workers;
@@ -183,6 +192,10 @@ void serow_shared_set_server_stopping(struct shared_state *shared);
 /* The master replaced a worker that left while the server ran. */
 void serow_shared_count_worker_restart(struct shared_state *shared);
 
+/* The master asked a worker to leave for reason ("rss": the name in
+ * serow_shared_recycle_reasons).  -1 for a reason there is no such name. */
+int serow_shared_count_worker_recycled(struct shared_state *shared, const char *reason);
+
 /* The server's numbers at one look, for the metrics and the status page: its
  * own counters, and the workers counted (serow_shared_count_workers). */
 struct serow_shared_totals {
@@ -193,6 +206,7 @@ struct serow_shared_totals {
     uint32_t waiting_connections;       /* idle: in the holder or parked in a worker */
     uint32_t queued_connections;        /* ready, passed on, not yet taken */
     uint64_t connections_stolen, connections_gathered, requests_total, worker_restarts;
+    uint64_t workers_recycled[SHARED_RECYCLE_REASONS];
     struct shared_worker_counts workers;
 };
 void serow_shared_totals(struct shared_state *shared, struct serow_shared_totals *totals);

@@ -59,6 +59,11 @@ SV *serow_shared_metrics_value(pTHX_ struct shared_state *shared)
     hv_stores(m, "duration_sum", newSVnv((double)t.duration_sum_ns / 1e9));
     hv_stores(m, "connections_accepted", newSVnv((double)t.connections_accepted));
     hv_stores(m, "worker_restarts", newSVnv((double)totals.worker_restarts));
+    HV *recycled = newHV();
+    for (int i = 0; i < SHARED_RECYCLE_REASONS; i++)
+        hv_store(recycled, serow_shared_recycle_reasons[i], strlen(serow_shared_recycle_reasons[i]),
+                 newSVnv((double)totals.workers_recycled[i]), 0);
+    hv_stores(m, "workers_recycled", newRV_noinc((SV *)recycled));
     hv_stores(m, "busy_workers", newSVuv(totals.workers.busy));
     hv_stores(m, "idle_workers", newSVuv(totals.workers.idle));
     hv_stores(m, "idle_connections", newSVuv(totals.waiting_connections));

@@ -19,6 +19,11 @@ use constant FAST_DEATH_SECONDS => 1;
 # option, so that workers started together do not all restart together.
 use constant MAX_REQUESTS_SPREAD => 0.25;
 
+# --max-worker-rss: how often the master reads its workers' resident memory.
+# The master does it, on its own clock, so that a worker spends nothing on it;
+# a worker over the limit may answer requests for up to this long more.
+use constant RSS_CHECK_SECONDS => 1;
+
 # Worker slots in the shared memory: room for TTIN and for old workers that
 # finish while their replacements run.
 use constant MIN_WORKER_SLOTS => 64;
@@ -67,7 +72,8 @@ sub new {
         privileges => $args{privileges}, # Serow::Privileges: dropped in every child, or undef
         on_ready   => $args{on_ready}, # called once the signal handlers are in place
         target     => $args{options}{workers},
-        # pid => { generation, started, stopping_since, killed, slot, wake_fd }
+        # pid => { generation, started, stopping_since, killed, slot, wake_fd,
+        #          recycled (over --max-worker-rss) }
         workers    => {},
         generation => 1,
         pending    => [],   # signals received, handled in order by the loop
@@ -128,6 +134,7 @@ sub run {
             next;
         }
         $self->spawn_holder unless $self->{holder_pid};
+        $self->recycle_large_workers;
         $self->retire_surplus_workers;
         $self->spawn_missing_workers;
     }
@@ -371,6 +378,38 @@ sub ask_worker {
         or Serow::Log->error("cannot ask worker $pid to $what: $@");
 }
 
+# --max-worker-rss: a worker whose resident memory passed the limit is asked
+# to stop, as on HUP: its replacement starts at once (it is no longer a
+# current worker), it finishes its request and hands its idle connections
+# to the holder.  Read from /proc by the master, at most every
+# RSS_CHECK_SECONDS (the loop also wakes for signals and exits).
+sub recycle_large_workers {
+    my ($self) = @_;
+    my $limit = $self->{options}{max_worker_rss} or return;
+    my $now = Time::HiRes::time;
+    return if $self->{rss_checked} && $now - $self->{rss_checked} < RSS_CHECK_SECONDS;
+    $self->{rss_checked} = $now;
+    for my $pid ($self->current_workers) {
+        my $mib = worker_rss_mib($pid) // next;
+        next if $mib <= $limit;
+        Serow::Log->info("worker $pid uses $mib MiB, over --max-worker-rss $limit: replaced");
+        $self->{workers}{$pid}{recycled} = 1;
+        $self->{shared}->count_worker_recycled('rss');
+        $self->stop_worker($pid);
+    }
+}
+
+# A process's resident memory in whole MiB (VmRSS, which counts the pages it
+# still shares with the master), or undef when it is gone.
+sub worker_rss_mib {
+    my ($pid) = @_;
+    open(my $fh, '<', "/proc/$pid/status") or return undef;
+    while (my $line = <$fh>) {
+        return int($1 / 1024) if $line =~ /\AVmRSS:\s*(\d+)\s*kB/;
+    }
+    return undef;
+}
+
 # TTOU lowered the target: the newest surplus workers finish and leave.
 sub retire_surplus_workers {
     my ($self) = @_;
@@ -406,10 +445,12 @@ sub reap_workers {
         my $w = delete $self->{workers}{$pid} or next;
         Serow::close_fd($w->{wake_fd});
         $self->{shared}->reset_worker($w->{slot}); # (its counts stay: src/request_metrics.h)
-        # Replaced: it left on its own (--max-requests, harakiri, a crash) or
-        # a HUP replaced it; not one that TTOU or the server's stop retired.
+        # Replaced: it left on its own (--max-requests, harakiri, a crash), a
+        # HUP or --max-worker-rss replaced it; not one that TTOU or the
+        # server's stop retired.
         $self->{shared}->count_worker_restart
-            if !$self->{stopping} && (!$w->{stopping_since} || $w->{generation} != $self->{generation});
+            if !$self->{stopping} && (!$w->{stopping_since} || $w->{recycled}
+                || $w->{generation} != $self->{generation});
         $self->log_worker_exit($pid, $w, $status);
         # One that fails right after it started would fail again at once.
         if (!$w->{stopping_since} && $status != 0
@@ -445,7 +486,10 @@ Serow::Master - the master process: forks workers, replaces them, handles signal
 The master holds the listen sockets and the loaded app, forks the
 connection holder (L<Serow::ConnectionHolder>, see F<docs/keepalive.md>) and
 C<--workers> workers, and replaces any that exits (C<--max-requests>, C<psgix.harakiri>,
-an app that calls C<exit>, a crash; see F<docs/hardening.md>), and the holder if it dies. It logs a line when a worker exits (C<worker PID exited with
+an app that calls C<exit>, a crash; see F<docs/hardening.md>), and the holder if it dies.
+With C<--max-worker-rss>, it reads each worker's resident memory once a second
+and replaces one over the limit as on HUP (C<worker PID uses N MiB, over
+--max-worker-rss M: replaced>). It logs a line when a worker exits (C<worker PID exited with
 status N> or C<was killed by signal N>); the worker itself logs when it is
 ready (C<worker PID started>, with its own request limit under
 C<--max-requests>) and when it stops accepting (C<worker PID stopping>; a

@@ -115,6 +115,9 @@ sub render {
                 @{ $m->{duration_buckets} }),
             ['_sum', [], $m->{duration_sum}],
             ['_count', [], $m->{duration_count}]),
+        _metric('serow_worker_recycled_total', 'counter',
+            'Workers the master replaced for going over a limit, by reason (rss: --max-worker-rss).',
+            map { ['', [reason => $_], $m->{workers_recycled}{$_}] } sort keys %{ $m->{workers_recycled} }),
         map { my ($name, $type, $help, $key) = @$_; _metric($name, $type, $help, ['', [], $values{$key}]) }
             @SINGLE;
 }
@@ -179,6 +182,12 @@ that had a CPU from workers waiting for one (F<docs/keepalive.md>,
 "Gathering").
 
 =item serow_connections_accepted_total, serow_worker_restarts_total, serow_uptime_seconds
+
+=item serow_worker_recycled_total{reason="rss"}
+
+Workers the master asked to leave for going over a limit: C<rss>, resident
+memory over C<--max-worker-rss>. Each is also counted, once it has left, in
+C<serow_worker_restarts_total>.
 
 =back
 

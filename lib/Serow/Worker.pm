@@ -147,6 +147,7 @@ sub run {
     $self->open_access_log;
     $self->wrap_metrics;
     $self->install_signal_handlers;
+    $self->run_after_fork_hooks;
     my $limit = $self->{request_limit};
     # From the worker itself, so that it comes before anything it logs about
     # its requests.
@@ -186,6 +187,23 @@ sub run {
         go_on_with_request($self, $env, $stage, $res, $error) or $self->stop('psgix.harakiri');
     }
     return 0;
+}
+
+# The code an app registered to run in each worker after the fork
+# (reconnect to a database, reseed): push @Serow::AFTER_FORK, sub { ... }.
+# A package array rather than a function, so that an app file that registers
+# one needs no Serow loaded and runs unchanged under another server.  Run
+# once, before the first request, after --user (a hook reconnects as the
+# worker's user).  One that dies fails the worker: an app that cannot
+# reconnect must not take requests (the master starts another, no faster
+# than one a second).
+# (Read where it is, never aliased: with plackup the app may fill it before
+# this module is loaded.)
+sub run_after_fork_hooks {
+    my ($self) = @_;
+    for my $hook (@Serow::AFTER_FORK) {
+        eval { $hook->(); 1 } or die "worker $$: a hook of \@Serow::AFTER_FORK died: $@";
+    }
 }
 
 # --access-log: each worker appends to the file (O_APPEND, one write per
