@@ -12,6 +12,9 @@ use Serow::Log ();
 # How long the master sleeps between looks at its workers when no signal
 # wakes it: signals and child exits interrupt the sleep at once.
 use constant IDLE_WAKE_SECONDS => 1;
+# How often the master looks whether its new workers have all started while
+# systemd waits for READY=1 (only then, and only under Type=notify).
+use constant READY_POLL_SECONDS => 0.05;
 # A worker that dies this soon after it started is probably failing at start:
 # replacements are then spawned no faster than one per this many seconds.
 use constant FAST_DEATH_SECONDS => 1;
@@ -71,6 +74,8 @@ sub new {
         listeners  => $args{listeners},
         privileges => $args{privileges}, # Serow::Privileges: dropped in every child, or undef
         on_ready   => $args{on_ready}, # called once the signal handlers are in place
+        notify     => $args{notify}, # Serow::Notify (systemd's NOTIFY_SOCKET), or undef
+        awaiting_ready => 1, # READY=1 is owed once the current generation has started
         target     => $args{options}{workers},
         # pid => { generation, started, stopping_since, killed, slot, wake_fd,
         #          recycled (over --max-worker-rss) }
@@ -137,6 +142,7 @@ sub run {
         $self->recycle_large_workers;
         $self->retire_surplus_workers;
         $self->spawn_missing_workers;
+        $self->notify_systemd;
     }
     Serow::Log->info("stopped");
     return 0;
@@ -144,7 +150,44 @@ sub run {
 
 sub wait_for_event {
     my ($self) = @_;
-    select(undef, undef, undef, IDLE_WAKE_SECONDS) unless @{ $self->{pending} };
+    return if @{ $self->{pending} };
+    my $timeout = IDLE_WAKE_SECONDS;
+    if (my $notify = $self->{notify}) {
+        $timeout = READY_POLL_SECONDS if $self->{awaiting_ready} && !$self->{stopping};
+        my $watchdog = $notify->watchdog;
+        $timeout = $watchdog if defined $watchdog && $watchdog < $timeout;
+    }
+    select(undef, undef, undef, $timeout);
+}
+
+# Under systemd's Type=notify: READY=1 once the workers are up (after the
+# start, after a HUP), STATUS= when it changes, and the watchdog's ping.
+sub notify_systemd {
+    my ($self) = @_;
+    my $notify = $self->{notify} or return;
+    my $status = $self->{shared}->status;
+    if ($self->{awaiting_ready} && $self->generation_ready($status)) {
+        $self->{awaiting_ready} = 0;
+        $notify->ready;
+    }
+    my $workers = @{ $status->{workers} };
+    $notify->status("$workers workers: $status->{processing} busy, "
+        . ($workers - $status->{processing}) . " idle; $status->{queued} connections queued, "
+        . "$status->{waiting} idle");
+    $notify->watchdog;
+}
+
+# Ready: the connection holder runs, and every worker of the current
+# generation has started (published its pid in its slot, which it does
+# before it logs "started"; a connection that comes before its loop waits
+# in the listen backlog).
+sub generation_ready {
+    my ($self, $status) = @_;
+    return 0 unless $status->{holder_pid};
+    my @current = $self->current_workers;
+    return 0 if @current < $self->{target};
+    my %started = map { $_->{pid} => 1 } @{ $status->{workers} };
+    return !grep { !$started{$_} } @current;
 }
 
 sub handle_signals {
@@ -161,6 +204,7 @@ sub handle_signals {
 sub stop {
     my ($self, $sig) = @_;
     $self->{stopping} = 1;
+    $self->{notify}->stopping if $self->{notify};
     $self->{shared}->set_server_stopping;
     $self->stop_worker($_) for keys %{ $self->{workers} };
     # After the stop requests: an idle worker woken by its listener closing
@@ -177,6 +221,10 @@ sub stop {
 sub restart_workers {
     my ($self, $sig) = @_;
     Serow::Log->info("received SIG$sig: replacing workers gracefully");
+    if ($self->{notify}) {
+        $self->{notify}->reloading;
+        $self->{awaiting_ready} = 1;
+    }
     my @old = keys %{ $self->{workers} };
     $self->{generation}++;
     $self->spawn_missing_workers;
@@ -258,6 +306,7 @@ sub fork_child {
         $SIG{$_} = 'DEFAULT' for @SIGNALS;
         # The other workers' doorbells are the master's, not this child's.
         Serow::close_fd($_->{wake_fd}) for values %{ $self->{workers} };
+        $self->{notify}->close_in_child if $self->{notify};
         if ($self->{privileges} && !eval { $self->{privileges}->drop }) {
             Serow::Log->error("cannot drop privileges: $@");
             Serow::exit_now(1);

@@ -10,6 +10,7 @@ use Serow::Log ();
 use Serow::PidFile ();
 use Serow::Privileges ();
 use Serow::Metrics ();
+use Serow::Notify ();
 use Scalar::Util ();
 use overload ();
 
@@ -17,12 +18,15 @@ sub new {
     my ($class, %args) = @_;
     my $server_ready = delete $args{server_ready};
     my $sockets = delete $args{listen_sockets}; # already listening: used as they are
+    # systemd's NOTIFY_SOCKET: serow takes it before it loads the app
+    # (Serow::Notify->from_env), plackup -s Serow only here.
+    my $notify = exists $args{notify} ? delete $args{notify} : Serow::Notify->from_env;
     my $options = Serow::Options->from_hash(%args);
     $options->{max_keepalive_connections} ||= default_max_keepalive_connections();
     # Names checked now: a wrong --user is an error before anything is bound.
     my $privileges = Serow::Privileges->resolve(user => $options->{user}, group => $options->{group});
     return bless { options => $options, server_ready => $server_ready, listen_sockets => $sockets,
-                   privileges => $privileges }, $class;
+                   privileges => $privileges, notify => $notify }, $class;
 }
 
 # Idle connections all end up in one process, the connection holder, so the
@@ -114,7 +118,8 @@ sub run {
     my @listeners = $self->open_listeners;
     my $pid_file = defined $options->{pid_file} ? Serow::PidFile->write($options->{pid_file}) : undef;
     my $master = Serow::Master->new(app => $app, options => $options, listeners => \@listeners,
-        privileges => $self->{privileges}, on_ready => sub { $self->announce(@listeners) });
+        privileges => $self->{privileges}, notify => $self->{notify},
+        on_ready => sub { $self->announce(@listeners) });
     my $status = $master->run;
     $_->close_and_unlink for @listeners;
     $pid_file->remove if $pid_file;

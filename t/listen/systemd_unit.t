@@ -39,6 +39,9 @@ like $rest[0], qr/\.psgi$/, 'the app';
 cmp_ok $service->{TimeoutStopSec}[0], '>', $options->{graceful_timeout},
     'systemd waits longer than --graceful-timeout before it kills';
 is_deeply $service->{KillMode}, ['mixed'], 'TERM goes to the master alone';
+# Serow::Notify speaks from the master only.
+is_deeply $service->{Type}, ['notify'], 'Type=notify';
+is_deeply $service->{NotifyAccess}, ['main'], "the master's messages alone";
 is_deeply $service->{Requires}, ['serow.socket'];
 
 for my $address (@{ $socket->{ListenStream} }) {

@@ -26,7 +26,7 @@ subtest 'the start-up line' => sub {
     like $line, qr/\[pid $pid\] Serow \Q$Serow::VERSION\E listening on /, "Serow's version, from the master";
     like $line, qr{ listening on http://127\.0\.0\.1:$port, \Q$path\E with 2 workers }, 'URL, UNIX path, workers';
     like $line, qr/\(master pid $pid\)/, 'the master pid';
-    like $line, qr/keep-alive on \(idle connections held by the connection holder, closed after 5s\)/, 'keep-alive';
+    like $line, qr/keep-alive on \(idle connections held by the connection holder, closed after 75s\)/, 'keep-alive';
     unlike $line, qr/workers run as|pid file/, 'no user or pid file when none is given';
     is $server->stop, 0;
     like $_, qr/^$STAMP/, "every line is stamped: $_" for grep { !/^test app loaded/ } split /\n/, $server->log;

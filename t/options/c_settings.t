@@ -45,4 +45,13 @@ subtest 'Serow::Shared->run_holder takes every setting from its caller' => sub {
     POSIX::close($_) for $ready_send, $ready_receive, $handback_send, $handback_receive;
 };
 
+# 75 s, above the idle timeouts of the proxies in front (nginx's upstream
+# keepalive_timeout, 60 s; AWS ALB, 60 s), which must close first: the value
+# the worker's loop and the holder get when no option is given.
+subtest 'the default keep-alive timeout reaches the worker and the holder' => sub {
+    is $defaults->{keepalive_timeout}, 75, 'the table says 75';
+    is(Serow::Worker->loop_settings($defaults)->{keepalive_timeout}, 75, 'the worker loop gets 75');
+    is(Serow::ConnectionHolder->settings($defaults)->{keepalive_timeout}, 75, 'the holder gets 75');
+};
+
 done_testing;
