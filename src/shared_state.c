@@ -87,6 +87,7 @@ void serow_shared_reset_worker(struct shared_state *shared, uint32_t index)
     atomic_store(&w->idle_connections, 0);
     atomic_store(&w->connections, 0);
     atomic_store(&w->busy, 0);
+    atomic_store(&w->app_since_ms, 0);
     atomic_store(&w->free, 0);
     atomic_store(&w->stolen_head, 0);
     atomic_store(&w->stolen_tail, 0);
@@ -141,6 +142,26 @@ void serow_shared_count_worker_restart(struct shared_state *shared)
     atomic_fetch_add(&shared->worker_restarts, 1);
 }
 
+void serow_shared_count_request_timeout(struct shared_state *shared)
+{
+    atomic_fetch_add(&shared->request_timeouts, 1);
+}
+
+uint64_t serow_shared_app_running_ms(struct shared_state *shared, uint32_t index,
+                                     char *request_text)
+{
+    if (index >= shared->max_workers)
+        return 0;
+    struct worker_slot *w = &shared->workers[index];
+    uint64_t since = atomic_load(&w->app_since_ms);
+    if (since == 0)
+        return 0;
+    memcpy(request_text, w->current_request, SHARED_REQUEST_TEXT);
+    request_text[SHARED_REQUEST_TEXT - 1] = '\0';
+    uint64_t ms = serow_shared_ms_since(serow_shared_clock_ms(), since);
+    return ms > 0 ? ms : 1;
+}
+
 void serow_shared_totals(struct shared_state *shared, struct serow_shared_totals *totals)
 {
     serow_shared_count_workers(shared, &totals->workers);
@@ -154,6 +175,7 @@ void serow_shared_totals(struct shared_state *shared, struct serow_shared_totals
     totals->connections_gathered = atomic_load(&shared->connections_gathered);
     totals->requests_total = atomic_load(&shared->requests_total);
     totals->worker_restarts = atomic_load(&shared->worker_restarts);
+    totals->request_timeouts = atomic_load(&shared->request_timeouts);
 }
 
 int serow_shared_worker_status(struct shared_state *shared, uint32_t index,

@@ -59,6 +59,7 @@ SV *serow_shared_metrics_value(pTHX_ struct shared_state *shared)
     hv_stores(m, "duration_sum", newSVnv((double)t.duration_sum_ns / 1e9));
     hv_stores(m, "connections_accepted", newSVnv((double)t.connections_accepted));
     hv_stores(m, "worker_restarts", newSVnv((double)totals.worker_restarts));
+    hv_stores(m, "request_timeouts", newSVnv((double)totals.request_timeouts));
     hv_stores(m, "busy_workers", newSVuv(totals.workers.busy));
     hv_stores(m, "idle_workers", newSVuv(totals.workers.idle));
     hv_stores(m, "idle_connections", newSVuv(totals.waiting_connections));
