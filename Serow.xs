@@ -94,6 +94,7 @@ loop_new(const char *class, HV *settings)
     s.keepalive_timeout = setting(aTHX_ settings, who, "keepalive_timeout");
     s.max_keepalive_requests = (unsigned long)setting(aTHX_ settings, who, "max_keepalive_requests");
     s.max_keepalive_connections = (unsigned long)setting(aTHX_ settings, who, "max_keepalive_connections");
+    s.request_timeout = setting(aTHX_ settings, who, "request_timeout");
     RETVAL = serow_worker_loop_new(&s);
     if (RETVAL == NULL)
         croak("cannot create the event loop: %s", strerror(errno));
@@ -317,6 +318,43 @@ loop_take_master_requests(Serow::Loop loop)
         mXPUSHp("reopen_logs", 11);
 
 void
+loop_start_app_timer(Serow::Loop loop)
+  CODE:
+    /* --request-timeout around a streaming response's callback (the app's
+     * own call is timed in C): a no-op with the option off. */
+    if (serow_loop_request_timeout_on(loop))
+        serow_app_timer_start(loop);
+
+int
+loop_stop_app_timer(Serow::Loop loop)
+  CODE:
+    RETVAL = serow_loop_request_timeout_on(loop) && serow_app_timer_stop(loop);
+  OUTPUT:
+    RETVAL
+
+SV *
+loop_app_overdue(Serow::Loop loop)
+  CODE:
+    /* Seconds the app has run past --request-timeout, or undef: the
+     * SIGALRM handler's question (was this signal the timer's?). */
+    double ran = serow_app_timer_overdue(loop);
+    RETVAL = ran < 0 ? &PL_sv_undef : newSVnv(ran);
+  OUTPUT:
+    RETVAL
+
+SV *
+loop_request_line(Serow::Loop loop)
+  CODE:
+    /* "METHOD target" of the current request, for the log; undef: none. */
+    const char *method, *target;
+    size_t target_len;
+    size_t method_len = serow_loop_request_line(loop, &method, &target, &target_len);
+    RETVAL = method_len == 0 ? &PL_sv_undef
+           : newSVpvf("%.*s %.*s", (int)method_len, method, (int)target_len, target);
+  OUTPUT:
+    RETVAL
+
+void
 loop_stop(Serow::Loop loop)
   CODE:
     serow_worker_loop_stop(loop);
@@ -409,6 +447,25 @@ shared_count_worker_recycled(Serow::Shared shared, const char *reason)
     if (serow_shared_count_worker_recycled(shared, reason) != 0)
         croak("count_worker_recycled: no reason '%s'", reason);
 
+void
+shared_app_running(Serow::Shared shared, unsigned int index)
+  PPCODE:
+    /* (milliseconds, request line) while the app of the worker in slot
+     * index runs under --request-timeout; empty when it does not. */
+    char request[SHARED_REQUEST_TEXT];
+    uint64_t ms = serow_shared_app_running_ms(shared, index, request);
+    if (ms > 0) {
+        EXTEND(SP, 2);
+        mPUSHn((double)ms);
+        mPUSHp(request, strlen(request));
+    }
+
+void
+shared_count_request_timeout(Serow::Shared shared)
+  CODE:
+    /* The master killed a worker whose app outlived --request-timeout. */
+    serow_shared_count_request_timeout(shared);
+
 SV *
 shared_metrics(Serow::Shared shared)
   CODE:
@@ -452,6 +509,7 @@ BOOT:
         SEROW_CONSTANT(stash, "STAGE_BAD_RESPONSE", SERVE_BAD_RESPONSE);
         SEROW_CONSTANT(stash, "STAGE_SENT", SERVE_SENT);
         SEROW_CONSTANT(stash, "STAGE_FINISHED", SERVE_FINISHED);
+        SEROW_CONSTANT(stash, "STAGE_TIMED_OUT", SERVE_TIMED_OUT);
         /* enum http_body_framing (src/http_parser.h): request_body_framing */
         SEROW_CONSTANT(stash, "BODY_NONE", HTTP_BODY_NONE);
         SEROW_CONSTANT(stash, "BODY_LENGTH", HTTP_BODY_LENGTH);

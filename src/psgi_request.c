@@ -206,10 +206,14 @@ static SV *send_array_triple(pTHX_ struct worker_loop *loop, SV *res, int last_o
 }
 
 /* Runs the app as `my $res = eval { $app->($env) }` would: scalar context,
- * $@ set.  Its answer, a new mortal. */
-static SV *run_app(pTHX_ SV *app, SV *env_ref)
+ * $@ set.  Its answer, a new mortal.  *timed_out: it ran longer than
+ * --request-timeout (request_timeout.c; off, one test). */
+static SV *run_app(pTHX_ struct worker_loop *loop, SV *app, SV *env_ref, int *timed_out)
 {
     dSP;
+    int timed = serow_app_timer_on(loop);
+    if (timed)
+        serow_app_timer_start(loop);
     ENTER;
     SAVETMPS;
     PUSHMARK(SP);
@@ -221,6 +225,7 @@ static SV *run_app(pTHX_ SV *app, SV *env_ref)
     PUTBACK;
     FREETMPS;
     LEAVE;
+    *timed_out = timed && serow_app_timer_stop(loop);
     return sv_2mortal(answer);
 }
 
@@ -253,7 +258,10 @@ enum serve_stage serow_serve_request(pTHX_ struct worker_loop *loop, SV *app, SV
     SV *input = ENV_VALUE(env, "psgi.input");
     if (input == NULL || !SvOK(input))
         return SERVE_HANDLE; /* a body (psgi_env.c gives bodiless requests their input) */
-    *answer = run_app(aTHX_ app, env_ref);
+    int timed_out;
+    *answer = run_app(aTHX_ loop, app, env_ref, &timed_out);
+    if (timed_out)
+        return SERVE_TIMED_OUT; /* its answer, whatever it is, is dropped: 503 */
     if (SvTRUE(ERRSV) || !SvROK(*answer) || SvTYPE(SvRV(*answer)) != SVt_PVAV) {
         *error = sv_mortalcopy(ERRSV);
         return SERVE_RESPOND;

@@ -21,6 +21,7 @@ enum serve_stage {
     SERVE_SENT,        /* sent, but the response went wrong: what, for the log; the
                         * worker logs it and ends the request */
     SERVE_FINISHED,    /* finished; cleanup handlers or psgix.harakiri.commit remain */
+    SERVE_TIMED_OUT,   /* the app outlived --request-timeout: the worker answers 503 */
 };
 
 /*

@@ -92,6 +92,7 @@ void serow_shared_reset_worker(struct shared_state *shared, uint32_t index)
     atomic_store(&w->idle_connections, 0);
     atomic_store(&w->connections, 0);
     atomic_store(&w->busy, 0);
+    atomic_store(&w->app_since_ms, 0);
     atomic_store(&w->free, 0);
     atomic_store(&w->stolen_head, 0);
     atomic_store(&w->stolen_tail, 0);
@@ -161,6 +162,26 @@ int serow_shared_count_worker_recycled(struct shared_state *shared, const char *
     return -1;
 }
 
+void serow_shared_count_request_timeout(struct shared_state *shared)
+{
+    atomic_fetch_add(&shared->request_timeouts, 1);
+}
+
+uint64_t serow_shared_app_running_ms(struct shared_state *shared, uint32_t index,
+                                     char *request_text)
+{
+    if (index >= shared->max_workers)
+        return 0;
+    struct worker_slot *w = &shared->workers[index];
+    uint64_t since = atomic_load(&w->app_since_ms);
+    if (since == 0)
+        return 0;
+    memcpy(request_text, w->current_request, SHARED_REQUEST_TEXT);
+    request_text[SHARED_REQUEST_TEXT - 1] = '\0';
+    uint64_t ms = serow_shared_ms_since(serow_shared_clock_ms(), since);
+    return ms > 0 ? ms : 1;
+}
+
 void serow_shared_totals(struct shared_state *shared, struct serow_shared_totals *totals)
 {
     serow_shared_count_workers(shared, &totals->workers);
@@ -176,6 +197,7 @@ void serow_shared_totals(struct shared_state *shared, struct serow_shared_totals
     totals->worker_restarts = atomic_load(&shared->worker_restarts);
     for (int i = 0; i < SHARED_RECYCLE_REASONS; i++)
         totals->workers_recycled[i] = atomic_load(&shared->workers_recycled[i]);
+    totals->request_timeouts = atomic_load(&shared->request_timeouts);
 }
 
 int serow_shared_worker_status(struct shared_state *shared, uint32_t index,

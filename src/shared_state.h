@@ -72,6 +72,10 @@ struct worker_slot {
     _Atomic uint32_t free;            /* 1 while it waits with nothing to do */
     _Atomic uint32_t stopping;        /* it takes no new work: gather nothing to it */
     _Atomic uint64_t busy_since_ms;
+    /* --request-timeout: when the app began to run for the current request
+     * (0: it is not running, or the option is off); the master kills a
+     * worker whose app outlives the timeout and its grace. */
+    _Atomic uint64_t app_since_ms;
     _Atomic uint64_t requests_served;
     _Atomic uint32_t slots_high_water; /* slots in use are below this */
     _Atomic uint32_t idle_connections; /* its slots in SLOT_IDLE, roughly */
@@ -123,6 +127,7 @@ struct shared_state {
     _Atomic uint64_t worker_restarts; /* written by the master only */
     _Atomic uint64_t workers_recycled[SHARED_RECYCLE_REASONS]; /* by the master only */
     _Atomic uint64_t connections_gathered; /* moved to a worker that had the CPU */
+    _Atomic uint64_t request_timeouts;  /* --request-timeout: answered 503 or worker killed */
     _Atomic uint32_t worker_slots_used;  /* slots below this have had a worker */
     uint32_t max_workers;
     struct worker_slot workers[];
@@ -196,6 +201,16 @@ void serow_shared_count_worker_restart(struct shared_state *shared);
  * serow_shared_recycle_reasons).  -1 for a reason there is no such name. */
 int serow_shared_count_worker_recycled(struct shared_state *shared, const char *reason);
 
+/* A request outlived --request-timeout: its worker answered 503, or the
+ * master killed the worker (rare: a locked add from either). */
+void serow_shared_count_request_timeout(struct shared_state *shared);
+
+/* How long the app of the worker in slot index has been running for its
+ * current request (0: not running), and that request's line (request_text,
+ * SHARED_REQUEST_TEXT bytes).  For the master's kill after the grace. */
+uint64_t serow_shared_app_running_ms(struct shared_state *shared, uint32_t index,
+                                     char *request_text);
+
 /* The server's numbers at one look, for the metrics and the status page: its
  * own counters, and the workers counted (serow_shared_count_workers). */
 struct serow_shared_totals {
@@ -207,6 +222,7 @@ struct serow_shared_totals {
     uint32_t queued_connections;        /* ready, passed on, not yet taken */
     uint64_t connections_stolen, connections_gathered, requests_total, worker_restarts;
     uint64_t workers_recycled[SHARED_RECYCLE_REASONS];
+    uint64_t request_timeouts;
     struct shared_worker_counts workers;
 };
 void serow_shared_totals(struct shared_state *shared, struct serow_shared_totals *totals);

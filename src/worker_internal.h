@@ -151,6 +151,14 @@ struct worker_loop {
 
     unsigned long requests_total;
 
+    /* --request-timeout (request_timeout.c); limit_ns 0: off */
+    struct {
+        timer_t id;
+        uint64_t limit_ns;
+        uint64_t started_ns;  /* when the app began to run */
+        int running;
+    } app_timer;
+
     struct access_log *access_log;        /* NULL: no access log */
 
     /* Non-zero while a signal has arrived that the embedding (Perl) has not
@@ -158,6 +166,18 @@ struct worker_loop {
      * caught just before epoll_wait would not interrupt it.  NULL: none. */
     volatile int *signal_pending;
 };
+
+/* ---- request_timeout.c: the time the app may run ---------------------- */
+
+/* Makes the timer when seconds > 0 (0: the option is off); -1 (errno) when
+ * it cannot be made. */
+int serow_app_timer_init(struct worker_loop *loop, double seconds);
+void serow_app_timer_free(struct worker_loop *loop);
+/* Whether --request-timeout is on: the one test on the hot path. */
+static inline int serow_app_timer_on(const struct worker_loop *loop)
+{
+    return loop->app_timer.limit_ns != 0;
+}
 
 /* ---- the clock, timer lists and the ready queue -------------------------
  *

@@ -78,6 +78,13 @@ struct worker_loop *serow_worker_loop_new(const struct worker_settings *settings
         free(loop);
         return NULL;
     }
+    if (serow_app_timer_init(loop, settings->request_timeout) != 0) {
+        close(loop->epoll_fd);
+        free(loop->pending_events);
+        free(loop->headers);
+        free(loop);
+        return NULL;
+    }
     loop->ready_channel = -1;
     loop->handback_channel = -1;
     loop->wake_fd = -1;
@@ -99,6 +106,7 @@ void serow_worker_loop_free(struct worker_loop *loop)
     free(loop->free_slots);
     serow_gather_free(loop);
     serow_access_log_close(loop->access_log);
+    serow_app_timer_free(loop);
     if (loop->wake_fd >= 0)
         close(loop->wake_fd);
     close(loop->epoll_fd);

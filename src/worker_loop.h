@@ -36,6 +36,7 @@ struct worker_settings {
     double keepalive_timeout;      /* seconds an idle keep-alive connection is kept */
     unsigned long max_keepalive_requests; /* per connection; 0: unlimited */
     unsigned long max_keepalive_connections; /* server-wide; 0: unlimited */
+    double request_timeout;        /* seconds the app may run for a request; 0: no limit */
 };
 
 /* Opaque outside the worker: its layout is in worker_internal.h, which only
@@ -58,6 +59,21 @@ int serow_worker_loop_add_listener(struct worker_loop *loop, int fd, int is_unix
 int serow_worker_loop_join_holder(struct worker_loop *loop, struct shared_state *shared,
                             uint32_t worker_index, int wake_fd, int ready_channel,
                             int handback_channel);
+
+/* --request-timeout (request_timeout.c).  The app starts to run for the
+ * current request (the timer armed, the slot says since when), and stops:
+ * 1 when it ran longer than the timeout (counted in the metrics: the
+ * request is to be answered 503).  Only with the option on. */
+int serow_loop_request_timeout_on(struct worker_loop *loop);
+void serow_app_timer_start(struct worker_loop *loop);
+int serow_app_timer_stop(struct worker_loop *loop);
+/* Seconds the app has run, when it runs and has outlived the timeout (the
+ * SIGALRM is the timer's); else -1. */
+double serow_app_timer_overdue(struct worker_loop *loop);
+/* The current request's method (its length returned; 0: no request) and
+ * target, for the log. */
+size_t serow_loop_request_line(struct worker_loop *loop, const char **method, const char **target,
+                               size_t *target_len);
 
 /* Waits for a request.  1: there is a current request, its head parsed.
  * 0: interrupted by a signal, or the master asks something

@@ -474,11 +474,38 @@ sub kill_overdue_workers {
     my $now = Time::HiRes::time;
     for my $pid (keys %{ $self->{workers} }) {
         my $w = $self->{workers}{$pid};
-        next if !$w->{stopping_since} || $w->{killed} || $now - $w->{stopping_since} <= $limit;
-        Serow::Log->error("worker $pid did not finish within --graceful-timeout ${limit}s: killed");
-        kill 'KILL', $pid;
-        $w->{killed} = 1;
+        next if $w->{killed};
+        if ($w->{stopping_since} && $now - $w->{stopping_since} > $limit) {
+            $self->kill_worker($pid, "did not finish within --graceful-timeout ${limit}s");
+        } elsif (my $stuck = $self->stuck_request($w)) {
+            # The die of --request-timeout did not end the app (a blocking C
+            # call, SIGALRM ignored, an eval that swallowed it): nothing in
+            # the worker can, so the master does.  Its idle connections are
+            # already with the holder (a worker waiting in a request loses
+            # them: docs/keepalive.md); the stuck one closes with it.
+            $self->{shared}->count_request_timeout;
+            $self->kill_worker($pid, $stuck);
+        }
     }
+}
+
+# Why the worker's app has outlived --request-timeout and its grace, or ''.
+sub stuck_request {
+    my ($self, $w) = @_;
+    my $timeout = $self->{options}{request_timeout} or return '';
+    my $grace = $self->{options}{request_timeout_grace};
+    my ($ms, $request) = $self->{shared}->app_running($w->{slot}) or return '';
+    return '' if $ms <= ($timeout + $grace) * 1000;
+    return sprintf "ran %s for %.1fs, past --request-timeout ${timeout}s and "
+        . "--request-timeout-grace ${grace}s; its client's connection closes with it",
+        $request, $ms / 1000;
+}
+
+sub kill_worker {
+    my ($self, $pid, $why) = @_;
+    Serow::Log->error("worker $pid $why: killed");
+    kill 'KILL', $pid;
+    $self->{workers}{$pid}{killed} = 1;
 }
 
 sub reap_workers {

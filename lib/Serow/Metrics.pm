@@ -95,6 +95,9 @@ my @SINGLE = (
     [serow_worker_restarts_total => counter =>
         'Workers replaced while the server ran (--max-requests, psgix.harakiri, HUP, crashes).',
         'worker_restarts'],
+    [serow_request_timeouts_total => counter =>
+        'Requests whose app ran longer than --request-timeout (answered 503, or their worker killed).',
+        'request_timeouts'],
     [serow_uptime_seconds => gauge => 'Seconds since the server started.', 'uptime'],
 );
 
@@ -180,6 +183,12 @@ Idle connections moved between processes: taken by the connection holder
 (idle for long, or their worker stuck in a request), and taken by a worker
 that had a CPU from workers waiting for one (F<docs/keepalive.md>,
 "Gathering").
+
+=item serow_request_timeouts_total
+
+Requests whose app ran longer than C<--request-timeout>: answered 503, or,
+when the app did not return within C<--request-timeout-grace>, their
+worker killed by the master.
 
 =item serow_connections_accepted_total, serow_worker_restarts_total, serow_uptime_seconds
 

@@ -32,6 +32,8 @@ my @OPTIONS = (
     keepalive_timeout => ['seconds', 75, 'time an idle keep-alive connection is kept open (above the idle timeouts of proxies and load balancers, which must close first)'],
     max_keepalive_requests => ['int', 0, 'requests on one connection before it is closed (0: no limit)'],
     max_keepalive_connections => ['int', 0, 'connections kept open at once, idle or busy; above it new connections are answered and closed, and the oldest idle ones closed (0: the open-file limit less a tenth, at least 64, kept for the app)'],
+    request_timeout => ['int', 0, 'whole seconds the app may run for one request (0: no limit); then a die is raised inside it (its stack trace logged) and the client gets 503 with Connection: close; an app still running --request-timeout-grace later has its worker killed and replaced'],
+    request_timeout_grace => ['seconds', 5, 'with --request-timeout: time the app gets after the die to return before the master kills its worker'],
     graceful_timeout => ['seconds', 30, 'on stop or HUP, time workers get to finish before they are killed'],
     pid_file => ['string', undef, 'write the master\'s pid to this file once the sockets are open; removed on a clean stop', 'FILE'],
     user => ['string', undef, 'user (name or number) the workers and the connection holder run as; the sockets are opened first, so ports below 1024 work', 'USER'],
@@ -60,6 +62,8 @@ my @ALIASES = (
     'max-keepalive-reqs' => { to => 'max_keepalive_requests', from => 'Starlet' },
     'timeout'            => { to => 'read_timeout', from => 'Starlet, Gazelle' },
     'pid'                => { to => 'pid_file', from => 'Starman' },
+    'harakiri'           => { to => 'request_timeout', from => 'uWSGI' },
+    'harakiri-graceful-timeout' => { to => 'request_timeout_grace', from => 'uWSGI' },
     'l'                  => { to => 'listen', from => 'Starman, plackup' },
     'socket'             => { to => 'listen', from => 'Starman, plackup' },
     'S'                  => { to => 'listen', from => 'Starman, plackup' },
@@ -339,7 +343,7 @@ sub help_text {
         my $d = ref $default eq 'ARRAY' || !defined $default ? '' : " (default: $default)";
         $text .= sprintf "  --%-26s %s%s\n", _dashed($name) . "=$value_name", $help, $d;
     }
-    $text .= "\nOptions of Starman, Starlet, Gazelle and plackup, so that switching is one word:\n";
+    $text .= "\nOptions of Starman, Starlet, Gazelle, plackup and uWSGI, so that switching is one word:\n";
     for my $alias (aliases()) {
         $text .= sprintf "  %-28s %s (%s)\n", alias_flag($alias), alias_meaning($alias), $ALIAS{$alias}{from};
     }

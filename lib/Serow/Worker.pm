@@ -2,6 +2,7 @@ package Serow::Worker;
 use strict;
 use warnings;
 
+use Carp (); # the stack trace of a request that times out (app_alarm)
 use Scalar::Util ();
 
 use Serow ();
@@ -131,7 +132,7 @@ sub loop_settings {
     return { map { $_ => $options->{$_} } qw(
         max_request_line max_header_size max_headers max_body_size header_timeout
         read_timeout min_body_rate write_timeout keepalive_timeout max_keepalive_requests
-        max_keepalive_connections) };
+        max_keepalive_connections request_timeout) };
 }
 
 sub run {
@@ -282,6 +283,9 @@ sub install_signal_handlers {
         $self->stop('its master is gone') if $$ == $pid && defined $master && getppid() != $master;
     };
     $SIG{CHLD} = 'DEFAULT';
+    if ($self->{options}{request_timeout}) {
+        $SIG{ALRM} = sub { $self->app_alarm };
+    }
     Serow::set_signal_mask($self->{signal_mask}) if $self->{signal_mask};
 }
 
@@ -304,6 +308,7 @@ use constant {
     STAGE_BAD_RESPONSE => Serow::STAGE_BAD_RESPONSE, # its triple could not be sent: say why
     STAGE_SENT         => Serow::STAGE_SENT,         # sent, but it went wrong: log, then end
     STAGE_FINISHED     => Serow::STAGE_FINISHED,     # finished: cleanup handlers, harakiri
+    STAGE_TIMED_OUT    => Serow::STAGE_TIMED_OUT,    # the app outlived --request-timeout: 503
 };
 
 # Answers a request from where serve_request left it: the steps the C path
@@ -329,6 +334,11 @@ sub go_on_with_request {
         # psgi.input is there: the app runs, as for any request.
         ($stage, $res, $error) = Serow::Loop::serve_request($loop, $self->{app}, $env,
             $self->{access_log} ? 1 : 0) or return 1;
+    }
+
+    if ($stage == STAGE_TIMED_OUT) {
+        $self->answer_timed_out($env);
+        $stage = STAGE_FINISHED;
     }
 
     if ($stage == STAGE_RESPOND || $stage == STAGE_BAD_RESPONSE) {
@@ -381,16 +391,67 @@ sub log_error {
 }
 
 sub app_failed {
-    my ($self, $env, $message) = @_;
-    $self->log_error($env, $message);
+    my ($self, $env, $message, $status) = @_;
+    $self->log_error($env, $message) if defined $message;
     my $loop = $self->{loop};
     return unless $loop->current_fd >= 0;
     # The app read psgix.io and sent nothing through the server: it may have
     # written on the socket itself, and a 500 could land among its bytes.
     # The end of the request closes the connection instead.
     return if !$loop->response_started && $loop->socket_handle_made;
-    # Nothing sent yet: a clean 500.  Else the response is cut: close.
-    $loop->end_request($env, 500);
+    # Nothing sent yet: a clean 500 (or $status).  Else the response is cut: close.
+    $loop->end_request($env, $status // 500);
+}
+
+# --request-timeout: the SIGALRM handler, while the app runs.  The signal
+# is the request's timer's (src/request_timeout.c) when the app has run
+# longer than the timeout; then where the app was goes to the log at once
+# (an app that swallows the die and never returns is killed later, by the
+# master, and this line is all there is of it) and a die unwinds the app
+# (its evals, its transactions).  Any other SIGALRM (an app's own alarm,
+# without a handler of the app's in place) is ignored: by default it would
+# kill the worker.
+sub app_alarm {
+    my ($self) = @_;
+    my $loop = $self->{loop};
+    my $ran = $loop->app_overdue // return;
+    my $line = $loop->request_line // '(no request)';
+    $self->{timeout_logged} = 1;
+    Serow::Log->error(sprintf "%s: the app ran %.3fs, longer than --request-timeout %ss, "
+        . "in worker %d: interrupted %s", $line, $ran, $self->{options}{request_timeout}, $$,
+        _where_the_app_is());
+    die "request timed out: the app ran longer than --request-timeout "
+        . "$self->{options}{request_timeout}s\n";
+}
+
+# Where the app is, from app_alarm: "at FILE line N" and the calls that led
+# there, up to the app's own call (the worker's frames below it say nothing
+# about the app).  Carp::longmess would show this handler's frame first and
+# the worker's after.
+sub _where_the_app_is {
+    my @lines;
+    # caller(2): the handler, called where the signal found the app.
+    for (my $i = 2; my @f = caller($i); $i++) {
+        my ($file, $line, $sub) = @f[1 .. 3];
+        push @lines, @lines ? "\t" . ($sub eq '(eval)' ? 'eval {...}' : $sub) . " called at $file line $line"
+                            : "at $file line $line";
+        last if $file eq __FILE__; # called by the worker: that was the app's first frame
+    }
+    return join "\n", @lines;
+}
+
+# The app returned (or died) after --request-timeout: whatever it answered
+# is dropped, and the client gets 503 with Connection: close (once a
+# response started, it is cut instead).  503, not 504: 504 says a gateway's
+# upstream did not answer, and Serow is the server; 503 says this server
+# could not answer now, which is so, and lets a proxy in front
+# (proxy_next_upstream http_503) try elsewhere.
+sub answer_timed_out {
+    my ($self, $env) = @_;
+    my $logged = delete $self->{timeout_logged};
+    $self->app_failed($env, $logged ? undef : "the app ran longer than --request-timeout "
+        . "$self->{options}{request_timeout}s in worker $$ (no stack trace: the SIGALRM went "
+        . "to a handler of the app's)", 503);
 }
 
 sub send_array_response {
@@ -489,10 +550,13 @@ sub run_streaming_response {
         return $writer = Serow::Writer->new($loop,
             hold => Serow::Writer::compression_header_size($res->[1]));
     };
+    $loop->start_app_timer;
     my $ok = eval { $callback->($responder); 1 };
     my $error = $@;
     $done = 1;
-    if (!$ok) {
+    if ($loop->stop_app_timer) {
+        $self->answer_timed_out($env);
+    } elsif (!$ok) {
         if ($writer && $writer->gone) {
             # The client left while the app streamed: nothing to report.
             $loop->end_request($env, 500) if $loop->current_fd >= 0;

@@ -3,15 +3,9 @@ use warnings;
 use Test::More;
 use lib 't/lib';
 use IO::Select ();
-use Serow::Test qw(start_server raw_connect read_response wait_until);
+use Serow::Test qw(start_server raw_connect get_on read_response wait_until);
 
 my $app = sub { [200, ['Content-Type' => 'text/plain'], ["ok"]] };
-
-sub request {
-    my ($sock, $path) = @_;
-    syswrite $sock, "GET $path HTTP/1.1\r\nHost: x\r\n\r\n";
-    return read_response($sock);
-}
 
 # True once the server has closed the connection (EOF), within 30 s.
 sub closed_by_server {
@@ -25,12 +19,12 @@ subtest '--keepalive-timeout closes idle connections, in a worker or in the hold
     my $server = start_server(app => $app, options => ['--workers', 2, '--keepalive-timeout', 1]);
     my $short = raw_connect($server);   # idle less than the holder's hand-off time
     my $long = raw_connect($server);
-    is request($short, '/')->{status}, 200;
-    is request($long, '/')->{status}, 200;
+    is get_on($short, '/')->{status}, 200;
+    is get_on($long, '/')->{status}, 200;
     ok closed_by_server($short), 'an idle connection is closed after the timeout';
     ok closed_by_server($long), 'so is the other one';
     my $fresh = raw_connect($server);
-    is request($fresh, '/')->{status}, 200, 'the server goes on serving';
+    is get_on($fresh, '/')->{status}, 200, 'the server goes on serving';
     is $server->stop, 0;
 };
 
@@ -38,10 +32,10 @@ subtest '--max-keepalive-requests closes after that many requests' => sub {
     my $server = start_server(app => $app, options => ['--workers', 1, '--max-keepalive-requests', 3]);
     my $sock = raw_connect($server);
     for my $i (1 .. 2) {
-        my $res = request($sock, "/$i");
+        my $res = get_on($sock, "/$i");
         ok !defined $res->{headers}{connection}, "request $i keeps the connection";
     }
-    my $last = request($sock, '/3');
+    my $last = get_on($sock, '/3');
     is $last->{headers}{connection}, 'close', 'the third says Connection: close';
     ok closed_by_server($sock), 'and the connection is closed';
     is $server->stop, 0;
@@ -53,7 +47,7 @@ subtest '--max-keepalive-connections: new connections answered and closed, oldes
     my @kept;
     for my $i (1 .. 4) {
         my $sock = raw_connect($server);
-        my $res = request($sock, "/$i");
+        my $res = get_on($sock, "/$i");
         ok !defined $res->{headers}{connection}, "connection $i is kept";
         push @kept, $sock;
     }
@@ -73,7 +67,7 @@ subtest '--max-keepalive-connections: new connections answered and closed, oldes
     # nothing can make room for a fifth.
     my @busy = map { my $s = raw_connect($server); syswrite $s, "GET /partial HTTP/1.1\r\n"; $s } 1 .. 4;
     my $extra = raw_connect($server);
-    my $res = request($extra, '/extra');
+    my $res = get_on($extra, '/extra');
     is $res->{status}, 200, 'a connection over the cap is still answered';
     is $res->{headers}{connection}, 'close', '... and closed';
     ok closed_by_server($extra), 'it is closed';

@@ -15,7 +15,7 @@ use Time::HiRes ();
 use Test::More ();
 use Serow::Test::Common qw(READ_TIMEOUT);
 
-our @EXPORT_OK = qw(raw_connect raw_request read_until_close read_until_match send_all
+our @EXPORT_OK = qw(raw_connect raw_request get_on read_until_close read_until_match send_all
                     read_response parse_response_head parse_response http_get
                     answer_to_unfinished_head rejects answered_and_closed SMUGGLED);
 
@@ -212,6 +212,14 @@ sub parse_response {
 }
 
 # ---- requests ----------------------------------------------------------------
+
+# One GET on the open connection $sock (kept alive); returns the response
+# (read_response), or undef.
+sub get_on {
+    my ($sock, $path) = @_;
+    syswrite $sock, "GET $path HTTP/1.1\r\nHost: x\r\n\r\n";
+    return read_response($sock);
+}
 
 # One GET on a new connection; returns the parsed response (or undef).
 sub http_get {

@@ -1,0 +1,142 @@
+use strict;
+use warnings;
+use Test::More;
+use lib 't/lib';
+use Serow::Test qw(start_server raw_connect get_on read_until_close http_get wait_until);
+use Serow::Test::Prometheus qw(parse value);
+use Serow::Options ();
+
+# --request-timeout (uWSGI's --harakiri): an app that runs too long gets a
+# die inside it, and the client a 503 with Connection: close; an app the die
+# does not end is killed by the master after --request-timeout-grace, and
+# the idle connections its worker had are not lost.  Each case waits for its
+# outcome (a response, a log line); none depends on how long anything took.
+
+my $app = sub {
+    my ($env) = @_;
+    my $path = $env->{PATH_INFO};
+    if ($path eq '/loop') {
+        push @{ $env->{'psgix.cleanup.handlers'} }, sub { print STDERR "cleanup ran for /loop\n" };
+        1 while 1; # THE LOOP
+    }
+    if ($path eq '/caught') {
+        # A framework that turns every die into its own error page.
+        eval { 1 while 1 };
+        return [500, ['Content-Type' => 'text/plain'], ["the framework's page: $@"]];
+    }
+    if ($path eq '/stuck') {
+        # What the die cannot end: SIGALRM ignored (as a blocking C call
+        # would defer it forever).
+        local $SIG{ALRM} = 'IGNORE';
+        sleep 1 while 1;
+    }
+    if ($path eq '/alarm') {
+        # The app's own alarm, with its own handler.
+        my $caught = eval {
+            local $SIG{ALRM} = sub { die "the app's alarm\n" };
+            alarm 1;
+            1 while 1;
+        } // $@;
+        alarm 0;
+        return [200, ['Content-Type' => 'text/plain'], [$caught]];
+    }
+    return [200, ['Content-Type' => 'text/plain'], [$$]];
+};
+
+# The line of THE LOOP in this file, which the stack trace must name.
+open(my $self_fh, '<', __FILE__) or die "open: $!";
+my ($loop_line) = grep { <$self_fh> =~ /# THE LOOP$/ } 1 .. 1000;
+
+sub timeouts_counted {
+    my ($server) = @_;
+    my $res = http_get($server, '/metrics') or return -1;
+    my $m = eval { parse($res->{body}) } or return -1;
+    return value($m, 'serow_request_timeouts_total');
+}
+
+subtest 'an app the die reaches: 503, logged with a stack trace, the worker goes on' => sub {
+    my $server = start_server(app => $app, options => ['--workers', 1, '--request-timeout', 1,
+        '--request-timeout-grace', 600, '--metrics-path', '/metrics']);
+    my $pid = http_get($server, '/')->{body};
+
+    my $sock = raw_connect($server);
+    my $res = get_on($sock, '/loop');
+    is $res && $res->{status}, 503, 'a looping app: 503' or diag $server->log;
+    is $res && $res->{headers}{connection}, 'close', '... with Connection: close';
+    is read_until_close($sock), '', '... and the connection closes';
+
+    my $line = $server->wait_for_log(qr/\[error\].*GET \/loop: the app ran \S+s, longer than --request-timeout 1s, in worker \d+: interrupted at .*/);
+    ok $line, 'the log says which request timed out' or diag $server->log;
+    my ($ran, $worker, $file, $at) = ($line // '') =~ /ran ([\d.]+)s, .* in worker (\d+): interrupted at (\S+) line (\d+)/;
+    ok $ran && $ran >= 1, '... how long it ran';
+    is $worker, $pid, '... in which worker';
+    like $file, qr/request_timeout\.t\z/, '... and where the app was: its file';
+    is $at, $loop_line, '... and line';
+    ok $server->wait_for_log(qr/cleanup ran for \/loop/, undef, 0), 'the psgix.cleanup handlers ran';
+
+    $res = get_on(raw_connect($server), '/caught');
+    is $res && $res->{status}, 503, "an app that catches the die: 503 all the same, not its own page";
+
+    is http_get($server, '/')->{body}, $pid, 'the same worker answers the next request';
+    is wait_until(sub { timeouts_counted($server) == 2 }), 1, 'serow_request_timeouts_total counts both';
+    is $server->stop, 0, 'clean stop';
+};
+
+subtest 'an app the die does not end: killed after the grace, its idle connections kept' => sub {
+    my $server = start_server(app => $app, options => ['--workers', 1, '--request-timeout', 1,
+        '--request-timeout-grace', 1, '--metrics-path', '/metrics']);
+    my $idle = raw_connect($server);
+    my $res = get_on($idle, '/');
+    my $pid = $res && $res->{body};
+    ok $pid, 'a keep-alive connection served by the only worker';
+
+    my $stuck = raw_connect($server);
+    syswrite $stuck, "GET /stuck HTTP/1.1\r\nHost: x\r\n\r\n";
+    my $killed = $server->wait_for_log(qr/worker (\d+) ran GET \/stuck for [\d.]+s, past --request-timeout 1s and --request-timeout-grace 1s.*: killed/);
+    ok $killed, 'the master kills the worker' or diag $server->log;
+    like $killed // '', qr/worker $pid /, '... the one that was stuck';
+    is read_until_close($stuck), '', "the stuck request's connection closes with it";
+
+    $res = get_on($idle, '/');
+    is $res && $res->{status}, 200, 'the idle connection of that worker is answered by its replacement'
+        or diag $server->log;
+    isnt $res && $res->{body}, $pid, '... a new worker';
+    is wait_until(sub { timeouts_counted($server) == 1 }), 1, 'serow_request_timeouts_total counts it';
+    is $server->stop, 0, 'clean stop';
+};
+
+subtest "an app's own alarm keeps working, with the option on and off" => sub {
+    for my $on (1, 0) {
+        my $server = start_server(app => $app, options => ['--workers', 1,
+            ($on ? ('--request-timeout', 600) : ())]);
+        my $res = http_get($server, '/alarm');
+        is $res && $res->{body}, "the app's alarm\n", ($on ? 'on' : 'off') . ": the app's handler ran";
+        is $server->stop, 0, 'clean stop';
+        unlike $server->log, qr/request-timeout/, '... and nothing was said of a timeout';
+    }
+};
+
+subtest 'with the option off, a long request is left alone' => sub {
+    my $server = start_server(app => $app, options => ['--workers', 1, '--metrics-path', '/metrics']);
+    my $pid = http_get($server, '/')->{body};
+    my $worker_status = do { local $/; open(my $fh, '<', "/proc/$pid/status") or die; <$fh> };
+    my ($caught) = $worker_status =~ /^SigCgt:\s*([0-9a-f]+)/m;
+    ok !(hex(substr($caught, -4)) & (1 << 13)), 'the worker does not catch SIGALRM';
+    is timeouts_counted($server), 0, 'serow_request_timeouts_total is there, at 0';
+    is $server->stop, 0, 'clean stop';
+};
+
+subtest 'bad values' => sub {
+    for my $case (['--request-timeout', 'abc', qr/\A--request-timeout: 'abc' is not a whole number/],
+                  ['--harakiri', '-1', qr/\A--request-timeout: '-1' is not a whole number/],
+                  ['--request-timeout-grace', '0', qr/\A--request-timeout-grace: '0' is not a positive number of seconds/]) {
+        my ($flag, $value, $error) = @$case;
+        eval { Serow::Options->from_argv($flag, $value, 'app.psgi') };
+        like $@, $error, "$flag $value";
+    }
+    my ($o) = Serow::Options->from_argv('--harakiri', 30, '--harakiri-graceful-timeout', 2, 'app.psgi');
+    is_deeply [@$o{qw(request_timeout request_timeout_grace)}], [30, 2], "uWSGI's names";
+    is(Serow::Options->defaults->{request_timeout}, 0, 'off by default');
+};
+
+done_testing;
