@@ -1,0 +1,142 @@
+# xs/process.xsh - the Serow package's glue, included by Serow.xs: the
+# numbers Perl compares with, made from their C names once (BOOT), and the
+# few process calls the master and the workers make (signals, descriptors,
+# prctl), here so that they do not load POSIX.pm: what the master loads is
+# in every worker's memory.  Glue only, as Serow.xs.
+
+MODULE = Serow    PACKAGE = Serow
+
+BOOT:
+    /* The numbers the Perl side compares with, from their C names, once:
+     * Perl never copies them.  Constant subs, which Perl folds where it
+     * compiles them (Serow::BODY_CHUNKED costs a request nothing). */
+    {
+        HV *stash = gv_stashpvs("Serow", GV_ADD);
+        /* enum serve_stage: how far serve_request took a request */
+        SEROW_CONSTANT(stash, "STAGE_DONE", SERVE_DONE);
+        SEROW_CONSTANT(stash, "STAGE_HANDLE", SERVE_HANDLE);
+        SEROW_CONSTANT(stash, "STAGE_RESPOND", SERVE_RESPOND);
+        SEROW_CONSTANT(stash, "STAGE_BAD_RESPONSE", SERVE_BAD_RESPONSE);
+        SEROW_CONSTANT(stash, "STAGE_SENT", SERVE_SENT);
+        SEROW_CONSTANT(stash, "STAGE_FINISHED", SERVE_FINISHED);
+        SEROW_CONSTANT(stash, "STAGE_TIMED_OUT", SERVE_TIMED_OUT);
+        /* enum http_body_framing (src/http_parser.h): request_body_framing */
+        SEROW_CONSTANT(stash, "BODY_NONE", HTTP_BODY_NONE);
+        SEROW_CONSTANT(stash, "BODY_LENGTH", HTTP_BODY_LENGTH);
+        SEROW_CONSTANT(stash, "BODY_CHUNKED", HTTP_BODY_CHUNKED);
+        /* read_body */
+        SEROW_CONSTANT(stash, "READ_BODY_CLIENT_GONE", READ_BODY_CLIENT_GONE);
+        /* waitpid's flag, for the master (which loads no POSIX) */
+        SEROW_CONSTANT(stash, "WNOHANG", WNOHANG);
+    }
+
+
+int
+signal_number(const char *name)
+  CODE:
+    /* "TERM" -> 15; -1 for a name this system does not have */
+    RETVAL = whichsig_pv(name);
+  OUTPUT:
+    RETVAL
+
+SV *
+block_signals(...)
+  CODE:
+    /* Blocks the signals named; returns the mask before (for set_signal_mask). */
+    sigset_t block, old;
+    sigemptyset(&block);
+    for (I32 i = 0; i < items; i++) {
+        int n = whichsig_pv(SvPV_nolen(ST(i)));
+        if (n <= 0)
+            croak("block_signals: no signal '%s'", SvPV_nolen(ST(i)));
+        sigaddset(&block, n);
+    }
+    if (sigprocmask(SIG_BLOCK, &block, &old) != 0)
+        croak("sigprocmask: %s", strerror(errno));
+    RETVAL = newSVpvn((const char *)&old, sizeof(old));
+  OUTPUT:
+    RETVAL
+
+void
+set_signal_mask(SV *mask)
+  CODE:
+    sigset_t set;
+    signal_mask_from_sv(aTHX_ mask, &set);
+    if (sigprocmask(SIG_SETMASK, &set, NULL) != 0)
+        croak("sigprocmask: %s", strerror(errno));
+
+void
+exit_now(int status)
+  CODE:
+    /* _exit(2): no END blocks, no destructors, no buffers flushed (a child
+     * must not flush what its parent had buffered). */
+    _exit(status);
+
+double
+open_file_limit()
+  CODE:
+    /* The soft limit on open descriptors, or -1 when there is none. */
+    struct rlimit rl;
+    RETVAL = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? (double)rl.rlim_cur : -1;
+  OUTPUT:
+    RETVAL
+
+int
+make_eventfd()
+  CODE:
+    RETVAL = serow_make_wake_fd();
+  OUTPUT:
+    RETVAL
+
+void
+close_fd(int fd)
+  CODE:
+    close(fd);
+
+void
+default_signals_in_children(...)
+  CODE:
+    /* The signals named, which this process ignores, are set back to their
+     * default action in every process it forks from now on: see
+     * src/child_signals.h. */
+    for (I32 i = 0; i < items; i++) {
+        int n = whichsig_pv(SvPV_nolen(ST(i)));
+        if (n <= 0)
+            croak("default_signals_in_children: no signal '%s'", SvPV_nolen(ST(i)));
+        int err = serow_default_signal_in_children(n);
+        if (err != 0)
+            croak("default_signals_in_children: %s", strerror(err));
+    }
+
+int
+set_parent_death_signal(int signal)
+  CODE:
+    /* The kernel sends signal to this process when its parent exits. */
+    RETVAL = prctl(PR_SET_PDEATHSIG, (unsigned long)signal) == 0;
+  OUTPUT:
+    RETVAL
+
+int
+set_dumpable(int dumpable)
+  CODE:
+    /* Changing a process's uid clears its dumpable flag; the connection
+     * holder needs it set to take a worker's connections with
+     * pidfd_getfd (which asks for ptrace access to the worker). */
+    RETVAL = prctl(PR_SET_DUMPABLE, (unsigned long)dumpable) == 0;
+  OUTPUT:
+    RETVAL
+
+int
+set_ptracer(int pid)
+  CODE:
+    /* Yama (ptrace_scope 1) lets only a declared ptracer and its
+     * descendants take a process's descriptors: a worker names the master,
+     * so that the connection holder, the master's child, may.  Without
+     * Yama the call fails with EINVAL and nothing is needed. */
+#ifdef PR_SET_PTRACER
+    RETVAL = prctl(PR_SET_PTRACER, (unsigned long)pid) == 0;
+#else
+    RETVAL = 0;
+#endif
+  OUTPUT:
+    RETVAL
