@@ -97,6 +97,22 @@ sub not_an_app {
     return Scalar::Util::blessed($app) ? 'a ' . ref($app) . ' object' : 'a ' . ref($app) . ' reference';
 }
 
+# Loads and checks the app file: the app, or a die "cannot load FILE: ..."
+# with perl's error (its file and line) or what the file returned instead.
+sub load_app_file {
+    my ($file) = @_;
+    require Plack::Util;
+    my $app = eval { Plack::Util::load_psgi($file) };
+    die "cannot load $file: $@" if $@;
+    # A file that ends with anything but the app (42, a hash, nothing at all)
+    # is refused here, not answered with a 500 for every request.
+    if (defined(my $what = not_an_app($app))) {
+        die "cannot load $file: it returned $what, not a PSGI app (a code reference)"
+            . (defined $app ? '' : ': is the file empty, or does it not end with the app?') . "\n";
+    }
+    return $app;
+}
+
 sub run {
     my ($self, $app) = @_;
     # (serow checks the app it loads itself, naming the file: this is for
