@@ -156,6 +156,7 @@ sub run {
             $self->recycle_large_workers;
             $self->retire_surplus_workers;
             $self->spawn_missing_workers;
+            $self->retire_old_generation;
         }
         $self->notify_systemd;
     }
@@ -267,7 +268,21 @@ sub restart_workers {
     my @old = keys %{ $self->{workers} };
     $self->{generation}++;
     $self->spawn_missing_workers;
+    # --lazy-app: the new workers load the app file afresh, which may have
+    # been broken by the deploy the HUP is for: the old ones serve until
+    # every new one has started (retire_old_generation).
+    return $self->{retire_old_when_ready} = 1 if $self->{load_app};
     $self->stop_worker($_) for @old;
+}
+
+# --lazy-app, after a HUP: once the new generation has started, the workers
+# of the older ones finish and leave.
+sub retire_old_generation {
+    my ($self) = @_;
+    return unless $self->{retire_old_when_ready} && $self->generation_ready($self->{shared}->status);
+    $self->{retire_old_when_ready} = 0;
+    my $w = $self->{workers};
+    $self->stop_worker($_) for grep { $w->{$_}{generation} != $self->{generation} } keys %$w;
 }
 
 sub add_worker {

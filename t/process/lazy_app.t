@@ -7,7 +7,8 @@ use Serow::Test qw(start_server run_serow http_get wait_until);
 
 # --lazy-app: each worker loads the app file after the fork, the master
 # never does; a file no worker can load stops serow with status 2; a HUP
-# loads the file afresh.  The app, written by the test, appends the pid of the process
+# loads the file afresh, and the old workers serve until the new ones have
+# started.  The app, written by the test, appends the pid of the process
 # that loads it to a marker file and answers its version and its own pid.
 
 my $ROOT = Serow::Test::root();
@@ -84,7 +85,7 @@ subtest 'an app file no worker can load: serow exits 2, naming the file and line
     like $text, qr/cannot load \Q$not_an_app\E: it returned '42', not a PSGI app/, 'with what it returned';
 };
 
-subtest 'HUP with --lazy-app loads the changed file' => sub {
+subtest 'HUP with --lazy-app loads the changed file; a broken one leaves the old workers serving' => sub {
     unlink $marker;
     write_app($app_file, 'v1');
     my $server = start_server(app_file => $app_file, options => ['--lazy-app', '--workers', 2], env => \%env);
@@ -95,6 +96,15 @@ subtest 'HUP with --lazy-app loads the changed file' => sub {
     kill 'HUP', $server->pid;
     ok wait_until(sub { body($server) =~ /\Av2 / }), 'after HUP the new workers answer with v2';
     ok $server->wait_for_log(qr/worker \d+ exited with status 0/), 'the old workers leave';
+
+    write_file($app_file, "my \$x = ;\n");
+    kill 'HUP', $server->pid;
+    is scalar($server->wait_for_log_all(qr/worker \d+ exited with status 3: it could not load the app; starting a new one in a second/, 2)),
+        2, 'the new workers cannot load the broken file, and are retried';
+    like body($server), qr/\Av2 /, 'the old workers still answer with v2';
+
+    write_app($app_file, 'v3');
+    ok wait_until(sub { body($server) =~ /\Av3 / }), 'once mended, the new workers answer with v3';
     ok !grep({ $_ == $server->pid } loaded_in()), 'the master never loaded it';
     is $server->stop, 0;
 };
