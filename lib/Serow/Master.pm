@@ -18,6 +18,9 @@ use constant READY_POLL_SECONDS => 0.05;
 # A worker that dies this soon after it started is probably failing at start:
 # replacements are then spawned no faster than one per this many seconds.
 use constant FAST_DEATH_SECONDS => 1;
+# --lazy-app: a worker that cannot load the app exits with this status, so
+# that the master tells it from a worker that failed later.
+use constant APP_LOAD_FAILED => 3;
 # Each worker draws its own --max-requests limit, up to this share below the
 # option, so that workers started together do not all restart together.
 use constant MAX_REQUESTS_SPREAD => 0.25;
@@ -70,6 +73,16 @@ sub new {
         holder     => Serow::ConnectionHolder->new(shared => $shared, options => $args{options}),
         holder_pid => undef,
         app        => $args{app},
+        # --lazy-app: no app; each worker calls load_app after the fork.
+        load_app   => $args{load_app},
+        app_file   => $args{app_file},
+        # --lazy-app: no worker has loaded the app yet.  Until one has, the
+        # master starts no replacement, and if every worker of the first
+        # generation fails to load it, the master exits 2 (as serow does for
+        # a bad app file without --lazy-app) instead of starting worker after
+        # worker that fail the same way.
+        first_load => $args{load_app} ? { failed => 0 } : undef,
+        exit_status => 0,
         options    => $args{options},
         listeners  => $args{listeners},
         privileges => $args{privileges}, # Serow::Privileges: dropped in every child, or undef
@@ -139,13 +152,35 @@ sub run {
             next;
         }
         $self->spawn_holder unless $self->{holder_pid};
-        $self->recycle_large_workers;
-        $self->retire_surplus_workers;
-        $self->spawn_missing_workers;
+        if (!$self->awaiting_first_load) {
+            $self->recycle_large_workers;
+            $self->retire_surplus_workers;
+            $self->spawn_missing_workers;
+            $self->retire_old_generation;
+        }
         $self->notify_systemd;
     }
     Serow::Log->info("stopped");
-    return 0;
+    return $self->{exit_status};
+}
+
+# --lazy-app, until a worker has loaded the app: true while the master
+# waits for the first generation (it starts no worker meanwhile).  A worker
+# has loaded it once one has started (its pid is in its slot) or exited for
+# any reason but APP_LOAD_FAILED; when all have failed to load it, the
+# master stops, to exit 2.
+sub awaiting_first_load {
+    my ($self) = @_;
+    my $first = $self->{first_load} or return 0;
+    if ($first->{loaded} || @{ $self->{shared}->status->{workers} }) {
+        $self->{first_load} = undef;
+        return 0;
+    }
+    return 1 if %{ $self->{workers} } || !$first->{failed};
+    Serow::Log->error("no worker could load the app $self->{app_file} (--lazy-app): exiting");
+    $self->{exit_status} = 2;
+    $self->begin_stop;
+    return 1;
 }
 
 sub wait_for_event {
@@ -203,6 +238,15 @@ sub handle_signals {
 
 sub stop {
     my ($self, $sig) = @_;
+    $self->begin_stop;
+    # Said once it is so: whoever reads the line may count on it (a response
+    # from now on closes its connection, even from a worker that takes its
+    # stop request only after the request it is busy with).
+    Serow::Log->info("received SIG$sig: finishing in-flight requests, then exiting");
+}
+
+sub begin_stop {
+    my ($self) = @_;
     $self->{stopping} = 1;
     $self->{notify}->stopping if $self->{notify};
     $self->{shared}->set_server_stopping;
@@ -210,10 +254,6 @@ sub stop {
     # After the stop requests: an idle worker woken by its listener closing
     # finds its request already, and stops instead of accepting on it again.
     $_->stop_accepting for @{ $self->{listeners} };
-    # Said once it is so: whoever reads the line may count on it (a response
-    # from now on closes its connection, even from a worker that takes its
-    # stop request only after the request it is busy with).
-    Serow::Log->info("received SIG$sig: finishing in-flight requests, then exiting");
 }
 
 # New workers first, then the old ones finish what they have: the listen
@@ -228,7 +268,21 @@ sub restart_workers {
     my @old = keys %{ $self->{workers} };
     $self->{generation}++;
     $self->spawn_missing_workers;
+    # --lazy-app: the new workers load the app file afresh, which may have
+    # been broken by the deploy the HUP is for: the old ones serve until
+    # every new one has started (retire_old_generation).
+    return $self->{retire_old_when_ready} = 1 if $self->{load_app};
     $self->stop_worker($_) for @old;
+}
+
+# --lazy-app, after a HUP: once the new generation has started, the workers
+# of the older ones finish and leave.
+sub retire_old_generation {
+    my ($self) = @_;
+    return unless $self->{retire_old_when_ready} && $self->generation_ready($self->{shared}->status);
+    $self->{retire_old_when_ready} = 0;
+    my $w = $self->{workers};
+    $self->stop_worker($_) for grep { $w->{$_}{generation} != $self->{generation} } keys %$w;
 }
 
 sub add_worker {
@@ -389,11 +443,18 @@ sub run_worker {
     $0 = "serow worker";
     # Else every worker would draw the same rand() sequence as its siblings.
     srand();
+    # --lazy-app: here, after the fork and the switch to --user, before the
+    # worker touches its slot or the holder: one that fails leaves nothing
+    # behind.
+    my $app = $self->{app} // eval { $self->{load_app}->() } // do {
+        Serow::Log->error("worker $$: $@");
+        exit APP_LOAD_FAILED;
+    };
     # Under Yama's ptrace_scope 1 the holder could not take this worker's
     # connections otherwise (docs/keepalive.md).
     Serow::set_ptracer($self->{pid});
     my $worker = Serow::Worker->new(
-        app           => $self->{app},
+        app           => $app,
         options       => $self->{options},
         listeners     => $self->{listeners},
         request_limit => $limit,
@@ -528,9 +589,15 @@ sub reap_workers {
             if !$self->{stopping} && (!$w->{stopping_since} || $w->{recycled}
                 || $w->{generation} != $self->{generation});
         $self->log_worker_exit($pid, $w, $status);
-        # One that fails right after it started would fail again at once.
+        my $load_failed = $self->{load_app} && $status == APP_LOAD_FAILED << 8;
+        if (my $first = $self->{first_load}) {
+            $first->{$load_failed ? 'failed' : 'loaded'}++;
+        }
+        # One that fails right after it started would fail again at once, and
+        # one that could not load the app (it may take more than that to
+        # compile) will fail again until the file is mended.
         if (!$w->{stopping_since} && $status != 0
-                && Time::HiRes::time - $w->{started} < FAST_DEATH_SECONDS) {
+                && ($load_failed || Time::HiRes::time - $w->{started} < FAST_DEATH_SECONDS)) {
             $self->{throttled_until} = Time::HiRes::time + FAST_DEATH_SECONDS;
         }
     }
@@ -540,6 +607,12 @@ sub log_worker_exit {
     my ($self, $pid, $w, $status) = @_;
     my $how = $status & 127 ? "was killed by signal " . ($status & 127)
             : "exited with status " . ($status >> 8);
+    if ($self->{load_app} && $status == APP_LOAD_FAILED << 8) {
+        # Until a worker has loaded the app, none is started in its place.
+        Serow::Log->error("worker $pid $how: it could not load the app"
+            . ($self->{first_load} ? '' : '; starting a new one in a second'));
+        return;
+    }
     if ($w->{stopping_since}) {
         Serow::Log->info("worker $pid $how");
     } elsif ($status == 0) {

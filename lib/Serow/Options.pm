@@ -11,7 +11,8 @@ use warnings;
 #   name => [type, default, help, value name in --help (default N, or ... for lists)]
 # Types: int (whole number >= 0), count (whole number >= 1), size (bytes, K/M/G suffixes), seconds
 # (a positive number), string, list (repeatable string), mode (octal, kept as
-# a string such as "0660").
+# a string such as "0660"), switch (on or off: 1 or 0; on the command line
+# the bare --name turns it on, and takes no value).
 my @OPTIONS = (
     listen => ['list', [], 'HOST:PORT, [IPv6]:PORT, :PORT or /path/to.sock to listen on (repeatable; default 0.0.0.0:5000)'],
     socket_mode => ['mode', undef, 'permissions of UNIX sockets Serow creates, in octal (e.g. 0660)'],
@@ -34,6 +35,7 @@ my @OPTIONS = (
     max_keepalive_connections => ['int', 0, 'connections kept open at once, idle or busy; above it new connections are answered and closed, and the oldest idle ones closed (0: the open-file limit less a tenth, at least 64, kept for the app)'],
     request_timeout => ['int', 0, 'whole seconds the app may run for one request (0: no limit); then a die is raised inside it (its stack trace logged) and the client gets 503 with Connection: close; an app still running --request-timeout-grace later has its worker killed and replaced'],
     request_timeout_grace => ['seconds', 5, 'with --request-timeout: time the app gets after the die to return before the master kills its worker'],
+    lazy_app => ['switch', 0, 'load the app in each worker after the fork instead of once in the master: for an app that opens database handles or sockets when it loads; costs each worker its own compiled copy of the app, and a HUP then loads the app file afresh'],
     graceful_timeout => ['seconds', 30, 'on stop or HUP, time workers get to finish before they are killed'],
     pid_file => ['string', undef, 'write the master\'s pid to this file once the sockets are open; removed on a clean stop', 'FILE'],
     user => ['string', undef, 'user (name or number) the workers and the connection holder run as; the sockets are opened first, so ports below 1024 work', 'USER'],
@@ -72,6 +74,7 @@ my @ALIASES = (
     'disable-keepalive'  => { to => 'max_keepalive_requests', set => 1, from => 'Starman' },
     'keepalive'          => { to => 'max_keepalive_requests', set => 1, hash_only => 1,
                               from => 'plackup --disable-keepalive' },
+    'lazy-apps'          => { to => 'lazy_app', set => 1, from => 'uWSGI' },
     'preload-app'        => { same => 'it loads the app in the master before it forks workers',
                               from => 'Starman' },
     'daemonize'          => { switch => 1, from => 'Starman, plackup',
@@ -162,6 +165,12 @@ sub normalize {
         defined $value && $value =~ /\A0?[0-7]{3,4}\z/ or die "$flag: '" . ($value // '') . "' is not an octal mode such as 0660\n";
         return sprintf '%04o', oct $value;
     }
+    if ($type eq 'switch') {
+        # 1 or 0, and Perl's own true and false (!!1, !!0 is '').
+        defined $value && !ref $value && $value =~ /\A[01]?\z/
+            or die "$flag: '" . ($value // '') . "' is not 1 or 0 (a switch: give $flag alone to turn it on)\n";
+        return $value ? 1 : 0;
+    }
     if ($type eq 'list') {
         return [ map { split /,/ } ref $value eq 'ARRAY' ? @$value : ($value) ];
     }
@@ -236,7 +245,8 @@ sub listen_address {
 # here rather than with Getopt::Long, which would stay loaded in the master
 # and so in every worker.  Long options are --name VALUE or --name=VALUE (a
 # list option, and every alias of --listen, may be repeated); switches (the
-# aliases that take no value, -h/--help, -v/--version) take none.  Single
+# aliases that take no value, the options of type switch, -h/--help,
+# -v/--version) take none.  Single
 # letters bundle (-hv) and take their value attached or next (-l:5000, -l :5000).
 # The options end at "--" or at the first argument that is not one (the app).
 sub from_argv {
@@ -253,7 +263,8 @@ sub from_argv {
         my $alias = $ALIAS{$flag};
         my $known = ($SPEC{$name} && _dashed($name) eq $flag) || ($alias && !$alias->{hash_only});
         die "unknown option " . alias_flag($flag) . _hint($flag) . "\n" unless $known;
-        if ($alias && ($alias->{switch} || exists $alias->{set} || $alias->{same})) {
+        if (($alias && ($alias->{switch} || exists $alias->{set} || $alias->{same}))
+                || (!$alias && $SPEC{$name}[0] eq 'switch')) {
             die alias_flag($flag) . " takes no value\n" if $attached;
             $raw{$flag} = 1;
             return 0;
@@ -340,8 +351,10 @@ sub help_text {
     for my $name (@ORDER) {
         my ($type, $default, $help, $value_name) = @{ $SPEC{$name} };
         $value_name //= $type eq 'list' ? '...' : $type eq 'string' ? 'S' : 'N';
-        my $d = ref $default eq 'ARRAY' || !defined $default ? '' : " (default: $default)";
-        $text .= sprintf "  --%-26s %s%s\n", _dashed($name) . "=$value_name", $help, $d;
+        # A switch is off unless given, and given alone.
+        my $d = ref $default eq 'ARRAY' || !defined $default || $type eq 'switch' ? '' : " (default: $default)";
+        my $flag = _dashed($name) . ($type eq 'switch' ? '' : "=$value_name");
+        $text .= sprintf "  --%-26s %s%s\n", $flag, $help, $d;
     }
     $text .= "\nOptions of Starman, Starlet, Gazelle, plackup and uWSGI, so that switching is one word:\n";
     for my $alias (aliases()) {
@@ -361,6 +374,7 @@ sub alias_meaning {
     return "what Serow always does: $a->{same}" if $a->{same};
     my $refusal = $a->{refuse_as} ? $ALIAS{ $a->{refuse_as} }{refuse} : $a->{refuse};
     return "not supported: $refusal" if $refusal;
+    return "same as --" . _dashed($a->{to}) if exists $a->{set} && $SPEC{ $a->{to} }[0] eq 'switch';
     return "same as --" . _dashed($a->{to}) . " $a->{set}" if exists $a->{set};
     return "same as --" . _dashed($a->{to});
 }

@@ -97,19 +97,45 @@ sub not_an_app {
     return Scalar::Util::blessed($app) ? 'a ' . ref($app) . ' object' : 'a ' . ref($app) . ' reference';
 }
 
+# Loads and checks the app file: the app, or a die "cannot load FILE: ..."
+# with perl's error (its file and line) or what the file returned instead.
+# serow calls it in the master; with --lazy-app, each worker (Serow::Master).
+sub load_app_file {
+    my ($file) = @_;
+    require Plack::Util;
+    my $app = eval { Plack::Util::load_psgi($file) };
+    die "cannot load $file: $@" if $@;
+    # A file that ends with anything but the app (42, a hash, nothing at all)
+    # is refused here, not answered with a 500 for every request.
+    if (defined(my $what = not_an_app($app))) {
+        die "cannot load $file: it returned $what, not a PSGI app (a code reference)"
+            . (defined $app ? '' : ': is the file empty, or does it not end with the app?') . "\n";
+    }
+    return $app;
+}
+
+# $app is the loaded app; with --lazy-app, the file each worker loads.
 sub run {
     my ($self, $app) = @_;
-    # (serow checks the app it loads itself, naming the file: this is for
-    # plackup -s Serow and Serow::Server->run called from Perl.)
-    if (defined(my $what = not_an_app($app))) {
+    my $options = $self->{options};
+    my @app;
+    if ($options->{lazy_app}) {
+        die "--lazy-app: give run the app's file name, which each worker loads, not a loaded app\n"
+            if !defined $app || ref $app;
+        require Plack::Util; # once, here: the workers share it
+        @app = (load_app => sub { load_app_file($app) }, app_file => $app);
+    } elsif (defined(my $what = not_an_app($app))) {
+        # (serow checks the app it loads itself, naming the file: this is for
+        # plackup -s Serow and Serow::Server->run called from Perl.)
         die "the app is $what, not a PSGI app (a code reference)\n";
+    } else {
+        @app = (app => $app);
     }
     # Until the master sets its own handlers, signals wait for it (a stop
     # then stops it before it starts any process) instead of killing this
     # process with the pid file and sockets left behind.
     my %early = Serow::Master->early_signal_handlers;
     local @SIG{keys %early} = values %early;
-    my $options = $self->{options};
     $self->open_error_log($options->{error_log}) if defined $options->{error_log};
     # Refused before binding: the address of a running Serow would be busy,
     # and "address in use" says less than this.
@@ -117,7 +143,7 @@ sub run {
     Serow::Metrics->check_options($options);
     my @listeners = $self->open_listeners;
     my $pid_file = defined $options->{pid_file} ? Serow::PidFile->write($options->{pid_file}) : undef;
-    my $master = Serow::Master->new(app => $app, options => $options, listeners => \@listeners,
+    my $master = Serow::Master->new(@app, options => $options, listeners => \@listeners,
         privileges => $self->{privileges}, notify => $self->{notify},
         on_ready => sub { $self->announce(@listeners) });
     my $status = $master->run;
@@ -148,6 +174,7 @@ sub announce {
     my @about = $options->{max_keepalive_requests} == 1
         ? 'keep-alive off (--max-keepalive-requests 1)'
         : "keep-alive on (idle connections held by the connection holder, closed after $options->{keepalive_timeout}s)";
+    push @about, 'each worker loads the app (--lazy-app)' if $options->{lazy_app};
     push @about, 'workers run as ' . $self->{privileges}->name if $self->{privileges};
     push @about, "pid file $options->{pid_file}" if defined $options->{pid_file};
     Serow::Log->info(sprintf "Serow %s listening on %s with %d workers (master pid %d); %s",

@@ -35,6 +35,7 @@ subtest 'each alias sets its Serow option' => sub {
         [[qw(--listen 127.0.0.1:1 --socket /tmp/b.sock --host 127.0.0.1 --port 2)],
             listen => ['127.0.0.1:1', '/tmp/b.sock', '127.0.0.1:2']],
         [[qw(--preload-app --workers 2)], workers => 2],
+        [[qw(--lazy-apps)], lazy_app => 1],
     ) {
         my ($argv, $name, $want) = @$case;
         is_deeply parse(@$argv)->{$name}, $want, "@$argv: $name";

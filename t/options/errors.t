@@ -88,6 +88,27 @@ subtest '--help lists every option with its default' => sub {
         like $text, qr/^  --\Q$flag\E\b/m, "--$flag";
     }
     like $text, qr/--workers=N\s+worker processes \(default: 4\)/;
+    like $text, qr/^  --lazy-app {2,}load the app in each worker/m, 'a switch without a value or default';
+    like $text, qr/^  --lazy-apps {2,}same as --lazy-app \(uWSGI\)/m, 'and an alias that sets it';
+};
+
+subtest 'a switch: on when given, off by default, 1 or 0 as a hash key' => sub {
+    my ($o, @rest) = Serow::Options->from_argv(qw(--lazy-app app.psgi));
+    is $o->{lazy_app}, 1, '--lazy-app turns it on';
+    is_deeply \@rest, ['app.psgi'], 'and takes no value: the next argument is the app';
+    is +(Serow::Options->from_argv('app.psgi'))[0]{lazy_app}, 0, 'off by default';
+    ok !eval { Serow::Options->from_argv('--lazy-app=1'); 1 }, '--lazy-app=1 dies';
+    like $@, qr/\A--lazy-app takes no value/;
+    my $switch = sub { Serow::Options->from_hash(@_)->{lazy_app} };
+    is $switch->(lazy_app => 1), 1, 'lazy_app => 1';
+    is $switch->('lazy-app' => 0), 0, 'lazy-app => 0';
+    is $switch->(lazy_app => !!1), 1, 'Perl\'s true';
+    is $switch->(lazy_app => !!0), 0, 'Perl\'s false';
+    is $switch->(lazy_apps => 1), 1, 'uWSGI\'s name as a key';
+    for my $bad ('yes', 2, [1]) {
+        ok !eval { Serow::Options->from_hash(lazy_app => $bad); 1 }, "lazy_app => $bad dies";
+        like $@, qr/\A--lazy-app: '\Q$bad\E' is not 1 or 0 \(a switch: give --lazy-app alone to turn it on\)/;
+    }
 };
 
 subtest 'options as a hash: unknown keys and bad values die' => sub {

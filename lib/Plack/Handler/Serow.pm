@@ -10,6 +10,17 @@ use Serow::Server ();
 # (listen_sock, as Plack::Test::Server does with listen => 1).
 sub new {
     my ($class, %args) = @_;
+    my $self = $class->_new(%args);
+    # plackup has loaded the app in this process before it calls run: too late
+    # to load it in each worker.
+    die "--lazy-app does not work with plackup -s Serow, which has already loaded the app: "
+        . "run serow --lazy-app app.psgi, or plackup -L Delayed (each worker loads the app at its first request)\n"
+        if $self->{server}->options->{lazy_app};
+    return $self;
+}
+
+sub _new {
+    my ($class, %args) = @_;
     my ($host, $port, $socket, $listen, $listen_sock) = delete @args{qw(host port socket listen listen_sock)};
     if ($listen_sock) {
         return bless { server => Serow::Server->new(%args, listen_sockets => [$listen_sock]) }, $class;
