@@ -350,10 +350,13 @@ size_t serow_format_error_response(char *out, size_t size, int status, int omit_
     if (*reason == '\0')
         reason = "Error"; /* (no status the server answers itself) */
     size_t body = strlen(reason) + 1;
+    /* A 503 is an overload the client (a load balancer) may retry soon,
+     * elsewhere or here (RFC 9110 10.2.3): --max-queue-wait, --request-timeout. */
     int n = snprintf(out, size,
                      "HTTP/1.1 %d %s\r\nDate: %s\r\nContent-Type: text/plain\r\n"
-                     "Content-Length: %zu\r\nConnection: close\r\n\r\n%s%s",
+                     "Content-Length: %zu\r\n%sConnection: close\r\n\r\n%s%s",
                      status, reason, serow_http_date_now(), body,
+                     status == 503 ? "Retry-After: " SEROW_RETRY_AFTER_SECONDS "\r\n" : "",
                      omit_body ? "" : reason, omit_body ? "" : "\n");
     *body_bytes = omit_body ? 0 : body;
     return n < 0 ? 0 : (size_t)n < size ? (size_t)n : size - 1;

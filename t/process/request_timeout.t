@@ -69,6 +69,7 @@ subtest 'an app the die reaches: 503, logged with a stack trace, the worker goes
     my $res = get_on($sock, '/loop');
     is $res && $res->{status}, 503, 'a looping app: 503' or diag $server->log;
     is $res && $res->{headers}{connection}, 'close', '... with Connection: close';
+    is $res && $res->{headers}{'retry-after'}, 1, '... and Retry-After: 1';
     is read_until_close($sock), '', '... and the connection closes';
 
     my $line = $server->wait_for_log(qr/\[error\].*GET \/loop: the app ran \S+s, longer than --request-timeout 1s, in worker \d+: interrupted at .*/);
