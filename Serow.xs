@@ -481,6 +481,7 @@ shared_run_holder(Serow::Shared shared, int ready_channel, int handback_channel,
     s.keepalive_timeout_ms = (uint64_t)(setting(aTHX_ settings, who, "keepalive_timeout") * 1000);
     s.idle_handoff_ms = (uint64_t)setting(aTHX_ settings, who, "idle_handoff_ms");
     s.max_keepalive_connections = (uint32_t)setting(aTHX_ settings, who, "max_keepalive_connections");
+    s.max_queue_wait_ms = (uint64_t)setting(aTHX_ settings, who, "max_queue_wait");
     SV *error_log = given_setting(aTHX_ settings, who, "error_log"); /* undef: none */
     s.error_log = SvOK(error_log) ? SvPV_nolen(error_log) : NULL;
     RETVAL = serow_run_connection_holder(shared, ready_channel, handback_channel, &s);

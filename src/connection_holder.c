@@ -27,6 +27,7 @@
 #include "connection_transfer.h"
 #include "fd_passing.h"
 #include "log.h"
+#include "response_writer.h"
 
 #define EPOLL_BATCH 256
 /* epoll tags besides connection descriptors */
@@ -43,6 +44,7 @@ struct held_connection {
     int fd;
     int in_epoll;
     struct passed_connection info;
+    uint64_t ready_since_ms; /* when it became readable (--max-queue-wait) */
     struct held_connection *prev, *next; /* oldest first */
 };
 
@@ -221,18 +223,68 @@ static int pass_to_worker(struct holder *h, int fd)
     return 0;
 }
 
-static void flush_waiting(struct holder *h)
+/*
+ * --max-queue-wait: a request that waited that long for a free worker is
+ * answered 503 here, and its connection closed.  What the client sent is
+ * read first (up to SHED_DRAIN_BYTES): a close with unread bytes resets the
+ * connection, and the client could lose the 503 with it.  Only "HEAD " is
+ * looked for, to send no body; the request is not parsed.
+ */
+#define SHED_DRAIN_BYTES 65536
+static void shed(struct holder *h, struct held_connection *c)
 {
+    char buf[4096];
+    int head = 0;
+    for (size_t drained = 0; drained < SHED_DRAIN_BYTES;) {
+        ssize_t n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT);
+        if (n <= 0)
+            break;
+        if (drained == 0)
+            head = n >= 5 && memcmp(buf, "HEAD ", 5) == 0;
+        drained += (size_t)n;
+    }
+    char response[512];
+    size_t body_bytes;
+    size_t len = serow_format_error_response(response, sizeof(response), 503, head, &body_bytes);
+    ssize_t ignored = send(c->fd, response, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+    (void)ignored;
+    shutdown(c->fd, SHUT_WR);
+    atomic_fetch_add(&h->shared->requests_shed, 1);
+    close_held(h, c);
+}
+
+/*
+ * Passes the ready connections on, oldest first.  With --max-queue-wait, no
+ * more than there are free workers to take them (less those passed and not
+ * yet taken): the rest wait here, where their wait can be bounded, and not
+ * in the channel, from which nothing can be taken back.  Those that waited
+ * too long are answered 503 (shed).  While the whole server stops, workers
+ * are not "free" but still take what comes: no limit then.
+ */
+static void flush_waiting(struct holder *h, uint64_t now)
+{
+    uint64_t limit = atomic_load(&h->shared->server_stopping) ? 0 : h->settings.max_queue_wait_ms;
+    int64_t room = 0;
+    if (limit)
+        room = (int64_t)serow_shared_free_workers(h->shared) -
+               (int64_t)atomic_load(&h->shared->queued_connections);
+    int channel_full = 0;
     size_t sent = 0;
     while (sent < h->waiting_count) {
         int fd = h->waiting[sent];
         struct held_connection *c = fd < h->by_fd_size ? h->by_fd[fd] : NULL;
-        if (pass_to_worker(h, fd) == 0) {
+        if (limit && c && serow_shared_ms_since(now, c->ready_since_ms) >= limit) {
+            shed(h, c);
+        } else if (limit && room <= 0) {
+            break; /* no free worker: it waits here */
+        } else if (pass_to_worker(h, fd) == 0) {
+            room--;
             if (c)
                 release_held(h, c);
             else
                 close(fd);
         } else if (errno == EAGAIN) {
+            channel_full = 1;
             break; /* every worker is busy and the channel is full */
         } else if (c) {
             close_held(h, c); /* no worker side any more: nothing can serve it */
@@ -241,7 +293,29 @@ static void flush_waiting(struct holder *h)
     }
     memmove(h->waiting, h->waiting + sent, (h->waiting_count - sent) * sizeof(int));
     h->waiting_count -= sent;
-    watch_ready_channel(h, h->waiting_count > 0);
+    watch_ready_channel(h, channel_full);
+}
+
+/*
+ * With --max-queue-wait and requests waiting here: wake up when a worker
+ * becomes free (it rings wake_fd when it sees holder_awaits_free) or when the
+ * oldest one's wait is over, whichever comes first.
+ */
+static int queue_timeout(struct holder *h, int timeout, uint64_t now)
+{
+    uint64_t limit = h->settings.max_queue_wait_ms;
+    if (!limit || !h->waiting_count || h->ready_channel_watched)
+        return timeout;
+    atomic_store(&h->shared->holder_awaits_free, 1);
+    if (serow_shared_free_workers(h->shared) > atomic_load(&h->shared->queued_connections))
+        return 0;
+    int fd = h->waiting[0];
+    struct held_connection *c = fd < h->by_fd_size ? h->by_fd[fd] : NULL;
+    if (c == NULL)
+        return 0;
+    uint64_t waited = serow_shared_ms_since(now, c->ready_since_ms);
+    int64_t left = waited >= limit ? 0 : (int64_t)(limit - waited);
+    return timeout < 0 || left < timeout ? (int)left : timeout;
 }
 
 static void connection_readable(struct holder *h, struct held_connection *c)
@@ -257,6 +331,8 @@ static void connection_readable(struct holder *h, struct held_connection *c)
     /* A request: stop watching it here, queue it for a worker. */
     epoll_ctl(h->epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
     c->in_epoll = 0;
+    if (h->settings.max_queue_wait_ms)
+        c->ready_since_ms = serow_shared_clock_ms();
     if (h->waiting_count == h->waiting_size) {
         size_t size = h->waiting_size ? h->waiting_size * 2 : 256;
         int *grown = realloc(h->waiting, size * sizeof(int));
@@ -576,7 +652,8 @@ int serow_run_connection_holder(struct shared_state *shared, int ready_channel, 
     struct epoll_event events[EPOLL_BATCH];
     struct scan_result scan = {0, 0};
     while (!stop_requested) {
-        int n = epoll_wait(h->epoll_fd, events, EPOLL_BATCH, choose_timeout(h, &scan));
+        int timeout = queue_timeout(h, choose_timeout(h, &scan), serow_shared_clock_ms());
+        int n = epoll_wait(h->epoll_fd, events, EPOLL_BATCH, timeout);
         atomic_store(&shared->holder_sleeping, 0);
         atomic_store(&shared->holder_awaits_free, 0);
         if (reopen_requested) {
@@ -599,9 +676,9 @@ int serow_run_connection_holder(struct shared_state *shared, int ready_channel, 
                     connection_readable(h, h->by_fd[fd]);
             }
         }
-        if (h->waiting_count)
-            flush_waiting(h);
         uint64_t now = serow_shared_clock_ms();
+        if (h->waiting_count)
+            flush_waiting(h, now);
         scan = scan_workers(h, now);
         expire_and_cap(h, now);
     }

@@ -18,6 +18,7 @@ struct holder_settings {
     uint64_t keepalive_timeout_ms;
     uint64_t idle_handoff_ms;  /* idle this long in a worker: moves here */
     uint32_t max_keepalive_connections; /* 0: no cap */
+    uint64_t max_queue_wait_ms; /* --max-queue-wait: ready this long with no free worker: 503; 0: no limit */
     const char *error_log; /* --error-log, reopened on SIGUSR1; NULL: none */
 };
 

@@ -69,12 +69,18 @@ int serow_shared_worker_is_stuck(struct worker_slot *w, uint64_t now)
 
 int serow_shared_any_worker_free(struct shared_state *shared)
 {
+    return serow_shared_free_workers(shared) > 0;
+}
+
+uint32_t serow_shared_free_workers(struct shared_state *shared)
+{
+    uint32_t n = 0;
     for (uint32_t i = 0; i < shared->max_workers; i++) {
         struct worker_slot *w = &shared->workers[i];
         if (atomic_load(&w->pid) > 0 && atomic_load(&w->free))
-            return 1;
+            n++;
     }
-    return 0;
+    return n;
 }
 
 void serow_shared_reset_worker(struct shared_state *shared, uint32_t index)
@@ -198,6 +204,7 @@ void serow_shared_totals(struct shared_state *shared, struct serow_shared_totals
     for (int i = 0; i < SHARED_RECYCLE_REASONS; i++)
         totals->workers_recycled[i] = atomic_load(&shared->workers_recycled[i]);
     totals->request_timeouts = atomic_load(&shared->request_timeouts);
+    totals->requests_shed = atomic_load(&shared->requests_shed);
 }
 
 int serow_shared_worker_status(struct shared_state *shared, uint32_t index,

@@ -128,6 +128,7 @@ struct shared_state {
     _Atomic uint64_t workers_recycled[SHARED_RECYCLE_REASONS]; /* by the master only */
     _Atomic uint64_t connections_gathered; /* moved to a worker that had the CPU */
     _Atomic uint64_t request_timeouts;  /* --request-timeout: answered 503 or worker killed */
+    _Atomic uint64_t requests_shed;     /* --max-queue-wait: answered 503 by the holder */
     _Atomic uint32_t worker_slots_used;  /* slots below this have had a worker */
     uint32_t max_workers;
     struct worker_slot workers[];
@@ -160,6 +161,10 @@ int serow_shared_worker_is_stuck(struct worker_slot *w, uint64_t now);
 /* Whether some worker waits with nothing to do, free to take a connection the
  * holder took from a busy one (see connection_holder.c, scan_workers). */
 int serow_shared_any_worker_free(struct shared_state *shared);
+
+/* How many workers wait with nothing to do (with --max-queue-wait the holder
+ * passes no more ready connections than that: connection_holder.c). */
+uint32_t serow_shared_free_workers(struct shared_state *shared);
 
 /* The worker in slot index is gone: whatever it published is void (its
  * connections' slots, its flags, its ring of stolen slots).  Its counters
@@ -223,6 +228,7 @@ struct serow_shared_totals {
     uint64_t connections_stolen, connections_gathered, requests_total, worker_restarts;
     uint64_t workers_recycled[SHARED_RECYCLE_REASONS];
     uint64_t request_timeouts;
+    uint64_t requests_shed;
     struct shared_worker_counts workers;
 };
 void serow_shared_totals(struct shared_state *shared, struct serow_shared_totals *totals);

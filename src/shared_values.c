@@ -65,6 +65,7 @@ SV *serow_shared_metrics_value(pTHX_ struct shared_state *shared)
                  newSVnv((double)totals.workers_recycled[i]), 0);
     hv_stores(m, "workers_recycled", newRV_noinc((SV *)recycled));
     hv_stores(m, "request_timeouts", newSVnv((double)totals.request_timeouts));
+    hv_stores(m, "requests_shed", newSVnv((double)totals.requests_shed));
     hv_stores(m, "busy_workers", newSVuv(totals.workers.busy));
     hv_stores(m, "idle_workers", newSVuv(totals.workers.idle));
     hv_stores(m, "idle_connections", newSVuv(totals.waiting_connections));

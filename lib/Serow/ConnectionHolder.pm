@@ -52,6 +52,7 @@ sub settings {
         keepalive_timeout         => $options->{keepalive_timeout},
         max_keepalive_connections => $options->{max_keepalive_connections},
         idle_handoff_ms           => IDLE_HANDOFF_MS,
+        max_queue_wait            => $options->{max_queue_wait}, # ms; 0: no limit
         error_log                 => $options->{error_log}, # reopened on USR1; undef: none
     };
 }

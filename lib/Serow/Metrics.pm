@@ -98,6 +98,9 @@ my @SINGLE = (
     [serow_request_timeouts_total => counter =>
         'Requests whose app ran longer than --request-timeout (answered 503, or their worker killed).',
         'request_timeouts'],
+    [serow_requests_shed_total => counter =>
+        'Requests answered 503 by the connection holder after waiting longer than --max-queue-wait for a free worker.',
+        'requests_shed'],
     [serow_uptime_seconds => gauge => 'Seconds since the server started.', 'uptime'],
 );
 
@@ -189,6 +192,12 @@ that had a CPU from workers waiting for one (F<docs/keepalive.md>,
 Requests whose app ran longer than C<--request-timeout>: answered 503, or,
 when the app did not return within C<--request-timeout-grace>, their
 worker killed by the master.
+
+=item serow_requests_shed_total
+
+Requests the connection holder had ready for longer than
+C<--max-queue-wait> with no worker free to take them: answered 503 with
+C<Retry-After> and their connections closed (F<docs/operations.md>).
 
 =item serow_connections_accepted_total, serow_worker_restarts_total, serow_uptime_seconds
 

@@ -36,6 +36,7 @@ my @OPTIONS = (
     request_timeout => ['int', 0, 'whole seconds the app may run for one request (0: no limit); then a die is raised inside it (its stack trace logged) and the client gets 503 with Connection: close; an app still running --request-timeout-grace later has its worker killed and replaced'],
     request_timeout_grace => ['seconds', 5, 'with --request-timeout: time the app gets after the die to return before the master kills its worker'],
     lazy_app => ['switch', 0, 'load the app in each worker after the fork instead of once in the master: for an app that opens database handles or sockets when it loads; costs each worker its own compiled copy of the app, and a HUP then loads the app file afresh'],
+    max_queue_wait => ['int', 0, 'milliseconds a request the connection holder has ready may wait for a free worker; then the holder answers it 503 with Retry-After: 1 and Connection: close and closes the connection (0: no limit). Bounds only the holder\'s queue, not the listen backlog', 'MS'],
     graceful_timeout => ['seconds', 30, 'on stop or HUP, time workers get to finish before they are killed'],
     pid_file => ['string', undef, 'write the master\'s pid to this file once the sockets are open; removed on a clean stop', 'FILE'],
     user => ['string', undef, 'user (name or number) the workers and the connection holder run as; the sockets are opened first, so ports below 1024 work', 'USER'],
