@@ -695,4 +695,13 @@ C<--error-log> it ignores USR1).
 
 =back
 
+=head2 systemd
+
+Under C<Type=notify> (C<$NOTIFY_SOCKET> set; L<Serow::Notify>) the master
+tells systemd C<READY=1> once the holder and every worker run,
+C<RELOADING=1> and C<READY=1> again around a HUP, C<STOPPING=1> on stop,
+C<STATUS=> when the counts of busy and idle workers and of queued and idle
+connections change, and C<WATCHDOG=1> every half C<WATCHDOG_USEC>. See
+F<docs/operations.md>.
+
 =cut
