@@ -149,8 +149,6 @@ struct worker_loop {
     struct http_header *headers;
     size_t headers_capacity;
 
-    unsigned long requests_total;
-
     /* --request-timeout (request_timeout.c); limit_ns 0: off */
     struct {
         timer_t id;

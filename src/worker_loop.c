@@ -463,7 +463,6 @@ void serow_worker_loop_finish_request(struct worker_loop *loop, int keep_alive)
     serow_request_accounting_end(loop, conn, loop->request.status, loop->request.body_bytes, 1);
     loop->request.conn = NULL;
     conn->requests_served++;
-    loop->requests_total++;
     announce_done(loop);
 
     if (!loop->request.body_done)
@@ -506,7 +505,6 @@ void serow_worker_loop_fail_request(struct worker_loop *loop, int status)
     serow_request_accounting_end(loop, conn, loop->request.status, loop->request.body_bytes, 1);
     loop->request.conn = NULL;
     conn->requests_served++;
-    loop->requests_total++;
     announce_done(loop);
     serow_close_lingering(loop, conn);
 }
@@ -517,7 +515,6 @@ void serow_worker_loop_release_current(struct worker_loop *loop)
     if (conn == NULL)
         return;
     serow_request_accounting_end(loop, conn, loop->request.status, loop->request.body_bytes, 1);
-    loop->requests_total++;
     announce_done(loop);
     serow_close_connection(loop, conn); /* our descriptor only: the app holds a duplicate */
 }
@@ -625,16 +622,6 @@ int serow_loop_response_started(const struct worker_loop *loop)
 int serow_loop_is_stopping(const struct worker_loop *loop)
 {
     return loop->stopping;
-}
-
-int serow_loop_connection_count(const struct worker_loop *loop)
-{
-    return loop->num_connections;
-}
-
-unsigned long serow_loop_requests_total(const struct worker_loop *loop)
-{
-    return loop->requests_total;
 }
 
 void serow_loop_set_access_log(struct worker_loop *loop, struct access_log *log)

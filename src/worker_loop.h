@@ -155,8 +155,6 @@ size_t serow_loop_body_read_size(const struct worker_loop *loop, size_t max);
 
 /* About the loop. */
 int serow_loop_is_stopping(const struct worker_loop *loop);
-int serow_loop_connection_count(const struct worker_loop *loop);
-unsigned long serow_loop_requests_total(const struct worker_loop *loop);
 
 /* The access log the loop writes to (NULL: none); setting one closes the
  * one before. */
