@@ -19,6 +19,7 @@
 #define SEROW_HTTP_PARSER_H
 
 #include <stddef.h>
+#include <string.h>
 #include <stdint.h>
 
 /* Return values of serow_parse_request_head() besides "bytes consumed" (> 0). */
@@ -80,6 +81,14 @@ struct http_request_head {
  */
 int serow_parse_request_head(const char *buf, size_t len, struct http_request_head *head,
                        const struct http_limits *limits);
+
+/* Whether head (NULL: nothing parsed) has the method HEAD: a response to it
+ * has no content (RFC 9110 9.3.2).  A request that failed before its method
+ * was read has method_len 0. */
+static inline int serow_is_head_request(const struct http_request_head *head)
+{
+    return head != NULL && head->method_len == 4 && memcmp(head->method, "HEAD", 4) == 0;
+}
 
 /* Finds a header by name (case-insensitive); NULL when absent. */
 const struct http_header *serow_find_header(const struct http_request_head *head,

@@ -333,7 +333,7 @@ static int prepare_head(pTHX_ struct worker_loop *loop, SV *status_sv, SV *heade
     int r = collect_headers(aTHX_ headers, &list, bad_header);
     if (r != RESPONSE_OK)
         return r;
-    facts.is_head_request = loop->request.head.method_len == 4 && memcmp(loop->request.head.method, "HEAD", 4) == 0;
+    facts.is_head_request = serow_is_head_request(&loop->request.head);
     facts.minor_version = loop->request.head.minor_version;
     facts.may_keep_alive = serow_worker_loop_may_keep_alive(loop);
     facts.body_length_known = length_known;

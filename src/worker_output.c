@@ -99,13 +99,6 @@ int serow_worker_loop_sendfile(struct worker_loop *loop, int file_fd, uint64_t o
     return 0;
 }
 
-/* Whether head is a parsed request line with the method HEAD.  A request
- * that failed before its method was read has method_len 0. */
-static int is_head_request(const struct http_request_head *head)
-{
-    return head != NULL && head->method_len == 4 && memcmp(head->method, "HEAD", 4) == 0;
-}
-
 /* Without waiting: a client that does not read gets nothing more.  A
  * response to HEAD keeps the Content-Length but sends no content (RFC 9110
  * 9.3.2). */
@@ -114,7 +107,7 @@ size_t serow_send_error_response(struct connection *conn, int status,
 {
     char response[512];
     size_t body = 0;
-    size_t n = serow_format_error_response(response, sizeof(response), status, is_head_request(head),
+    size_t n = serow_format_error_response(response, sizeof(response), status, serow_is_head_request(head),
                                      &body);
     ssize_t ignored = send(conn->fd, response, n, MSG_NOSIGNAL | MSG_DONTWAIT);
     (void)ignored;
