@@ -128,7 +128,7 @@ struct shared_state {
     _Atomic uint64_t workers_recycled[SHARED_RECYCLE_REASONS]; /* by the master only */
     _Atomic uint64_t connections_gathered; /* moved to a worker that had the CPU */
     _Atomic uint64_t request_timeouts;  /* --request-timeout: answered 503 or worker killed */
-    _Atomic uint64_t requests_shed;     /* --max-queue-wait: answered 503 by the holder */
+    _Atomic uint64_t requests_shed;     /* --max-queue-wait: answered 503 (holder, backlog) */
     _Atomic uint32_t worker_slots_used;  /* slots below this have had a worker */
     uint32_t max_workers;
     struct worker_slot workers[];

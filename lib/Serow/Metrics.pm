@@ -99,7 +99,7 @@ my @SINGLE = (
         'Requests whose app ran longer than --request-timeout (answered 503, or their worker killed).',
         'request_timeouts'],
     [serow_requests_shed_total => counter =>
-        'Requests answered 503 by the connection holder after waiting longer than --max-queue-wait for a free worker.',
+        'Requests answered 503 after waiting longer than --max-queue-wait for a free worker (in the connection holder or the listen backlog).',
         'requests_shed'],
     [serow_uptime_seconds => gauge => 'Seconds since the server started.', 'uptime'],
 );
@@ -195,8 +195,8 @@ worker killed by the master.
 
 =item serow_requests_shed_total
 
-Requests the connection holder had ready for longer than
-C<--max-queue-wait> with no worker free to take them: answered 503 with
+Requests that waited longer than C<--max-queue-wait> for a free worker,
+in the connection holder or in the listen backlog: answered 503 with
 C<Retry-After> and their connections closed (F<docs/operations.md>).
 
 =item serow_connections_accepted_total, serow_worker_restarts_total, serow_uptime_seconds

@@ -132,7 +132,7 @@ sub loop_settings {
     return { map { $_ => $options->{$_} } qw(
         max_request_line max_header_size max_headers max_body_size header_timeout
         read_timeout min_body_rate write_timeout keepalive_timeout max_keepalive_requests
-        max_keepalive_connections request_timeout) };
+        max_keepalive_connections request_timeout max_queue_wait) };
 }
 
 sub run {
