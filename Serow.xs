@@ -20,6 +20,7 @@
 #include "src/access_log.h"
 #include "src/child_signals.h"
 #include "src/connection_holder.h"
+#include "src/connection_transfer.h"
 #include "src/fd_passing.h"
 #include "src/shared_state.h"
 #include "src/shared_values.h"
@@ -460,6 +461,24 @@ shared_app_running(Serow::Shared shared, unsigned int index)
         mPUSHn((double)ms);
         mPUSHp(request, strlen(request));
     }
+
+int
+shared_take_app_connection(Serow::Shared shared, unsigned int index)
+  CODE:
+    /* Before the master kills a stuck worker: our copy of the connection
+     * its app answers, or -1. */
+    RETVAL = serow_take_app_connection(shared, index);
+  OUTPUT:
+    RETVAL
+
+int
+shared_answer_app_connection(Serow::Shared shared, unsigned int index, int fd)
+  CODE:
+    /* Once it is dead: 503 on that copy (1), or only a close when bytes of
+     * the response went out (0). */
+    RETVAL = serow_answer_app_connection(shared, index, fd);
+  OUTPUT:
+    RETVAL
 
 void
 shared_count_request_timeout(Serow::Shared shared)

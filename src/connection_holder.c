@@ -27,7 +27,6 @@
 #include "connection_transfer.h"
 #include "fd_passing.h"
 #include "log.h"
-#include "response_writer.h"
 
 #define EPOLL_BATCH 256
 /* epoll tags besides connection descriptors */
@@ -225,30 +224,15 @@ static int pass_to_worker(struct holder *h, int fd)
 
 /*
  * --max-queue-wait: a request that waited that long for a free worker is
- * answered 503 here, and its connection closed.  What the client sent is
- * read first (up to SHED_DRAIN_BYTES): a close with unread bytes resets the
- * connection, and the client could lose the 503 with it.  Only "HEAD " is
- * looked for, to send no body; the request is not parsed.
+ * answered 503 here, and its connection closed (after what the client sent
+ * is read: serow_answer_and_shut).  Only "HEAD " is looked for, to send no
+ * body; the request is not parsed.
  */
-#define SHED_DRAIN_BYTES 65536
 static void shed(struct holder *h, struct held_connection *c)
 {
-    char buf[4096];
-    int head = 0;
-    for (size_t drained = 0; drained < SHED_DRAIN_BYTES;) {
-        ssize_t n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT);
-        if (n <= 0)
-            break;
-        if (drained == 0)
-            head = n >= 5 && memcmp(buf, "HEAD ", 5) == 0;
-        drained += (size_t)n;
-    }
-    char response[512];
-    size_t body_bytes;
-    size_t len = serow_format_error_response(response, sizeof(response), 503, head, &body_bytes);
-    ssize_t ignored = send(c->fd, response, len, MSG_DONTWAIT | MSG_NOSIGNAL);
-    (void)ignored;
-    shutdown(c->fd, SHUT_WR);
+    char method[5];
+    ssize_t n = recv(c->fd, method, sizeof(method), MSG_PEEK | MSG_DONTWAIT);
+    serow_answer_and_shut(c->fd, 503, n == 5 && memcmp(method, "HEAD ", 5) == 0);
     atomic_fetch_add(&h->shared->requests_shed, 1);
     close_held(h, c);
 }

@@ -76,6 +76,15 @@ struct worker_slot {
      * (0: it is not running, or the option is off); the master kills a
      * worker whose app outlives the timeout and its grace. */
     _Atomic uint64_t app_since_ms;
+    /* --request-timeout: the worker's descriptor of the connection whose
+     * request the app runs (valid while app_since_ms is not 0), and whether
+     * the client may have bytes of its response already (some went out, or
+     * the app has the socket itself, psgix.io): then no error page can
+     * follow.  Set before the bytes go, so that the master, which takes the
+     * descriptor before it kills a stuck worker, reads the truth once the
+     * worker is dead (connection_transfer.c, serow_answer_app_connection). */
+    _Atomic int32_t app_fd;
+    _Atomic uint32_t app_answered;
     _Atomic uint64_t requests_served;
     _Atomic uint32_t slots_high_water; /* slots in use are below this */
     _Atomic uint32_t idle_connections; /* its slots in SLOT_IDLE, roughly */

@@ -541,13 +541,34 @@ sub kill_overdue_workers {
         } elsif (my $stuck = $self->stuck_request($w)) {
             # The die of --request-timeout did not end the app (a blocking C
             # call, SIGALRM ignored, an eval that swallowed it): nothing in
-            # the worker can, so the master does.  Its idle connections are
-            # already with the holder (a worker waiting in a request loses
-            # them: docs/keepalive.md); the stuck one closes with it.
+            # the worker can, so the master does.
             $self->{shared}->count_request_timeout;
+            $self->take_from_stuck_worker($w);
             $self->kill_worker($pid, $stuck);
         }
     }
+}
+
+# Before a stuck worker is killed: the connection of the stuck request, to
+# answer once it is dead (answer_stuck_client).  Its parked connections are
+# with the holder already: it takes those idle in a worker for
+# IDLE_HANDOFF_MS (Serow::ConnectionHolder), less than any --request-timeout.
+# Connections it was reading (a partial head, pipelined requests) close
+# with it.
+sub take_from_stuck_worker {
+    my ($self, $w) = @_;
+    my $fd = $self->{shared}->take_app_connection($w->{slot});
+    $w->{stuck_client} = $fd if $fd >= 0;
+}
+
+# A killed worker is dead (its slot not reset yet): the client of its stuck
+# request gets 503 unless bytes of the response had gone out.
+sub answer_stuck_client {
+    my ($self, $pid, $w) = @_;
+    my $fd = delete $w->{stuck_client} // return;
+    return if $self->{shared}->answer_app_connection($w->{slot}, $fd);
+    Serow::Log->error("worker $pid: its stuck request had begun its response: the client's "
+        . "connection is closed, the response cut");
 }
 
 # Why the worker's app has outlived --request-timeout and its grace, or ''.
@@ -558,7 +579,7 @@ sub stuck_request {
     my ($ms, $request) = $self->{shared}->app_running($w->{slot}) or return '';
     return '' if $ms <= ($timeout + $grace) * 1000;
     return sprintf "ran %s for %.1fs, past --request-timeout ${timeout}s and "
-        . "--request-timeout-grace ${grace}s; its client's connection closes with it",
+        . "--request-timeout-grace ${grace}s; its client gets 503 unless its response had begun",
         $request, $ms / 1000;
 }
 
@@ -581,6 +602,7 @@ sub reap_workers {
         }
         my $w = delete $self->{workers}{$pid} or next;
         Serow::close_fd($w->{wake_fd});
+        $self->answer_stuck_client($pid, $w);
         $self->{shared}->reset_worker($w->{slot}); # (its counts stay: src/request_metrics.h)
         # Replaced: it left on its own (--max-requests, harakiri, a crash), a
         # HUP or --max-worker-rss replaced it; not one that TTOU or the
