@@ -449,6 +449,12 @@ sub _where_the_app_is {
 sub answer_timed_out {
     my ($self, $env) = @_;
     my $logged = delete $self->{timeout_logged};
+    my $loop = $self->{loop};
+    # (a streaming response: its first bytes may be out)
+    $self->log_error($env, "the app ran longer than --request-timeout "
+        . "$self->{options}{request_timeout}s after its response had begun: the connection is "
+        . "closed, the response cut")
+        if $loop->current_fd >= 0 && ($loop->response_started || $loop->socket_handle_made);
     $self->app_failed($env, $logged ? undef : "the app ran longer than --request-timeout "
         . "$self->{options}{request_timeout}s in worker $$ (no stack trace: the SIGALRM went "
         . "to a handler of the app's)", 503);

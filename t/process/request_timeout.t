@@ -43,6 +43,22 @@ my $app = sub {
             sleep 1 while 1;
         };
     }
+    if ($path eq '/stream-before-responder') {
+        return sub { 1 while 1 };
+    }
+    if ($path eq '/stream-before-write') {
+        return sub {
+            my $writer = shift->([200, ['Content-Type' => 'text/plain']]);
+            1 while 1;
+        };
+    }
+    if ($path eq '/stream-after-write') {
+        return sub {
+            my $writer = shift->([200, ['Content-Type' => 'text/plain']]);
+            $writer->write("first part\n");
+            1 while 1;
+        };
+    }
     if ($path eq '/alarm') {
         # The app's own alarm, with its own handler.
         my $caught = eval {
@@ -149,6 +165,33 @@ subtest 'killed after bytes of its response went out: the connection closes, the
     ok $server->wait_for_log(qr/worker \d+: its stuck request had begun its response: the client's connection is closed/),
         'the log says the response was cut' or diag $server->log;
     is http_get($server, '/')->{status}, 200, 'a new worker serves';
+    is $server->stop, 0, 'clean stop';
+};
+
+# A streaming response's callback is timed too.  Until its first bytes go
+# out (the head waits for them), the client gets the 503; after, the
+# response is cut: the connection closes, and the log says so.
+subtest 'a streaming response: timed in its callback' => sub {
+    my $server = start_server(app => $app, options => ['--workers', 1, '--request-timeout', 1,
+        '--request-timeout-grace', 600]);
+    for my $path ('/stream-before-responder', '/stream-before-write') {
+        my $sock = raw_connect($server);
+        my $res = get_on($sock, $path);
+        is $res && $res->{status}, 503, "$path: 503" or diag $server->log;
+        is $res && $res->{headers}{connection}, 'close', '... with Connection: close';
+        is read_until_close($sock), '', '... and the connection closes';
+        ok $server->wait_for_log(qr/GET \Q$path\E: the app ran \S+s, longer than --request-timeout 1s/),
+            '... and the log says which request timed out';
+    }
+    my $sock = raw_connect($server);
+    syswrite $sock, "GET /stream-after-write HTTP/1.1\r\nHost: x\r\n\r\n";
+    my $got = read_until_close($sock, timeout => 30);
+    like $got, qr{\AHTTP/1.1 200 .*first part}s, '/stream-after-write: the start of the response';
+    unlike $got, qr{\r\n0\r\n\r\n}, '... not ended as if complete';
+    unlike $got, qr/ 503 /, '... and no 503 after it';
+    ok $server->wait_for_log(qr{GET /stream-after-write: .*its response had begun: the connection is closed, the response cut}),
+        '... and the log says the response was cut' or diag $server->log;
+    is http_get($server, '/')->{status}, 200, 'the same worker serves the next request';
     is $server->stop, 0, 'clean stop';
 };
 
