@@ -504,7 +504,20 @@ shared_run_holder(Serow::Shared shared, int ready_channel, int handback_channel,
     s.max_queue_wait_ms = (uint64_t)setting(aTHX_ settings, who, "max_queue_wait");
     SV *error_log = given_setting(aTHX_ settings, who, "error_log"); /* undef: none */
     s.error_log = SvOK(error_log) ? SvPV_nolen(error_log) : NULL;
+    /* --access-log: its path (undef: none) and the master's descriptor on
+     * it (-1: standard error), as a worker's (Serow::Master). */
+    SV *access_log = given_setting(aTHX_ settings, who, "access_log");
+    int access_log_fd = (int)setting(aTHX_ settings, who, "access_log_fd");
+    s.access_log = NULL;
+    if (SvOK(access_log)) {
+        s.access_log = serow_access_log_open(access_log_fd >= 0 ? SvPV_nolen(access_log) : NULL,
+                                             access_log_fd);
+        if (s.access_log == NULL)
+            croak("%s: cannot open the access log: %s", who, strerror(errno));
+    }
     RETVAL = serow_run_connection_holder(shared, ready_channel, handback_channel, &s);
+    if (s.access_log)
+        serow_access_log_close(s.access_log);
   OUTPUT:
     RETVAL
 

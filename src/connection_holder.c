@@ -24,6 +24,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "access_log.h"
+#include "connection.h"
 #include "connection_transfer.h"
 #include "fd_passing.h"
 #include "log.h"
@@ -109,6 +111,19 @@ static void reopen_error_log(const char *path)
     }
     if (fd >= 0)
         close(fd);
+}
+
+static void reopen_logs(const struct holder_settings *settings)
+{
+    if (settings->error_log)
+        reopen_error_log(settings->error_log);
+    if (settings->access_log == NULL)
+        return;
+    if (serow_access_log_reopen(settings->access_log) != 0)
+        serow_log_error("connection holder cannot reopen the access log: %s; still writing to "
+                        "the old file", strerror(errno));
+    else
+        serow_log_info("connection holder %d reopened the access log", (int)getpid());
 }
 
 /* ---- the connections held --------------------------------------------- */
@@ -222,6 +237,21 @@ static int pass_to_worker(struct holder *h, int fd)
     return 0;
 }
 
+/* The access log's line for a request shed here, as a worker writes it for a
+ * request it rejects (its raw request line; what was peeked of it). */
+static void log_shed(struct holder *h, int fd, const char *head, size_t len, size_t body)
+{
+    struct sockaddr_storage addr;
+    socklen_t addr_len = sizeof(addr);
+    if (getpeername(fd, (struct sockaddr *)&addr, &addr_len) != 0)
+        addr_len = 0;
+    char remote[SEROW_REMOTE_ADDR_SIZE];
+    serow_format_remote_address(remote, addr_len ? (struct sockaddr *)&addr : NULL, addr_len);
+    struct access_log_entry e = {.remote_addr = remote, .status = 503, .body_bytes = body};
+    e.request_line = serow_access_log_raw_request_line(head, len, &e.request_line_len);
+    serow_access_log_write(h->settings.access_log, &e);
+}
+
 /*
  * --max-queue-wait: a request that waited that long for a free worker is
  * answered 503 here, and its connection closed (after what the client sent
@@ -230,10 +260,14 @@ static int pass_to_worker(struct holder *h, int fd)
  */
 static void shed(struct holder *h, struct held_connection *c)
 {
-    char method[5];
-    ssize_t n = recv(c->fd, method, sizeof(method), MSG_PEEK | MSG_DONTWAIT);
-    serow_answer_and_shut(c->fd, 503, n == 5 && memcmp(method, "HEAD ", 5) == 0);
+    char head[ACCESS_LOG_MAX_REQUEST_LINE + 2];
+    ssize_t n = recv(c->fd, head, h->settings.access_log ? sizeof(head) : 5,
+                     MSG_PEEK | MSG_DONTWAIT);
+    size_t len = n > 0 ? (size_t)n : 0;
+    size_t body = serow_answer_and_shut(c->fd, 503, len >= 5 && memcmp(head, "HEAD ", 5) == 0);
     atomic_fetch_add(&h->shared->requests_shed, 1);
+    if (h->settings.access_log)
+        log_shed(h, c->fd, head, len, body);
     close_held(h, c);
 }
 
@@ -612,11 +646,11 @@ int serow_run_connection_holder(struct shared_state *shared, int ready_channel, 
     signal(SIGHUP, SIG_IGN);
     signal(SIGTTIN, SIG_IGN);
     signal(SIGTTOU, SIG_IGN);
-    if (settings->error_log) {
+    if (settings->error_log || settings->access_log) {
         sa.sa_handler = request_reopen;
         sigaction(SIGUSR1, &sa, NULL);
     } else {
-        signal(SIGUSR1, SIG_IGN); /* a USR1 to the process group for the access log */
+        signal(SIGUSR1, SIG_IGN); /* a USR1 to the process group, for the workers */
     }
     signal(SIGUSR2, SIG_IGN);
     signal(SIGPIPE, SIG_IGN);
@@ -642,7 +676,7 @@ int serow_run_connection_holder(struct shared_state *shared, int ready_channel, 
         atomic_store(&shared->holder_awaits_free, 0);
         if (reopen_requested) {
             reopen_requested = 0;
-            reopen_error_log(h->settings.error_log);
+            reopen_logs(&h->settings);
         }
         for (int i = 0; i < n; i++) {
             uint64_t tag = events[i].data.u64;

@@ -132,7 +132,7 @@ void serow_wake_worker(struct shared_state *shared, struct worker_handle *handle
  * could lose the page with it.
  */
 #define ANSWER_DRAIN_BYTES 65536
-void serow_answer_and_shut(int fd, int status, int head_request)
+size_t serow_answer_and_shut(int fd, int status, int head_request)
 {
     char buf[4096];
     for (size_t drained = 0; drained < ANSWER_DRAIN_BYTES;) {
@@ -148,6 +148,7 @@ void serow_answer_and_shut(int fd, int status, int head_request)
     ssize_t ignored = send(fd, response, len, MSG_DONTWAIT | MSG_NOSIGNAL);
     (void)ignored;
     shutdown(fd, SHUT_WR);
+    return body_bytes;
 }
 
 /* A copy of descriptor fd of process pid (close-on-exec), or -1. */

@@ -12,6 +12,7 @@
 #ifndef SEROW_CONNECTION_TRANSFER_H
 #define SEROW_CONNECTION_TRANSFER_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "fd_passing.h"
@@ -53,8 +54,9 @@ void serow_wake_worker(struct shared_state *shared, struct worker_handle *handle
 /* Answers fd with the server's error page for status (Connection: close; no
  * body for a HEAD request) and shuts its sending side, after reading what
  * the client sent so far (without waiting): the caller closes it.  For a
- * connection nobody else writes on. */
-void serow_answer_and_shut(int fd, int status, int head_request);
+ * connection nobody else writes on.  Returns the page's body bytes (for the
+ * access log). */
+size_t serow_answer_and_shut(int fd, int status, int head_request);
 
 /*
  * For the master, about to kill the worker in slot worker_index because its

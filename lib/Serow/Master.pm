@@ -299,7 +299,7 @@ sub remove_worker {
 
 # logrotate has moved the logs away: the master opens them again (for the
 # workers it starts from now on), and so does every worker, and the
-# connection holder its error log (it writes no access log).
+# connection holder.
 sub reopen_logs {
     my ($self, $sig) = @_;
     my $options = $self->{options};
@@ -314,7 +314,7 @@ sub reopen_logs {
             . "$options->{access_log}: $!; new workers write to the old file");
     }
     $self->ask_worker($_, 'reopen_logs') for keys %{ $self->{workers} };
-    kill 'USR1', $self->{holder_pid} if $self->{holder_pid} && defined $options->{error_log};
+    kill 'USR1', $self->{holder_pid} if $self->{holder_pid};
 }
 
 sub current_workers {
@@ -382,12 +382,12 @@ sub spawn_holder {
     $self->{holder_pid} = $self->fork_child(sub {
         my ($signal_mask) = @_;
         close $_->{socket} for @{ $self->{listeners} }; # it accepts nothing
-        close $self->{access_log_fh} if $self->{access_log_fh}; # and logs no request
-        # Until its C loop sets its own handler (which reopens --error-log,
-        # if any): a USR1 must not kill it.
+        # Until its C loop sets its own handler (which reopens --error-log
+        # and --access-log, if any): a USR1 must not kill it.
         $SIG{USR1} = 'IGNORE';
         Serow::set_signal_mask($signal_mask);
-        Serow::exit_now($self->{holder}->run == 0 ? 0 : 1);
+        # (it logs the requests it sheds: --max-queue-wait)
+        Serow::exit_now($self->{holder}->run($self->{access_log_fh}) == 0 ? 0 : 1);
     }, 'TERM');
 }
 

@@ -42,7 +42,9 @@ sub one_worker_held {
 }
 
 subtest 'with --max-queue-wait: 503 from the holder while the worker is held' => sub {
-    my ($server, $gate, $held, $kept) = one_worker_held('--max-queue-wait', 300);
+    my $dir = File::Temp->newdir;
+    my $log = "$dir/access.log";
+    my ($server, $gate, $held, $kept) = one_worker_held('--max-queue-wait', 300, '--access-log', $log);
     my $res = read_response($kept, timeout => 15);
     is $res && $res->{status}, 503, 'the queued request: 503 without the gate opening'
         or diag $server->log;
@@ -54,6 +56,8 @@ subtest 'with --max-queue-wait: 503 from the holder while the worker is held' =>
     $res = read_response($held);
     is $res && $res->{status}, 200, 'the held request completes once the gate opens';
     is shed_total($server), 1, 'serow_requests_shed_total counts it';
+    ok wait_until(sub { slurp($log) =~ m{^127\.0\.0\.1 - - \[[^]]+\] "GET /queued HTTP/1.1" 503 \d+ "-" "-"$}m }, 10),
+        'the access log has the 503 (the holder writes it)' or diag slurp($log);
     is $server->stop, 0, 'clean stop';
 };
 
