@@ -711,9 +711,9 @@ One worker more, one worker less (never fewer than one).
 =item USR1
 
 With C<--access-log FILE> or C<--error-log FILE>: the master and every
-worker open the file again (after logrotate renamed it), and the connection
-holder opens C<--error-log> again (it writes no access log; without
-C<--error-log> it ignores USR1).
+worker open the file again (after logrotate renamed it), and so does the
+connection holder (it logs the requests C<--max-queue-wait> sheds; with
+neither option it ignores USR1).
 
 =back
 
