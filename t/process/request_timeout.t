@@ -30,6 +30,12 @@ my $app = sub {
         local $SIG{ALRM} = 'IGNORE';
         sleep 1 while 1;
     }
+    if ($path eq '/stuck-after-body') {
+        # Reads its body (a 100 Continue goes out first), then gets stuck.
+        $env->{'psgi.input'}->read(my $body, 100);
+        local $SIG{ALRM} = 'IGNORE';
+        sleep 1 while 1;
+    }
     if ($path eq '/spin') {
         # Computes, and catches every die to go on computing.
         for (;;) { eval { 1 while 1 } }
@@ -151,6 +157,21 @@ for my $case (['/stuck', 'SIGALRM ignored, sleeping'], ['/spin', 'every die caug
         is $server->stop, 0, 'clean stop';
     };
 }
+
+# A 100 Continue is no part of the response: it does not stop the 503.
+subtest 'killed after a 100 Continue (an interim response): the client still gets 503' => sub {
+    my $server = start_server(app => $app, options => ['--workers', 1, '--request-timeout', 1,
+        '--request-timeout-grace', 1]);
+    my $sock = raw_connect($server);
+    syswrite $sock, "POST /stuck-after-body HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
+        . "Expect: 100-continue\r\n\r\n";
+    my $continue = Serow::Test::read_until_match($sock, qr/\r\n\r\n/);
+    like $continue, qr{\AHTTP/1.1 100 Continue\r\n\r\n\z}, 'the app asks for the body: 100 Continue';
+    syswrite $sock, 'hello';
+    my $got = read_until_close($sock, timeout => 30);
+    like $got, qr{\AHTTP/1.1 503 }, 'the worker killed, the client gets 503' or diag $server->log;
+    is $server->stop, 0, 'clean stop';
+};
 
 subtest 'killed after bytes of its response went out: the connection closes, the log says so' => sub {
     my $server = start_server(app => $app, options => ['--workers', 1, '--request-timeout', 1,
