@@ -28,6 +28,10 @@ BOOT:
         SEROW_CONSTANT(stash, "READ_BODY_CLIENT_GONE", READ_BODY_CLIENT_GONE);
         /* waitpid's flag, for the master (which loads no POSIX) */
         SEROW_CONSTANT(stash, "WNOHANG", WNOHANG);
+        /* the units of /proc/PID/stat's times and of its rss, for the
+         * process metrics (Serow::ProcessStats) */
+        SEROW_CONSTANT(stash, "CLOCK_TICKS", sysconf(_SC_CLK_TCK));
+        SEROW_CONSTANT(stash, "PAGE_SIZE", sysconf(_SC_PAGESIZE));
     }
 
 

@@ -254,7 +254,7 @@ sub wrap_metrics {
     my $options = $self->{options};
     return unless defined $options->{metrics_path} && $self->{shared};
     $self->{app} = Serow::Metrics->wrap($self->{app}, shared => $self->{shared},
-        path => $options->{metrics_path}, allow => Serow::Metrics->allow_list($options),
+        master_pid => $self->{master_pid}, path => $options->{metrics_path}, allow => Serow::Metrics->allow_list($options),
         trusted_proxies => Serow::Metrics->trusted_proxies($options));
 }
 
