@@ -275,6 +275,25 @@ Workers the master asked to leave for going over a limit: C<rss>, resident
 memory over C<--max-worker-rss>. Each is also counted, once it has left, in
 C<serow_worker_restarts_total>.
 
+=item process_resident_memory_bytes, process_virtual_memory_bytes, process_cpu_seconds_total, process_open_fds, process_max_fds, process_start_time_seconds
+
+The series Prometheus client libraries export of their process, for the
+whole server: memory and descriptors summed over the master, the holder and
+the workers; the CPU of every process it has had (those that exited count
+through the master's C<cutime> and C<cstime>, so the counter does not go
+down when a worker is replaced); the master's open-file limit and start
+time.
+
+=item serow_process_resident_memory_bytes{role="worker",pid="4245",slot="0"} ...
+
+The same six for each process, labelled with its C<role> (C<master>,
+C<holder>, C<worker>), its C<pid> and, for a worker, its C<slot> (which its
+replacement takes). Read by the worker that answers the scrape from
+F</proc/PID/stat>, F</proc/PID/fd> and F</proc/PID/limits>
+(L<Serow::ProcessStats>), when scraped only. With C<--user>, the root
+master's descriptors cannot be counted and its C<open_fds> sample is left
+out.
+
 =back
 
 Counters are kept per worker slot in shared memory and summed when
