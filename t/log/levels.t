@@ -14,6 +14,7 @@ my $ROOT = Serow::Test::root();
 my $app = sub {
     my ($env) = @_;
     die "the app failed\non two lines\n" if $env->{PATH_INFO} eq '/die';
+    die 'long: ' . ('x' x 5000) . "\n" if $env->{PATH_INFO} eq '/long';
     return [200, ['Content-Type' => 'text/plain'], ["ok\n"]];
 };
 
@@ -27,6 +28,7 @@ sub run_with {
     my $server = start_server(app => $app, options => ['--workers', 1, '--access-log', "$dir/logs/access.log",
         @options]);
     is http_get($server, '/die')->{status}, 500, 'the app dies: 500';
+    is http_get($server, '/long')->{status}, 500, 'and with a long message';
     unlink "$dir/logs/access.log";
     rmdir "$dir/logs" or die "rmdir: $!";
     $server->signal('USR1');
@@ -52,6 +54,7 @@ subtest 'info, the default: what Serow always wrote' => sub {
     like $log, qr/\[info\] .*listening on/, 'the start-up line';
     like $log, qr/\[info\] .*worker \d+ started/, "the worker's line";
     like $log, qr{\[error\] .*GET /die: the app died: the app failed\non two lines}, 'the error, whole';
+    like $log, qr{\[error\] .*GET /long: the app died: long: x{5000}\n}, 'a long one too, not cut';
     like $log, qr/\[warn\] .*cannot reopen the access log/, 'the warning';
     is levels_in($log)->{debug}, undef, 'no debug line' or diag $log;
 };
