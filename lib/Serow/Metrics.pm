@@ -131,29 +131,35 @@ my @PROCESS = (
         "the master's"],
 );
 
+# The numbers of the whole server, from the stats of its processes
+# ([role, pid, labels, stats]), keyed as Serow::ProcessStats's.
+sub _whole_server {
+    my (@read) = @_;
+    my $sum = sub { my ($key) = @_; my $t = 0; $t += $_->[3]{$key} // 0 for @read; $t };
+    my ($master) = map { $_->[3] } grep { $_->[0] eq 'master' } @read;
+    return (
+        resident_bytes => $sum->('resident_bytes'),
+        virtual_bytes  => $sum->('virtual_bytes'),
+        # The CPU of every process the server ever had: those running, and
+        # those that exited and were waited for (their parents' cutime and
+        # cstime: the master's for workers and holders gone), so the
+        # counter does not go down when a worker is replaced.
+        cpu_seconds    => $sum->('cpu_seconds') + $sum->('children_cpu_seconds'),
+        open_fds       => $sum->('open_fds'),
+        # The limit every process inherits from the master, and its start.
+        max_fds        => $master && $master->{max_fds},
+        start_time     => $master && $master->{start_time},
+    );
+}
+
 # The standard process_* series for the server as a whole (what a
 # dashboard made for any exporter reads), then serow_process_* for each of
 # its processes, labelled (docs/logs-and-metrics.md says why two names).
 sub _process_metrics {
     my (@processes) = @_;
     my @read = grep { $_->[3] } map { [@$_, Serow::ProcessStats->of_pid($_->[1])] } @processes;
-    my ($master) = grep { $_->[0] eq 'master' } @read;
     return '' unless @read;
-    my $sum = sub { my ($key) = @_; my $t = 0; $t += $_->[3]{$key} // 0 for @read; $t };
-    # The CPU of every process the server ever had: those running, and
-    # those that exited and were waited for (their parents' cutime and
-    # cstime: the master's for workers and holders gone), so the counter
-    # never goes down when a worker is replaced.
-    my $cpu = $sum->('cpu_seconds') + $sum->('children_cpu_seconds');
-    my %whole = (
-        resident_bytes => $sum->('resident_bytes'),
-        virtual_bytes  => $sum->('virtual_bytes'),
-        cpu_seconds    => $cpu,
-        open_fds       => $sum->('open_fds'),
-        # The limit every process inherits from the master.
-        max_fds        => ($master || $read[0])->[3]{max_fds},
-        start_time     => ($master || $read[0])->[3]{start_time},
-    );
+    my %whole = _whole_server(@read);
     my $text = '';
     for my $p (@PROCESS) {
         my ($name, $type, $help, $key, $whole) = @$p;
