@@ -121,11 +121,6 @@ int serow_log_configure(int level, const char *syslog_facility, const char *sysl
     return 0;
 }
 
-int serow_log_enabled(int level)
-{
-    return level <= max_level;
-}
-
 static void write_stderr(const char *line, size_t length)
 {
     ssize_t ignored = write(STDERR_FILENO, line, length);

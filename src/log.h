@@ -24,9 +24,6 @@ int serow_log_configure(int level, const char *syslog_facility, const char *sysl
 /* syslog's number of a facility name, or -1. */
 int serow_log_facility(const char *name);
 
-/* Whether a line of level is written. */
-int serow_log_enabled(int level);
-
 /* One line (a final newline is dropped; inner ones are kept). */
 void serow_log_line(int level, const char *message, size_t length);
 void serow_log(int level, const char *format, ...) __attribute__((format(printf, 2, 3)));

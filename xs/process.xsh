@@ -99,13 +99,6 @@ log_line(int level, SV *message)
     serow_log_line(level, text, length);
 
 int
-log_enabled(int level)
-  CODE:
-    RETVAL = serow_log_enabled(level);
-  OUTPUT:
-    RETVAL
-
-int
 log_facility(const char *name)
   CODE:
     /* -1 for a name that is no facility Serow logs to */

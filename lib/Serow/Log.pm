@@ -15,10 +15,6 @@ sub warn  { Serow::log_line(Serow::LOG_WARN, $_[1]) }
 sub info  { Serow::log_line(Serow::LOG_INFO, $_[1]) }
 sub debug { Serow::log_line(Serow::LOG_DEBUG, $_[1]) }
 
-# Whether a debug line would be written: for a caller whose message costs
-# something to make.
-sub debug_enabled { Serow::log_enabled(Serow::LOG_DEBUG) }
-
 my %LEVEL = (error => Serow::LOG_ERROR, warn => Serow::LOG_WARN,
              info => Serow::LOG_INFO, debug => Serow::LOG_DEBUG);
 
