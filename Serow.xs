@@ -22,6 +22,7 @@
 #include "src/connection_holder.h"
 #include "src/connection_transfer.h"
 #include "src/fd_passing.h"
+#include "src/log.h"
 #include "src/shared_state.h"
 #include "src/shared_values.h"
 #include "src/worker_loop.h"
