@@ -270,6 +270,10 @@ static void shed_if_waited_in_backlog(struct worker_loop *loop, struct connectio
     parse_probe(loop, conn, &probe); /* (for a HEAD: no body) */
     if (loop->shared)
         atomic_fetch_add(&loop->shared->requests_shed, 1);
+    serow_log_debug("worker %d: a request waited %u ms in the listen backlog, longer than "
+                    "--max-queue-wait %llu ms: answered 503", (int)getpid(),
+                    (unsigned)info.tcpi_last_data_recv,
+                    (unsigned long long)loop->settings.max_queue_wait_ms);
     serow_reject_connection(loop, conn, 503, &probe);
 }
 

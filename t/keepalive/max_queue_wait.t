@@ -89,7 +89,7 @@ subtest 'with --max-queue-wait: 503 for a request that waited in the listen back
     my $gate = gate();
     my $server = start_server(app => gated_app($gate),
         options => ['--workers', 1, '--metrics-path', '/metrics', '--max-queue-wait', $limit_ms,
-                    '--access-log', $log]);
+                    '--access-log', $log, '--log-level', 'debug']);
     my $held = raw_connect($server);
     syswrite $held, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n";
     ok $server->wait_for_log(qr/slow request in worker/), 'the one worker is held in the app';
@@ -120,6 +120,8 @@ subtest 'with --max-queue-wait: 503 for a request that waited in the listen back
     is shed_total($server), 1, 'serow_requests_shed_total counts the backlog\'s 503';
     ok wait_until(sub { -s $log && slurp($log) =~ m{"GET /late HTTP/1.1" 503 } }, 10),
         'the access log has the 503' or diag slurp($log);
+    ok $server->wait_for_log(qr/\[debug\].* worker \d+: a request waited \d+ ms in the listen backlog, longer than --max-queue-wait $limit_ms ms: answered 503/),
+        'the error log says so at the debug level' or diag $server->log;
     is $server->stop, 0, 'clean stop';
 };
 
