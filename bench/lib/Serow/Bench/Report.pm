@@ -160,7 +160,8 @@ sub throughput_section {
         . "the requests answered; less sensitive to the machine's other load than requests/s. CPU 0 / CPU 1 taken by\n"
         . "other processes: the share of the server's and of the load generator's CPU that went to other processes.\n"
         . "uWSGI (`--http-socket`) and HTTP::Server::PSGI end answers by closing the connection in hello_close and\n"
-        . "streaming: wrk counts each such close as a read error.\n";
+        . "streaming: wrk counts each such close as a read error.  Gazelle has no keep-alive: it closes every\n"
+        . "connection after its answer, and wrk reconnects.\n";
     return $md;
 }
 
