@@ -180,7 +180,8 @@ EOF
             return ('plackup', '-E', 'deployment', '-s', 'Monoceros', @listen, '--max-workers', $o{workers},
                 ($o{keepalive} ? ('--keepalive-timeout', $o{keepalive}) : ()), app_file($o{app}));
         },
-        workers => sub { my ($p, @procs) = @_; grep { $_->{pid} != $p->{pid} } @procs },
+        # the master manages the connections; its child forks the workers
+        workers => sub { my ($p, @procs) = @_; grep { $_->{pid} != $p->{pid} && $_->{ppid} != $p->{pid} } @procs },
         version => sub { "Monoceros " . module_version('Monoceros') },
         note => 'keep-alive on by default: a manager process holds the idle connections and passes each ready '
             . 'one to a worker; `--keepalive-timeout` 10 s by default, 120 in (a).',
