@@ -47,7 +47,7 @@ my %keepalive = (feersum => '--keepalive 1', feersum1 => '--keepalive 1',
     starlet => '--max-keepalive-reqs 1000000', monoceros => '');
 for my $server (sort keys %keepalive) {
     SKIP: {
-        skip "$TITLE{$server}: " . missing($server), 2 if missing($server);
+        skip "$TITLE{$server} is not installed: " . missing($server), 2 if missing($server);
         my ($answered, $err) = answers_on_one_connection($server);
         is $answered, 2, "$TITLE{$server} keeps the connection alive" or diag $err;
         like how_it_runs($server), qr{^  - `plackup -E deployment -s \w+ --listen ADDR .*\Q$keepalive{$server}\E.* bench/apps/hello\.psgi` \(hello_keepalive\)$}m,

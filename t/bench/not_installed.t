@@ -26,9 +26,10 @@ my ($log, @run) = ('');
     @run = servers_for('hello_keepalive');
 }
 is_deeply \@run, ['serow'], 'only the installed server runs';
-like $LEFT_OUT{hello_keepalive}{starman}, qr/^not installed: no starman command/, 'Starman: no command';
-like $LEFT_OUT{hello_keepalive}{feersum}, qr/^not installed: perl finds no Plack::Handler::Feersum \(cpanm Feersum/,
-    'Feersum: no module, and how to install it';
+is_deeply $LEFT_OUT{hello_keepalive}{starman}, ['not installed', 'no starman command'], 'Starman: no command';
+is $LEFT_OUT{hello_keepalive}{feersum}[0], 'not installed', 'Feersum: not installed';
+like $LEFT_OUT{hello_keepalive}{feersum}[1], qr/^perl finds no Plack::Handler::Feersum \(cpanm Feersum/,
+    'for want of its module; and how to install it';
 like $log, qr/Feersum \(pre-fork\): not installed/, 'said in the output';
 
 # The report of such a run (Serow's figure made up: this tests the report).

@@ -88,8 +88,8 @@ sub targets_section {
 sub cell {
     my ($scenario, $server) = @_;
     return 'failed' if failed($scenario, $server) && !rs($scenario, $server);
-    if (my $why = left_out($scenario, $server)) {
-        return $why =~ /^not installed/ ? 'not installed' : 'does not apply';
+    if (my $left_out = left_out($scenario, $server)) {
+        return $left_out->[0];
     }
     my $v = med_of($scenario, $server, 'rps');
     return '—' unless defined $v;
@@ -341,10 +341,9 @@ sub left_out_section {
     my @scenarios = grep { $LEFT_OUT{$_} } map { $_->[0] } @SCENARIOS or return '';
     my $md = "\n## Servers left out\n\n";
     my @missing = grep { missing($_) } selected();
-    $md .= join '', map { "- $TITLE{$_}: " . missing($_) . ".\n" } @missing;
-    my %missing = map { $_ => 1 } @missing;
-    my @rows = map { my $s = $_; map { [$s, $TITLE{$_}, $LEFT_OUT{$s}{$_} =~ s/^does not apply: //r] }
-        grep { !$missing{$_} && left_out($s, $_) } selected() } @scenarios;
+    $md .= join '', map { "- $TITLE{$_}: not installed: " . missing($_) . ".\n" } @missing;
+    my @rows = map { my $s = $_; map { [$s, $TITLE{$_}, $LEFT_OUT{$s}{$_}[1]] }
+        grep { left_out($s, $_) && left_out($s, $_)->[0] eq 'does not apply' } selected() } @scenarios;
     $md .= ($md =~ /- / ? "\n" : '') . table(['scenario', 'server', 'why it does not apply'], @rows) if @rows;
     return $md;
 }

@@ -19,7 +19,7 @@ our @EXPORT_OK = qw(%RESULTS %FAILED %LEFT_OUT %LOAD rs failed left_out selected
 # $RESULTS{scenario}{server} = [ per-round hashes ]
 our %RESULTS;
 our %FAILED;      # "server in scenario" => reason
-our %LEFT_OUT;    # scenario => server => why it did not run (not installed, does not apply)
+our %LEFT_OUT;    # scenario => server => [kind ('not installed' or 'does not apply'), why]
 our %LOAD;        # scenario => [load averages seen]
 my $ANY_FAILURE = 0;
 
@@ -55,14 +55,14 @@ sub servers_for {
     my ($scenario) = @_;
     my @run;
     for my $server (selected()) {
-        my $why = missing($server) // not_applicable($server, $scenario);
+        my ($kind, $why) = ('not installed', missing($server));
+        ($kind, $why) = ('does not apply', not_applicable($server, $scenario)) unless $why;
         if (!$why) {
             push @run, $server;
             next;
         }
-        $why = "does not apply: $why" unless $why =~ /^not installed/;
-        $LEFT_OUT{$scenario}{$server} = $why;
-        logf("  %s: %s", $TITLE{$server}, $why);
+        $LEFT_OUT{$scenario}{$server} = [$kind, $why];
+        logf("  %s: %s: %s", $TITLE{$server}, $kind, $why);
     }
     return @run;
 }

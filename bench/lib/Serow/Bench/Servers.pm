@@ -213,8 +213,8 @@ sub module_version {
     return `perl -M$module -e 'print \$${module}::VERSION' 2>/dev/null` || '?';
 }
 
-# Why a server cannot run here ("not installed: ..."), or undef.  Asked once
-# per server and run.
+# What is missing for a server to run here, or undef: it is not installed.
+# Asked once per server and run.
 my %MISSING;
 sub missing {
     my ($server) = @_;
@@ -222,9 +222,9 @@ sub missing {
     my ($kind, $what, $dist) = @{ $SERVER{$server}{needs} };
     my $why;
     if (($kind // '') eq 'command') {
-        $why = "not installed: no $what command" unless grep { -x "$_/$what" } split /:/, $ENV{PATH} // '';
+        $why = "no $what command" unless grep { -x "$_/$what" } split /:/, $ENV{PATH} // '';
     } elsif (($kind // '') eq 'module') {
-        $why = "not installed: perl finds no $what (cpanm $dist, or bench/run --peers-lib DIR)"
+        $why = "perl finds no $what (cpanm $dist, or bench/run --peers-lib DIR)"
             if system("perl -M$what -e1 >/dev/null 2>&1") != 0;
     }
     return $MISSING{$server} = $why;
@@ -272,7 +272,7 @@ sub how_it_runs {
     for my $server (@servers) {
         my $s = $SERVER{$server};
         if (my $why = missing($server)) {
-            $md .= "- $s->{title}: $why.\n";
+            $md .= "- $s->{title}: not installed: $why.\n";
             next;
         }
         $md .= "- $s->{title}" . ($s->{note} ? ": $s->{note}" : '') . "\n";
