@@ -97,7 +97,7 @@ sub peers_lib {
 
 sub usage {
     print <<'EOF';
-Usage: bench/run [--rounds N] [--duration S] [--quick] [--servers a,b] [scenario ...]
+Usage: bench/run [--rounds N] [--duration S] [--quick] [--servers a,b] [--peers-lib DIR] [scenario ...]
 
   --rounds N     rounds per scenario; the median is reported (default 3)
   --duration S   seconds each measurement lasts (default 5)
