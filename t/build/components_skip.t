@@ -7,7 +7,7 @@ use Serow::Test qw(run_command);
 
 # Under make test as a CPAN install runs it, a test whose component is missing
 # skips and names it: need_debian_packages installs only as root from a git
-# checkout (the README's command, CI), and says why not otherwise.  Each case
+# source tree (the README's command, CI), and says why not otherwise.  Each case
 # runs a test script that needs a package no machine has.
 
 my $ROOT = Serow::Test::root();
@@ -35,11 +35,13 @@ subtest 'not root: skipped, naming the package' => sub {
         qr/^1\.\.0 # SKIP needs Debian packages \Q$NO_SUCH\E \(run as root to install them\)$/m;
 };
 
-subtest 'root, from a dist (no .git): skipped, installs nothing' => sub {
+subtest 'root, from a dist (META.json): skipped, installs nothing' => sub {
     plan skip_all => 'needs root' if $> != 0;
-    # A copy of the helpers outside any checkout: their root() has no .git.
+    # A copy of the helpers in a tree that has what make dist writes.
     my $dist = File::Temp->newdir;
     mkdir "$dist/t" or die "mkdir: $!";
+    open(my $meta, '>', "$dist/META.json") or die "META.json: $!";
+    close $meta;
     system('cp', '-r', "$ROOT/t/lib", "$dist/t/lib") == 0 or die 'cp failed';
     like needs_missing_package(lib => "$dist/t/lib", uid => 'undef'),
         qr/^1\.\.0 # SKIP needs Debian packages \Q$NO_SUCH\E \(a test run from a dist installs no system packages/m;

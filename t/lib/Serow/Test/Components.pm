@@ -25,11 +25,11 @@ sub find_command {
 # need_debian_packages('nginx', 'libmojolicious-perl', ...): a test that needs a
 # real component installs it itself (the README's setup installs only what
 # the server needs).  Missing packages are installed with apt-get when the test
-# runs as root from a git checkout (as the README's command and CI do); tests
-# running side by side queue on dpkg's lock.  Otherwise the test is skipped
-# with the packages' names and why they were not installed: not root, a dist
-# (make test under cpanm installs nothing on the system), no apt-get, or no
-# network to fetch them with.
+# runs as root from the source tree (as the README's command, CI and
+# tools/test-sanitized's copy do); tests running side by side queue on dpkg's
+# lock.  Otherwise the test is skipped with the packages' names and why they
+# were not installed: not root, a dist (make test under cpanm or a Debian
+# build installs nothing on the system), no apt-get, or no network.
 sub need_debian_packages {
     my @packages = @_;
     my @missing = grep { !_debian_package_installed($_) } @packages;
@@ -65,8 +65,9 @@ sub need_debian_packages {
 # Why this test run may not install system packages, or undef if it may.
 sub _cannot_install {
     return 'run as root to install them' if $> != 0;
+    # make dist writes META.json; the source tree has only perl Makefile.PL's MYMETA.json.
     return 'a test run from a dist installs no system packages: apt-get install them'
-        unless -e File::Spec->catfile(root(), '.git');
+        if -e File::Spec->catfile(root(), 'META.json');
     return 'no apt-get to install them' unless find_command('apt-get');
     return undef;
 }
