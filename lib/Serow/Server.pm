@@ -11,6 +11,7 @@ use Serow::PidFile ();
 use Serow::Privileges ();
 use Serow::Metrics ();
 use Serow::Notify ();
+use Serow::Version ();
 use Scalar::Util ();
 use overload ();
 
@@ -26,8 +27,10 @@ sub new {
     Serow::Log->syslog_facility($options->{error_log}); # a facility syslog has no name for: an error now
     # Names checked now: a wrong --user is an error before anything is bound.
     my $privileges = Serow::Privileges->resolve(user => $options->{user}, group => $options->{group});
+    # Now, before the master has a SIGCHLD handler: in a checkout it runs git.
+    my $version = Serow::Version->describe;
     return bless { options => $options, server_ready => $server_ready, listen_sockets => $sockets,
-                   privileges => $privileges, notify => $notify }, $class;
+                   privileges => $privileges, notify => $notify, version => $version }, $class;
 }
 
 # Idle connections all end up in one process, the connection holder, so the
@@ -181,7 +184,7 @@ sub announce {
     push @about, 'workers run as ' . $self->{privileges}->name if $self->{privileges};
     push @about, "pid file $options->{pid_file}" if defined $options->{pid_file};
     Serow::Log->info(sprintf "Serow %s listening on %s with %d workers (master pid %d); %s",
-        $Serow::VERSION, join(', ', map { listener_url($_) } @listeners), $options->{workers}, $$,
+        $self->{version}, join(', ', map { listener_url($_) } @listeners), $options->{workers}, $$,
         join('; ', @about));
     if ($self->{server_ready}) {
         my $first = $listeners[0];
@@ -209,7 +212,8 @@ names (L<Serow::Privileges>), opens C<--error-log>, refuses a C<--pid-file>
 of a running Serow, opens the listen sockets (L<Serow::Listener>), writes
 the pid file (L<Serow::PidFile>) and hands the sockets with the app to the
 master (L<Serow::Master>), which forks the workers (L<Serow::Worker>) and
-logs the start-up line: version, listen URLs and UNIX paths, workers,
+logs the start-up line: version (and commit, from a git checkout:
+L<Serow::Version>), listen URLs and UNIX paths, workers,
 master pid, keep-alive, user and pid file. The pid file is removed when the
 master stops cleanly.
 
