@@ -659,6 +659,16 @@ int serow_run_connection_holder(struct shared_state *shared, int ready_channel, 
     }
     signal(SIGUSR2, SIG_IGN);
     signal(SIGPIPE, SIG_IGN);
+    /* The master forked us with its signals blocked (Serow::Master,
+     * fork_child), and they stay blocked until here: a stop that came while
+     * we started is taken now by request_stop, rather than killing us by the
+     * default action before this line. */
+    sigset_t masters_signals;
+    sigemptyset(&masters_signals);
+    const int blocked_by_master[] = {SIGTERM, SIGINT, SIGQUIT, SIGHUP, SIGTTIN, SIGTTOU, SIGUSR1, SIGCHLD};
+    for (size_t i = 0; i < sizeof(blocked_by_master) / sizeof(blocked_by_master[0]); i++)
+        sigaddset(&masters_signals, blocked_by_master[i]);
+    sigprocmask(SIG_UNBLOCK, &masters_signals, NULL);
 
     serow_log_debug("connection holder %d started: keep-alive timeout %llu ms, at most %u connections, "
                     "idle connections taken from workers after %llu ms", (int)getpid(),

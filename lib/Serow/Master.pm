@@ -381,12 +381,10 @@ sub fork_child {
 sub spawn_holder {
     my ($self) = @_;
     $self->{holder_pid} = $self->fork_child(sub {
-        my ($signal_mask) = @_;
         close $_->{socket} for @{ $self->{listeners} }; # it accepts nothing
-        # Until its C loop sets its own handler (which reopens --error-log
-        # and --access-log, if any): a USR1 must not kill it.
-        $SIG{USR1} = 'IGNORE';
-        Serow::set_signal_mask($signal_mask);
+        # The master's signals stay blocked until the holder's C loop has
+        # its own handlers, and unblocks them: a TERM or USR1 that comes
+        # meanwhile waits for them instead of killing it.
         # (it logs the requests it sheds: --max-queue-wait)
         Serow::exit_now($self->{holder}->run($self->{access_log_fh}) == 0 ? 0 : 1);
     }, 'TERM');
