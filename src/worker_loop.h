@@ -37,6 +37,10 @@ struct worker_settings {
     unsigned long max_keepalive_requests; /* per connection; 0: unlimited */
     unsigned long max_keepalive_connections; /* server-wide; 0: unlimited */
     double request_timeout;        /* seconds the app may run for a request; 0: no limit */
+    /* --request-id-header: the header's name ("" and 0: off) */
+    char request_id_header[64];
+    size_t request_id_header_len;
+    uint64_t slow_request_us;      /* --slow-request-log, in microseconds; 0: off */
 };
 
 /* Opaque outside the worker: its layout is in worker_internal.h, which only
