@@ -24,6 +24,8 @@
 
 /* "[22/Nov/2026:05:40:18 +0000]" */
 #define TIME_FIELD_SIZE 64 /* 28 used; room for any int the compiler imagines */
+/* Literals up to this long are copied in one constant-size move (put_literal). */
+#define LITERAL_CHUNK 16
 
 /* ---- formats ------------------------------------------------------------ */
 
@@ -278,8 +280,9 @@ int serow_access_log_compile(const char *format, struct access_log_format *f, ch
     else if (strcmp(format, "common") == 0)
         format = COMMON;
     int json = strcmp(format, "json") == 0;
-    /* Literals are never longer than the format, nor the json keys than 1 KiB. */
-    f->literals = malloc(strlen(format) + 1024);
+    /* Literals are never longer than the format, nor the json keys than 1 KiB;
+     * put_literal may read LITERAL_CHUNK bytes past the last one. */
+    f->literals = calloc(1, strlen(format) + 1024 + LITERAL_CHUNK);
     if (f->literals == NULL)
         return fail(error, error_size, "out of memory");
     int r = json ? compile_json(f, error, error_size) : compile_text(format, f, error, error_size);
@@ -424,13 +427,27 @@ struct out {
     char *p, *end;
 };
 
-static void put(struct out *o, const char *s, size_t n)
+static inline void put(struct out *o, const char *s, size_t n)
 {
     size_t room = (size_t)(o->end - o->p);
     if (n > room)
         n = room;
     memcpy(o->p, s, n);
     o->p += n;
+}
+
+/* A format's literal: most are a few bytes, and a call to memcpy costs more
+ * than they do, so a short one is copied as LITERAL_CHUNK bytes of constant
+ * size (two moves; the literal store has that much slack after its end, and
+ * the bytes past the literal in the line are overwritten next). */
+static inline void put_literal(struct out *o, const char *s, size_t n)
+{
+    if (n <= LITERAL_CHUNK && (size_t)(o->end - o->p) >= LITERAL_CHUNK) {
+        memcpy(o->p, s, LITERAL_CHUNK);
+        o->p += n;
+        return;
+    }
+    put(o, s, n);
 }
 
 static void put_str(struct out *o, const char *s)
@@ -601,9 +618,10 @@ static void put_json_string(struct out *o, const char *s, size_t n, size_t budge
 
 /* The time field, formatted again only when the second changes: Apache's
  * "[22/Nov/2026:05:40:18 +0000]", or ISO 8601 "2026-11-22T05:40:18+00:00". */
-static const char *time_field(int64_t now, int iso)
+static const char *time_field(int64_t now, int iso, size_t *len)
 {
     static char text[2][TIME_FIELD_SIZE];
+    static size_t text_len[2];
     static int64_t formatted_for[2] = {-1, -1};
     if (now != formatted_for[iso]) {
         static const char months[12][4] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
@@ -615,16 +633,19 @@ static const char *time_field(int64_t now, int iso)
         char sign = offset < 0 ? '-' : '+';
         if (offset < 0)
             offset = -offset;
+        int n;
         if (iso)
-            snprintf(text[1], sizeof(text[1]), "%04d-%02d-%02dT%02d:%02d:%02d%c%02d:%02d",
-                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-                     tm.tm_sec, sign, offset / 60, offset % 60);
+            n = snprintf(text[1], sizeof(text[1]), "%04d-%02d-%02dT%02d:%02d:%02d%c%02d:%02d",
+                         tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+                         tm.tm_sec, sign, offset / 60, offset % 60);
         else
-            snprintf(text[0], sizeof(text[0]), "[%02d/%s/%04d:%02d:%02d:%02d %c%02d%02d]",
-                     tm.tm_mday, months[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min,
-                     tm.tm_sec, sign, offset / 60, offset % 60);
+            n = snprintf(text[0], sizeof(text[0]), "[%02d/%s/%04d:%02d:%02d:%02d %c%02d%02d]",
+                         tm.tm_mday, months[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min,
+                         tm.tm_sec, sign, offset / 60, offset % 60);
+        text_len[iso] = n > 0 && (size_t)n < TIME_FIELD_SIZE ? (size_t)n : 0;
         formatted_for[iso] = now;
     }
+    *len = text_len[iso];
     return text[iso];
 }
 
@@ -692,7 +713,7 @@ size_t serow_access_log_format(char *line, const struct access_log_format *forma
         const struct access_log_op *op = &format->ops[i];
         switch ((enum access_log_op_kind)op->kind) {
         case LOG_LITERAL:
-            put(&o, op->text, op->len);
+            put_literal(&o, op->text, op->len);
             break;
         case LOG_REMOTE_ADDR: {
             const char *a = e->remote_addr && *e->remote_addr ? e->remote_addr : NULL;
@@ -710,13 +731,13 @@ size_t serow_access_log_format(char *line, const struct access_log_format *forma
             break;
         case LOG_TIME: {
             int64_t now = (int64_t)(e->times.end_ns / 1000000000ULL);
-            if (op->json) {
+            size_t len;
+            const char *text = time_field(now, op->json, &len);
+            if (op->json)
                 put(&o, "\"", 1);
-                put_str(&o, time_field(now, 1));
+            put(&o, text, len);
+            if (op->json)
                 put(&o, "\"", 1);
-            } else {
-                put_str(&o, time_field(now, 0));
-            }
             break;
         }
         case LOG_REQUEST_LINE:

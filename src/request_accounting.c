@@ -205,14 +205,11 @@ static void log_slow_request(struct worker_loop *loop, struct connection *conn, 
                    loop->request.id_len ? " id " : "", (int)loop->request.id_len, loop->request.id);
 }
 
-static void count_phases(struct request_counters *c, const struct access_log_split *split,
-                         const struct access_log_times *t)
+/* Nanoseconds from one of a request's times to a later one; 0 when either
+ * was not reached or the wall clock stepped back between them. */
+static inline uint64_t ns_between(uint64_t from, uint64_t to)
 {
-    serow_request_metrics_count_phase(c, METRICS_PHASE_QUEUE, split->queue_us * 1000);
-    if (t->head_ns) { /* the app gave a head (not so when it took the socket) */
-        serow_request_metrics_count_phase(c, METRICS_PHASE_APP, split->app_us * 1000);
-        serow_request_metrics_count_phase(c, METRICS_PHASE_WRITE, split->write_us * 1000);
-    }
+    return from && to > from ? to - from : 0;
 }
 
 static void write_log_line(struct worker_loop *loop, struct connection *conn, int status,
@@ -278,17 +275,20 @@ void serow_request_accounting_end(struct worker_loop *loop, struct connection *c
     struct access_log_times t = served ? loop->request.times
                                        : (struct access_log_times){conn->arrived_ns ? conn->arrived_ns : now, 0, 0, 0};
     t.end_ns = now;
-    struct access_log_split split;
-    serow_access_log_split(&t, &split);
     if (loop->slot) {
         struct request_counters *c = &loop->slot->counters;
-        uint64_t duration_ns = served && now > t.app_ns ? now - t.app_ns : 0;
-        serow_request_metrics_count(c, status, duration_ns);
+        serow_request_metrics_count(c, status, served ? ns_between(t.app_ns, now) : 0);
         if (served)
-            count_phases(c, &split, &t);
+            serow_request_metrics_count_phases(c, ns_between(t.arrived_ns, t.app_ns),
+                                               ns_between(t.app_ns, t.head_ns),
+                                               ns_between(t.head_ns, now), t.head_ns != 0);
     }
-    if (loop->settings.slow_request_us && served && split.total_us >= loop->settings.slow_request_us)
+    if (loop->settings.slow_request_us && served &&
+        ns_between(t.arrived_ns, now) >= loop->settings.slow_request_us * 1000) {
+        struct access_log_split split;
+        serow_access_log_split(&t, &split);
         log_slow_request(loop, conn, status, &split);
+    }
     if (loop->access_log)
         write_log_line(loop, conn, status, body_bytes, served, &t);
 }

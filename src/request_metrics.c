@@ -61,15 +61,23 @@ void serow_request_metrics_count_accept(struct request_counters *c)
     bump(&c->connections_accepted, 1);
 }
 
-void serow_request_metrics_count_phase(struct request_counters *c, enum metrics_phase phase,
-                                       uint64_t ns)
+static inline void count_phase(struct phase_counters *p, uint64_t ns)
 {
-    struct phase_counters *p = &c->phases[phase];
     int bucket = 0;
     while (bucket < METRICS_PHASE_BUCKETS && ns > phase_bounds_ns[bucket])
         bucket++;
     bump(&p->buckets[bucket], 1);
     bump(&p->sum_ns, ns);
+}
+
+void serow_request_metrics_count_phases(struct request_counters *c, uint64_t queue_ns,
+                                        uint64_t app_ns, uint64_t write_ns, int with_head)
+{
+    count_phase(&c->phases[METRICS_PHASE_QUEUE], queue_ns);
+    if (with_head) {
+        count_phase(&c->phases[METRICS_PHASE_APP], app_ns);
+        count_phase(&c->phases[METRICS_PHASE_WRITE], write_ns);
+    }
 }
 
 static void add_counters(struct request_totals *out, struct request_counters *c)

@@ -72,9 +72,10 @@ struct shared_state;
  * that took duration_ns. */
 void serow_request_metrics_count(struct request_counters *c, int status, uint64_t duration_ns);
 void serow_request_metrics_count_accept(struct request_counters *c);
-/* A served request's time in one phase (0 ns counts, in the first bucket). */
-void serow_request_metrics_count_phase(struct request_counters *c, enum metrics_phase phase,
-                                       uint64_t ns);
+/* A served request's time in its phases, in nanoseconds; with_head 0: the
+ * app gave no head (it answered on psgix.io), only the queue counts. */
+void serow_request_metrics_count_phases(struct request_counters *c, uint64_t queue_ns,
+                                        uint64_t app_ns, uint64_t write_ns, int with_head);
 
 /* Anywhere: the totals over every slot. */
 void serow_request_metrics_sum(struct shared_state *shared, struct request_totals *out);
