@@ -406,7 +406,7 @@ const char *serow_access_log_raw_request_line(const char *buffer, size_t len, si
 
 /* ---- times ----------------------------------------------------------------- */
 
-static uint64_t us_between(uint64_t from, uint64_t to)
+static inline uint64_t us_between(uint64_t from, uint64_t to)
 {
     /* The wall clock may step back between two readings: no part is negative. */
     return from && to > from ? (to - from) / 1000 : 0;
@@ -455,15 +455,21 @@ static void put_str(struct out *o, const char *s)
     put(o, s, strlen(s));
 }
 
-static void put_uint(struct out *o, uint64_t v)
+static inline void put_uint(struct out *o, uint64_t v)
 {
-    char digits[24];
-    char *p = digits + sizeof(digits);
+    /* Written in place, last digit first: no copy (and no call to memcpy)
+     * for the few digits of a status or a time. */
+    size_t n = 1;
+    for (uint64_t t = v; t >= 10; t /= 10)
+        n++;
+    if (n > (size_t)(o->end - o->p))
+        return; /* (the line is full: only its end is lost) */
+    char *p = o->p + n;
     do {
         *--p = (char)('0' + v % 10);
         v /= 10;
     } while (v);
-    put(o, p, (size_t)(digits + sizeof(digits) - p));
+    o->p += n;
 }
 
 /* Bytes written as they are in a field: printable ASCII but '"' and '\'. */
@@ -691,7 +697,7 @@ static void put_span(struct out *o, const struct access_log_op *op, struct acces
 }
 
 /* A number; "-" (text) or null (json) when absent. */
-static void put_number(struct out *o, const struct access_log_op *op, int present, uint64_t v)
+static inline void put_number(struct out *o, const struct access_log_op *op, int present, uint64_t v)
 {
     if (present)
         put_uint(o, v);
@@ -707,8 +713,6 @@ size_t serow_access_log_format(char *line, const struct access_log_format *forma
     struct out o = {line, line + ACCESS_LOG_MAX_LINE - 1}; /* -1: the final "\n" */
     struct line_parts parts;
     int have_parts = 0;
-    struct access_log_split split;
-    int have_split = 0;
     for (int i = 0; i < format->num_ops; i++) {
         const struct access_log_op *op = &format->ops[i];
         switch ((enum access_log_op_kind)op->kind) {
@@ -752,17 +756,20 @@ size_t serow_access_log_format(char *line, const struct access_log_format *forma
         case LOG_BYTES:
             put_uint(&o, e->body_bytes);
             break;
-        case LOG_TOTAL_US: case LOG_TOTAL_S: case LOG_QUEUE_US: case LOG_APP_US:
+        case LOG_TOTAL_US:
+            put_uint(&o, us_between(e->times.arrived_ns, e->times.end_ns));
+            break;
+        case LOG_TOTAL_S:
+            put_uint(&o, us_between(e->times.arrived_ns, e->times.end_ns) / 1000000);
+            break;
+        case LOG_QUEUE_US:
+            put_uint(&o, us_between(e->times.arrived_ns, e->times.app_ns));
+            break;
+        case LOG_APP_US:
+            put_uint(&o, us_between(e->times.app_ns, e->times.head_ns));
+            break;
         case LOG_WRITE_US:
-            if (!have_split) {
-                serow_access_log_split(&e->times, &split);
-                have_split = 1;
-            }
-            put_uint(&o, op->kind == LOG_TOTAL_US ? split.total_us
-                         : op->kind == LOG_TOTAL_S ? split.total_us / 1000000
-                         : op->kind == LOG_QUEUE_US ? split.queue_us
-                         : op->kind == LOG_APP_US   ? split.app_us
-                                                    : split.write_us);
+            put_uint(&o, us_between(e->times.head_ns, e->times.end_ns));
             break;
         case LOG_METHOD: case LOG_PATH: case LOG_QUERY: case LOG_PROTOCOL:
             if (!have_parts) {

@@ -245,8 +245,10 @@ static void write_log_line(struct worker_loop *loop, struct connection *conn, in
                     strncasecmp(f->request_headers[i].name, loop->settings.request_id_header,
                                 f->request_headers[i].len) == 0)
                     e.request_headers[i] = e.request_id;
-        memcpy(e.response_headers, r->response_headers, sizeof(e.response_headers[0]) * f->num_response_headers);
-        memcpy(e.env, r->env_values, sizeof(e.env[0]) * f->num_env);
+        for (int i = 0; i < f->num_response_headers; i++)
+            e.response_headers[i] = r->response_headers[i];
+        for (int i = 0; i < f->num_env; i++)
+            e.env[i] = r->env_values[i];
         e.remote_user = r->remote_user;
         e.remote_user_len = r->remote_user_len;
     } else {
