@@ -457,25 +457,39 @@ static void put_str(struct out *o, const char *s)
 
 static inline void put_uint(struct out *o, uint64_t v)
 {
-    /* Written in place, last digit first: no copy (and no call to memcpy)
-     * for the few digits of a status or a time. */
-    size_t n = 1;
-    for (uint64_t t = v; t >= 10; t /= 10)
-        n++;
-    if (n > (size_t)(o->end - o->p))
-        return; /* (the line is full: only its end is lost) */
-    char *p = o->p + n;
+    /* The digits last first, then turned round into the line: no call to
+     * memcpy for the few digits of a status or a time. */
+    char digits[20];
+    size_t n = 0;
     do {
-        *--p = (char)('0' + v % 10);
+        digits[n++] = (char)('0' + v % 10);
         v /= 10;
     } while (v);
+    if (n > (size_t)(o->end - o->p))
+        return; /* (the line is full: only its end is lost) */
+    for (size_t i = 0; i < n; i++)
+        o->p[i] = digits[n - 1 - i];
     o->p += n;
 }
 
 /* Bytes written as they are in a field: printable ASCII but '"' and '\'. */
+/* Bytes written as they are: printable ASCII but '"' and '\\' (PLAIN), and
+ * of those all but ' ' in a field that is not quoted (PLAIN_UNQUOTED).  A
+ * table: one load a byte, where the comparisons took four. */
+#define PLAIN 1
+#define PLAIN_UNQUOTED 2
+static const unsigned char plain_bytes[256] = {
+    [' '] = PLAIN,
+    ['!'] = PLAIN | PLAIN_UNQUOTED,
+    /* '"' escaped */
+    ['#' ... '['] = PLAIN | PLAIN_UNQUOTED,
+    /* '\\' escaped */
+    [']' ... '~'] = PLAIN | PLAIN_UNQUOTED,
+};
+
 static inline int is_plain(unsigned char c)
 {
-    return c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
+    return plain_bytes[c] & PLAIN;
 }
 
 static const char hex[] = "0123456789ABCDEF";
@@ -499,11 +513,12 @@ static void put_escaped(struct out *o, const char *s, size_t n, size_t budget, i
     if (budget < 3)
         return;
     budget -= 3; /* kept for "..." */
+    const unsigned char plain = escape_space ? PLAIN_UNQUOTED : PLAIN;
     size_t i = 0;
     while (i < n) {
         /* a run of plain bytes is copied at once */
         size_t run = i;
-        while (run < n && is_plain((unsigned char)s[run]) && !(escape_space && s[run] == ' '))
+        while (run < n && (plain_bytes[(unsigned char)s[run]] & plain))
             run++;
         if (run > i) {
             size_t take = run - i;
