@@ -279,6 +279,9 @@ int serow_access_log_compile(const char *format, struct access_log_format *f, ch
         format = COMBINED;
     else if (strcmp(format, "common") == 0)
         format = COMMON;
+    /* (no line can hold a longer one, and a literal's length is 16 bits) */
+    if (strlen(format) >= ACCESS_LOG_MAX_LINE)
+        return fail(error, error_size, "longer than a line may be (%d bytes)", ACCESS_LOG_MAX_LINE);
     int json = strcmp(format, "json") == 0;
     /* Literals are never longer than the format, nor the json keys than 1 KiB;
      * put_literal may read LITERAL_CHUNK bytes past the last one. */
@@ -455,20 +458,35 @@ static void put_str(struct out *o, const char *s)
     put(o, s, strlen(s));
 }
 
+static const char digit_pairs[201] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
 static inline void put_uint(struct out *o, uint64_t v)
 {
-    /* The digits last first, then turned round into the line: no call to
-     * memcpy for the few digits of a status or a time. */
+    /* Two digits a division, right to left into a small buffer, then into
+     * the line without a call to memcpy: a line has several numbers, each
+     * of a few digits. */
     char digits[20];
-    size_t n = 0;
-    do {
-        digits[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
+    char *p = digits + sizeof(digits);
+    while (v >= 100) {
+        const char *pair = digit_pairs + (v % 100) * 2;
+        v /= 100;
+        *--p = pair[1];
+        *--p = pair[0];
+    }
+    if (v >= 10) {
+        *--p = digit_pairs[v * 2 + 1];
+        *--p = digit_pairs[v * 2];
+    } else {
+        *--p = (char)('0' + v);
+    }
+    size_t n = (size_t)(digits + sizeof(digits) - p);
     if (n > (size_t)(o->end - o->p))
         return; /* (the line is full: only its end is lost) */
     for (size_t i = 0; i < n; i++)
-        o->p[i] = digits[n - 1 - i];
+        o->p[i] = p[i];
     o->p += n;
 }
 

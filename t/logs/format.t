@@ -141,4 +141,27 @@ subtest 'a bad format is refused at start-up, naming the directive' => sub {
     like $text, qr/unknown directive '%Q'/;
 };
 
+subtest 'any string compiles or is refused with a reason' => sub {
+    require Serow;
+    srand(20261125);
+    my @alphabet = ('%', '%', '{', '}', '>', '<', ' ', '"', 'a' .. 'z', 'A' .. 'Z', 0 .. 9, "\x01", "\xff");
+    my ($compiled, $refused) = (0, 0);
+    for (1 .. 3000) {
+        my $format = join '', map { $alphabet[rand @alphabet] } 1 .. 1 + int rand 40;
+        my $error = Serow::Loop->access_log_format_error($format);
+        if (defined $error) {
+            $refused++ if length $error;
+        } else {
+            $compiled++;
+        }
+    }
+    ok $compiled > 0, "some compiled ($compiled)";
+    is $compiled + $refused, 3000, "the others were refused with a message ($refused)";
+    ok !defined Serow::Loop->access_log_format_error($_), "'$_' compiles" for qw(combined common json);
+    ok !defined Serow::Loop->access_log_format_error('%%' x 200), 'a long run of %% (one literal)';
+    ok defined Serow::Loop->access_log_format_error('%h ' x 65), 'more than 64 directives: refused';
+    like Serow::Loop->access_log_format_error('x' x 70000), qr/longer than a line may be/,
+        'a format longer than a line: refused';
+};
+
 done_testing;
