@@ -24,6 +24,8 @@
 
 /* "[22/Nov/2026:05:40:18 +0000]" */
 #define TIME_FIELD_SIZE 64 /* 28 used; room for any int the compiler imagines */
+/* The most digits a number has (2^64 - 1). */
+#define UINT_DIGITS 20
 /* Literals up to this long are copied in one constant-size move (put_literal). */
 #define LITERAL_CHUNK 16
 
@@ -465,11 +467,13 @@ static const char digit_pairs[201] =
 
 static inline void put_uint(struct out *o, uint64_t v)
 {
-    /* Two digits a division, right to left into a small buffer, then into
-     * the line without a call to memcpy: a line has several numbers, each
-     * of a few digits. */
-    char digits[20];
-    char *p = digits + sizeof(digits);
+    /* Two digits a division, right to left, then into the line as one
+     * copy of constant size (a few moves, where a copy of the digits' own
+     * length would be a call to memcpy): digits has room for that copy to
+     * read past the last digit, and the line's bytes past the number are
+     * written next. */
+    char digits[2 * UINT_DIGITS];
+    char *end = digits + UINT_DIGITS, *p = end;
     while (v >= 100) {
         const char *pair = digit_pairs + (v % 100) * 2;
         v /= 100;
@@ -482,12 +486,13 @@ static inline void put_uint(struct out *o, uint64_t v)
     } else {
         *--p = (char)('0' + v);
     }
-    size_t n = (size_t)(digits + sizeof(digits) - p);
-    if (n > (size_t)(o->end - o->p))
-        return; /* (the line is full: only its end is lost) */
-    for (size_t i = 0; i < n; i++)
-        o->p[i] = p[i];
-    o->p += n;
+    size_t n = (size_t)(end - p);
+    if ((size_t)(o->end - o->p) >= UINT_DIGITS) {
+        memcpy(o->p, p, UINT_DIGITS);
+        o->p += n;
+    } else {
+        put(o, p, n);
+    }
 }
 
 /* Bytes written as they are in a field: printable ASCII but '"' and '\'. */

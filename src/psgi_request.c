@@ -257,7 +257,8 @@ static enum serve_stage finish_served(pTHX_ struct worker_loop *loop, HV *env,
         const char *p = SvPV(user, len);
         serow_request_accounting_note_remote_user(loop, p, len);
     }
-    if (note_remote_user && loop->request.conn != NULL)
+    if (note_remote_user && loop->request.conn != NULL && loop->access_log &&
+        loop->access_log->format.num_env)
         note_env_values(aTHX_ loop, env);
     if ((*error = response_fault(aTHX_ &loop->request.response)) != NULL)
         return SERVE_SENT;
