@@ -21,6 +21,7 @@
 #include "src/child_signals.h"
 #include "src/connection_holder.h"
 #include "src/fd_passing.h"
+#include "src/log.h"
 #include "src/shared_state.h"
 #include "src/shared_values.h"
 #include "src/worker_loop.h"

@@ -103,7 +103,7 @@ static void reopen_error_log(const char *path)
 {
     int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
     if (fd < 0 || dup2(fd, STDERR_FILENO) < 0) {
-        serow_log_error("connection holder cannot reopen the error log %s: %s; still writing to "
+        serow_log_warn("connection holder cannot reopen the error log %s: %s; still writing to "
                         "the old file", path, strerror(errno));
     } else {
         serow_log_info("connection holder %d reopened the error log", (int)getpid());
@@ -250,6 +250,8 @@ static void shed(struct holder *h, struct held_connection *c)
     (void)ignored;
     shutdown(c->fd, SHUT_WR);
     atomic_fetch_add(&h->shared->requests_shed, 1);
+    serow_log_debug("connection holder: a request waited longer than --max-queue-wait %llu ms for a "
+                    "free worker: answered 503", (unsigned long long)h->settings.max_queue_wait_ms);
     close_held(h, c);
 }
 
@@ -427,7 +429,7 @@ static int steal_connection(struct holder *h, uint32_t worker_index, uint32_t sl
     int fd = serow_take_parked_connection(h->shared, &h->workers[worker_index], worker_index,
                                     slot_index, &info);
     if (fd == TAKE_REFUSED) {
-        serow_log_error("connection holder: cannot take connections from workers "
+        serow_log_warn("connection holder: cannot take connections from workers "
                         "(pidfd_getfd: %s); busy workers keep their idle connections",
                         strerror(errno));
         h->can_steal = 0;
@@ -502,6 +504,9 @@ static struct scan_result scan_workers(struct holder *h, uint64_t now)
                 serow_shared_ms_since(now, atomic_load(&s->idle_since_ms)) >= h->settings.idle_handoff_ms)
                 stolen += steal_connection(h, i, k);
         }
+        if (stolen && steal_all)
+            serow_log_debug("connection holder: took %d idle connection(s) from worker %d, busy in a "
+                            "request", stolen, (int)atomic_load(&w->pid));
         if (stolen && !atomic_load(&w->busy))
             serow_wake_worker(h->shared, &h->workers[i], i); /* a busy worker looks when it is done */
     }
@@ -636,6 +641,11 @@ int serow_run_connection_holder(struct shared_state *shared, int ready_channel, 
     }
     signal(SIGUSR2, SIG_IGN);
     signal(SIGPIPE, SIG_IGN);
+
+    serow_log_debug("connection holder %d started: keep-alive timeout %llu ms, at most %u connections, "
+                    "idle connections taken from workers after %llu ms", (int)getpid(),
+                    (unsigned long long)settings->keepalive_timeout_ms, settings->max_keepalive_connections,
+                    (unsigned long long)settings->idle_handoff_ms);
 
     h->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
     struct epoll_event ev = {.events = EPOLLIN, .data.u64 = TAG_HANDBACK};

@@ -196,7 +196,7 @@ static void log_slow_request(struct worker_loop *loop, struct connection *conn, 
     for (size_t i = 0; i < n; i++) /* for the error log, not to be read back */
         printable[i] = (unsigned char)line[i] >= 0x20 && (unsigned char)line[i] < 0x7f ? line[i] : '?';
     printable[n] = '\0';
-    serow_log_info("slow request: %llu ms (queue %llu ms, app %llu ms, write %llu ms) "
+    serow_log_warn("slow request: %llu ms (queue %llu ms, app %llu ms, write %llu ms) "
                    "worker %d status %d \"%s\"%s%.*s",
                    (unsigned long long)(split->total_us / 1000),
                    (unsigned long long)(split->queue_us / 1000),

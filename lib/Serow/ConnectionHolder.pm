@@ -3,6 +3,7 @@ use strict;
 use warnings;
 
 use Serow ();
+use Serow::Log ();
 
 # The connection holder process: a C event loop (src/connection_holder.c)
 # that keeps idle keep-alive connections so that they cost no worker, and
@@ -53,7 +54,8 @@ sub settings {
         max_keepalive_connections => $options->{max_keepalive_connections},
         idle_handoff_ms           => IDLE_HANDOFF_MS,
         max_queue_wait            => $options->{max_queue_wait}, # ms; 0: no limit
-        error_log                 => $options->{error_log}, # reopened on USR1; undef: none
+        # reopened on USR1; undef: none (or syslog)
+        error_log                 => Serow::Log->file($options->{error_log}),
     };
 }
 

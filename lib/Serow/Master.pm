@@ -303,18 +303,19 @@ sub remove_worker {
 sub reopen_logs {
     my ($self, $sig) = @_;
     my $options = $self->{options};
-    return unless defined $options->{access_log} || defined $options->{error_log};
-    if (defined $options->{error_log}) {
-        Serow::Log->open_file($options->{error_log}) or Serow::Log->error("cannot reopen the "
-            . "error log $options->{error_log}: $!; still writing to the old file");
+    my $error_log = Serow::Log->file($options->{error_log}); # (syslog has no file)
+    return unless defined $options->{access_log} || defined $error_log;
+    if (defined $error_log) {
+        Serow::Log->open_file($error_log) or Serow::Log->warn("cannot reopen the "
+            . "error log $error_log: $!; still writing to the old file");
     }
     Serow::Log->info("received SIG$sig: the master and the workers reopen their logs");
     if (defined $options->{access_log}) {
-        $self->open_access_log or Serow::Log->error("cannot reopen the access log "
+        $self->open_access_log or Serow::Log->warn("cannot reopen the access log "
             . "$options->{access_log}: $!; new workers write to the old file");
     }
     $self->ask_worker($_, 'reopen_logs') for keys %{ $self->{workers} };
-    kill 'USR1', $self->{holder_pid} if $self->{holder_pid} && defined $options->{error_log};
+    kill 'USR1', $self->{holder_pid} if $self->{holder_pid} && defined $error_log;
 }
 
 sub current_workers {
@@ -435,6 +436,8 @@ sub spawn_worker {
     }
     $self->{workers}{$pid} = { generation => $self->{generation}, started => Time::HiRes::time,
                                slot => $slot, wake_fd => $wake_fd };
+    Serow::Log->debug("forked worker $pid in slot $slot (generation $self->{generation}"
+        . ($limit ? ", max requests $limit" : '') . ')');
 }
 
 # In the child: becomes a worker and never returns.

@@ -8,11 +8,13 @@ use warnings;
 
 # Every option of the server, in one table: the command line, --help,
 # Plack::Handler::Serow and the defaults all come from here.
-#   name => [type, default, help, value name in --help (default N, or ... for lists)]
+#   name => [type, default, help, value name in --help (default N, or ... for lists),
+#            the values a choice takes]
 # Types: int (whole number >= 0), count (whole number >= 1), size (bytes, K/M/G suffixes), seconds
 # (a positive number), string, list (repeatable string), mode (octal, kept as
 # a string such as "0660"), switch (on or off: 1 or 0; on the command line
-# the bare --name turns it on, and takes no value).
+# the bare --name turns it on, and takes no value), choice (one of the words
+# listed).
 my @OPTIONS = (
     listen => ['list', [], 'HOST:PORT, [IPv6]:PORT, :PORT or /path/to.sock to listen on (repeatable; default 0.0.0.0:5000)'],
     socket_mode => ['mode', undef, 'permissions of UNIX sockets Serow creates, in octal (e.g. 0660)'],
@@ -41,11 +43,14 @@ my @OPTIONS = (
     pid_file => ['string', undef, 'write the master\'s pid to this file once the sockets are open; removed on a clean stop', 'FILE'],
     user => ['string', undef, 'user (name or number) the workers and the connection holder run as; the sockets are opened first, so ports below 1024 work', 'USER'],
     group => ['string', undef, 'group (name or number) they run as (default: the --user\'s group)', 'GROUP'],
-    error_log => ['string', undef, 'append the log to this file instead of standard error; reopened on USR1', 'FILE'],
+    error_log => ['string', undef, 'append the log to this file instead of standard error (reopened on USR1), or send it to syslog with "syslog" or "syslog:FACILITY" (user, daemon, local0 to local7; default daemon)', 'FILE'],
+    log_level => ['choice', 'info', 'the least important lines the error log gets: error, warn, info or debug', 'LEVEL',
+        [qw(error warn info debug)]],
+    syslog_socket => ['string', '/dev/log', 'with --error-log syslog: the syslog daemon\'s datagram socket', 'PATH'],
     access_log => ['string', undef, 'write an access log line per request (Apache combined format) to FILE, or to standard error with "-" or "stderr"; reopened on USR1. Off by default: a line costs every request a format and a write', 'FILE'],
     access_log_format => ['string', 'combined', 'the --access-log line: an Apache LogFormat string (%h %l %u %t %r %>s %b %B %D %T %m %U %q %H %v %p %P %{NAME}i %{NAME}o %{NAME}e, and %{queue_us}x %{app_us}x %{write_us}x %{request_id}x), or combined, common or json (an object per line); compiled once at start-up, a bad directive refused', 'FORMAT'],
     request_id_header => ['string', undef, 'the request id\'s header (e.g. X-Request-Id): taken from the request when it carries a sane one (1 to 127 visible ASCII bytes), else made (32 hex digits, unique across workers and restarts); given to the app in that header\'s env key and psgix.request_id, sent back in the response (unless the app set it), and in the access log. Off by default', 'NAME'],
-    slow_request_log => ['int', 0, 'log a request that took this many milliseconds or more (from the arrival of its head to its last byte written) to the error log, with where its time went, its worker, status and request line, whether or not there is an access log (0: off)', 'MS'],
+    slow_request_log => ['int', 0, 'log a request that took this many milliseconds or more (from the arrival of its head to its last byte written) to the error log (a warning), with where its time went, its worker, status and request line, whether or not there is an access log (0: off)', 'MS'],
     metrics_path => ['string', undef, 'answer Prometheus metrics at this path (e.g. /metrics) before the app; off by default', 'PATH'],
     metrics_allow => ['list', ['127.0.0.1/32', '::1/128'], 'addresses or CIDR networks that may read --metrics-path (repeatable; default 127.0.0.1 and ::1); others get 403, and so does a request with X-Forwarded-For, Forwarded or X-Real-IP unless it comes from a --metrics-trusted-proxy', 'CIDR...'],
     metrics_trusted_proxy => ['list', [], 'proxies (addresses or CIDR networks) whose forwarded client address (the last in X-Forwarded-For, Forwarded, X-Real-IP) --metrics-allow judges; none by default: forwarded requests get 403', 'CIDR...'],
@@ -179,6 +184,12 @@ sub normalize {
     }
     if ($type eq 'list') {
         return [ map { split /,/ } ref $value eq 'ARRAY' ? @$value : ($value) ];
+    }
+    if ($type eq 'choice') {
+        my @choices = @{ $spec->[4] };
+        defined $value && grep { $_ eq $value } @choices
+            or die "$flag: '" . ($value // '') . "' is not one of " . join(', ', @choices) . "\n";
+        return $value;
     }
     return $value;
 }

@@ -23,6 +23,7 @@ sub new {
     my $notify = exists $args{notify} ? delete $args{notify} : Serow::Notify->from_env;
     my $options = Serow::Options->from_hash(%args);
     $options->{max_keepalive_connections} ||= default_max_keepalive_connections();
+    Serow::Log->syslog_facility($options->{error_log}); # a facility syslog has no name for: an error now
     # Names checked now: a wrong --user is an error before anything is bound.
     my $privileges = Serow::Privileges->resolve(user => $options->{user}, group => $options->{group});
     return bless { options => $options, server_ready => $server_ready, listen_sockets => $sockets,
@@ -136,7 +137,9 @@ sub run {
     # process with the pid file and sockets left behind.
     my %early = Serow::Master->early_signal_handlers;
     local @SIG{keys %early} = values %early;
-    $self->open_error_log($options->{error_log}) if defined $options->{error_log};
+    my $error_log_file = Serow::Log->file($options->{error_log});
+    $self->open_error_log($error_log_file) if defined $error_log_file;
+    Serow::Log->configure($options);
     # Refused before binding: the address of a running Serow would be busy,
     # and "address in use" says less than this.
     Serow::PidFile->check($options->{pid_file}) if defined $options->{pid_file};
@@ -167,7 +170,7 @@ sub check_log_options {
     return;
 }
 
-# --error-log: the log (and whatever the app prints on STDERR) goes to FILE.
+# --error-log FILE: the log (and whatever the app prints on STDERR) goes there.
 sub open_error_log {
     my ($self, $path) = @_;
     Serow::Log->open_file($path) or die "--error-log: cannot open $path: $!\n";

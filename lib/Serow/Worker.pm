@@ -231,9 +231,9 @@ sub do_as_the_master_asks {
 # The master got USR1: the logs logrotate moved away are opened again.
 sub reopen_logs {
     my ($self) = @_;
-    my $error_log = $self->{options}{error_log};
+    my $error_log = Serow::Log->file($self->{options}{error_log});
     if (defined $error_log && !Serow::Log->open_file($error_log)) {
-        Serow::Log->error("worker $$ cannot reopen the error log $error_log: $!; still writing to the old file");
+        Serow::Log->warn("worker $$ cannot reopen the error log $error_log: $!; still writing to the old file");
     }
     $self->reopen_access_log;
 }
@@ -244,7 +244,7 @@ sub reopen_access_log {
     if ($self->{loop}->reopen_access_log) {
         Serow::Log->info("worker $$ reopened the access log");
     } else {
-        Serow::Log->error("worker $$ cannot reopen the access log $self->{options}{access_log}: $!; "
+        Serow::Log->warn("worker $$ cannot reopen the access log $self->{options}{access_log}: $!; "
             . "still writing to the old file");
     }
 }
@@ -255,7 +255,7 @@ sub wrap_metrics {
     my $options = $self->{options};
     return unless defined $options->{metrics_path} && $self->{shared};
     $self->{app} = Serow::Metrics->wrap($self->{app}, shared => $self->{shared},
-        path => $options->{metrics_path}, allow => Serow::Metrics->allow_list($options),
+        master_pid => $self->{master_pid}, path => $options->{metrics_path}, allow => Serow::Metrics->allow_list($options),
         trusted_proxies => Serow::Metrics->trusted_proxies($options));
 }
 
