@@ -90,6 +90,7 @@ static int directive_kind(char letter, const char *name, size_t name_len, int *k
         case 'v': case 'V': *kind = LOG_SERVER_NAME; *budget = 256; return 0;
         case 'p': *kind = LOG_SERVER_PORT; return 0;
         case 'P': *kind = LOG_PID; return 0;
+        case 'k': *kind = LOG_KEEPALIVE; return 0;
         }
         return -1;
     }
@@ -101,6 +102,7 @@ static int directive_kind(char letter, const char *name, size_t name_len, int *k
     case 'T':
         /* Apache 2.4's units of %T */
         if (NAME_IS("us")) { *kind = LOG_TOTAL_US; return 0; }
+        if (NAME_IS("ms")) { *kind = LOG_TOTAL_MS; return 0; }
         if (NAME_IS("s")) { *kind = LOG_TOTAL_S; return 0; }
         return -1;
     case 'p':
@@ -225,6 +227,32 @@ static int compile_directive(struct access_log_format *f, const char **pp, char 
     return 0;
 }
 
+/*
+ * Literal text, as Apache reads it in a LogFormat: "\t" is a tab, "\\" and
+ * "\"" a backslash and a quote (so a format copied from an Apache
+ * configuration means the same); a tab may also be given as it is.  Any other
+ * control byte, and "\n", would break the one line a request has.
+ */
+static int literal_byte(const char **pp, char *byte, char *error, size_t error_size)
+{
+    const char *p = *pp;
+    unsigned char c = (unsigned char)*p;
+    if (c == '\\') {
+        if (p[1] == 't' || p[1] == '\\' || p[1] == '"') {
+            *byte = p[1] == 't' ? '\t' : p[1];
+            *pp = p + 2;
+            return 0;
+        }
+        if (p[1] == 'n')
+            return fail(error, error_size, "'\\n' in the format would break the line");
+    } else if ((c < 0x20 && c != '\t') || c == 0x7f) {
+        return fail(error, error_size, "a control byte (0x%02X) in the format would break the line", c);
+    }
+    *byte = (char)c;
+    *pp = p + 1;
+    return 0;
+}
+
 static int compile_text(const char *format, struct access_log_format *f, char *error,
                         size_t error_size)
 {
@@ -236,15 +264,10 @@ static int compile_text(const char *format, struct access_log_format *f, char *e
                 return -1;
             continue;
         }
-        const char *run = p;
-        while (*p && *p != '%') {
-            if ((unsigned char)*p < 0x20 || *p == 0x7f)
-                return fail(error, error_size,
-                            "a control byte (0x%02X) in the format would break the line",
-                            (unsigned char)*p);
-            p++;
-        }
-        if (add_literal(f, &store, run, (size_t)(p - run)) != 0)
+        char byte;
+        if (literal_byte(&p, &byte, error, error_size) != 0)
+            return -1;
+        if (add_literal(f, &store, &byte, 1) != 0)
             return fail(error, error_size, "more than %d directives and literal runs",
                         ACCESS_LOG_MAX_OPS);
     }
@@ -797,6 +820,9 @@ size_t serow_access_log_format(char *line, const struct access_log_format *forma
         case LOG_TOTAL_US:
             put_uint(&o, us_between(e->times.arrived_ns, e->times.end_ns));
             break;
+        case LOG_TOTAL_MS:
+            put_uint(&o, us_between(e->times.arrived_ns, e->times.end_ns) / 1000);
+            break;
         case LOG_TOTAL_S:
             put_uint(&o, us_between(e->times.arrived_ns, e->times.end_ns) / 1000000);
             break;
@@ -834,6 +860,9 @@ size_t serow_access_log_format(char *line, const struct access_log_format *forma
             break;
         case LOG_PID:
             put_uint(&o, (uint64_t)e->pid);
+            break;
+        case LOG_KEEPALIVE:
+            put_uint(&o, e->keepalive_requests);
             break;
         case LOG_REQUEST_ID:
             put_span(&o, op, e->request_id);

@@ -45,7 +45,7 @@
 /* A format has at most this many directives and literal runs, and names at
  * most ACCESS_LOG_MAX_NAMED distinct fields of each kind (%{NAME}i, %{NAME}o,
  * %{NAME}e), each name at most ACCESS_LOG_MAX_NAME bytes. */
-#define ACCESS_LOG_MAX_OPS 64
+#define ACCESS_LOG_MAX_OPS 128
 #define ACCESS_LOG_MAX_NAMED 8
 #define ACCESS_LOG_MAX_NAME 64
 /* Room a request keeps for the response header and env values it logs
@@ -63,6 +63,7 @@ enum access_log_op_kind {
     LOG_BYTES_CLF,     /* %b: "-" for none */
     LOG_BYTES,         /* %B: 0 for none */
     LOG_TOTAL_US,      /* %D */
+    LOG_TOTAL_MS,      /* %{ms}T */
     LOG_TOTAL_S,       /* %T */
     LOG_QUEUE_US,      /* %{queue_us}x */
     LOG_APP_US,        /* %{app_us}x */
@@ -74,6 +75,7 @@ enum access_log_op_kind {
     LOG_SERVER_NAME,   /* %v %V */
     LOG_SERVER_PORT,   /* %p */
     LOG_PID,           /* %P */
+    LOG_KEEPALIVE,     /* %k: requests before this one on its connection */
     LOG_REQUEST_ID,    /* %{request_id}x */
     LOG_REQUEST_HEADER,  /* %{NAME}i */
     LOG_RESPONSE_HEADER, /* %{NAME}o */
@@ -162,6 +164,7 @@ struct access_log_entry {
     const char *server_name;
     int server_port;             /* 0: "-" */
     int pid;
+    uint64_t keepalive_requests; /* answered before on the same connection */
     int status;                  /* 0: "-" (the app answered on its own socket) */
     uint64_t body_bytes;         /* 0: "-" */
     struct access_log_times times;

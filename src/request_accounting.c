@@ -223,6 +223,7 @@ static void write_log_line(struct worker_loop *loop, struct connection *conn, in
     e.body_bytes = body_bytes;
     e.times = *times;
     e.pid = loop->pid;
+    e.keepalive_requests = conn->requests_served;
     const struct listener *l = conn->listener_index >= 0 && conn->listener_index < loop->num_listeners
                                    ? &loop->listeners[conn->listener_index] : NULL;
     e.server_name = l ? l->server_name : NULL;

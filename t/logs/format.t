@@ -29,7 +29,7 @@ sub lines_of {
 
 sub one_line {
     my ($server, $file, $request) = @_;
-    my $before = lines_of($file);
+    my $before = () = lines_of($file);
     raw_request($server, $request);
     wait_until(sub { lines_of($file) > $before });
     return (lines_of($file))[$before] // '';
@@ -37,7 +37,7 @@ sub one_line {
 
 subtest 'every directive, parsed back' => sub {
     my $file = "$dir/all.log";
-    my @directives = qw(%h %a %l %u %t %r %s %>s %b %B %D %{us}T %T %{s}T %m %U %q %H %v %p %P
+    my @directives = qw(%h %a %l %u %t %r %s %>s %b %B %D %{us}T %{ms}T %T %{s}T %m %U %q %H %v %p %P %k
         %{X-In}i %{Missing}i %{X-Out}o %{Content-Type}o %{app.note}e %{app.number}e %{app.ref}e
         %{REMOTE_USER}e %{queue_us}x %{app_us}x %{write_us}x %%);
     my $server = start_server(app => $app, options => ['--workers', 1, '--access-log', $file,
@@ -62,6 +62,8 @@ subtest 'every directive, parsed back' => sub {
     like $f{'%D'}, qr/\A\d+\z/, '%D: microseconds';
     is $f{'%{us}T'}, $f{'%D'}, '%{us}T is %D';
     is $f{'%T'}, int($f{'%D'} / 1e6), '%T: whole seconds of the same';
+    is $f{'%{ms}T'}, int($f{'%D'} / 1e3), '%{ms}T: milliseconds';
+    is $f{'%k'}, '0', '%k: the first request on its connection';
     is $f{'%{s}T'}, $f{'%T'}, '%{s}T is %T';
     is $f{'%m'}, 'POST', '%m';
     is $f{'%U'}, '/a/b', '%U';
@@ -119,6 +121,21 @@ subtest 'common, and the same request in combined' => sub {
         'combined';
 };
 
+subtest 'Apache\'s escapes in literal text; %k on a kept-alive connection' => sub {
+    my $file = "$dir/escapes.log";
+    my $server = start_server(app => $app, options => ['--workers', 1, '--access-log', $file,
+        '--access-log-format', '%m\t%U\\\\"%k\"' . "\t%>s"]);
+    my $sock = Serow::Test::raw_connect($server);
+    for my $path ('/one', '/two') {
+        Serow::Test::send_all($sock, "GET $path HTTP/1.1\r\nHost: h\r\n\r\n");
+        ok Serow::Test::read_response($sock), "$path answered on the same connection";
+    }
+    ok wait_until(sub { lines_of($file) >= 2 }), 'two lines';
+    is_deeply [lines_of($file)], ["GET\t/one\\\"0\"\t201\n", "GET\t/two\\\"1\"\t201\n"],
+        '\t a tab (and a tab as it is), \\\\ a backslash, \\" a quote; %k counts the requests before';
+    $server->stop;
+};
+
 subtest 'a bad format is refused at start-up, naming the directive' => sub {
     my $hello = root() . '/eg/hello.psgi';
     for my $case (
@@ -128,7 +145,8 @@ subtest 'a bad format is refused at start-up, naming the directive' => sub {
         ['%h %{User-Agent', qr/--access-log-format: unterminated %\{/],
         ['%h %', qr/--access-log-format: directive '%' has no letter/],
         ['%{}i', qr/--access-log-format: directive '%\{\}i' has an empty name/],
-        ["%h\t%u", qr/--access-log-format: a control byte \(0x09\)/],
+        ["%h\x01%u", qr/--access-log-format: a control byte \(0x01\)/],
+        ['%h\n%u', qr/--access-log-format: '\\n' in the format would break the line/],
         [join(' ', map { "%{H$_}i" } 1 .. 9), qr/more than 8 names of that kind/],
     ) {
         my ($format, $message) = @$case;
@@ -159,7 +177,7 @@ subtest 'any string compiles or is refused with a reason' => sub {
     is $compiled + $refused, 3000, "the others were refused with a message ($refused)";
     ok !defined Serow::Loop->access_log_format_error($_), "'$_' compiles" for qw(combined common json);
     ok !defined Serow::Loop->access_log_format_error('%%' x 200), 'a long run of %% (one literal)';
-    ok defined Serow::Loop->access_log_format_error('%h ' x 65), 'more than 64 directives: refused';
+    like Serow::Loop->access_log_format_error('%h ' x 65), qr/more than 128 directives/, 'more than 128 directives and literal runs: refused';
     like Serow::Loop->access_log_format_error('x' x 70000), qr/longer than a line may be/,
         'a format longer than a line: refused';
 };
