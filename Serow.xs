@@ -98,6 +98,17 @@ loop_new(const char *class, HV *settings)
     s.max_keepalive_connections = (unsigned long)setting(aTHX_ settings, who, "max_keepalive_connections");
     s.request_timeout = setting(aTHX_ settings, who, "request_timeout");
     s.max_queue_wait_ms = (uint64_t)setting(aTHX_ settings, who, "max_queue_wait");
+    s.slow_request_us = (uint64_t)(setting(aTHX_ settings, who, "slow_request_log") * 1000);
+    SV *id_header = given_setting(aTHX_ settings, who, "request_id_header"); /* "": off */
+    if (!SvOK(id_header))
+        croak("%s: no 'request_id_header' setting", who);
+    STRLEN id_len;
+    const char *id_name = SvPV(id_header, id_len);
+    if (id_len >= sizeof(s.request_id_header))
+        croak("%s: request_id_header is longer than %d bytes", who, (int)sizeof(s.request_id_header) - 1);
+    memcpy(s.request_id_header, id_name, id_len);
+    s.request_id_header[id_len] = '\0';
+    s.request_id_header_len = id_len;
     RETVAL = serow_worker_loop_new(&s);
     if (RETVAL == NULL)
         croak("cannot create the event loop: %s", strerror(errno));
@@ -278,14 +289,31 @@ loop_end_request(Serow::Loop loop, SV *env_ref, int fail_status)
     serow_request_end(aTHX_ loop, env, fail_status); /* 0: as the response went */
 
 void
-loop_open_access_log(Serow::Loop loop, SV *path, int fd)
+loop_open_access_log(Serow::Loop loop, SV *path, int fd, const char *format)
   CODE:
     /* fd: the master's descriptor on path; -1: standard error */
     const char *p = SvOK(path) ? SvPV_nolen(path) : NULL;
-    struct access_log *log = serow_access_log_open(p, fd);
+    char error[256];
+    struct access_log *log = serow_access_log_open(p, fd, format, error, sizeof(error));
     if (log == NULL)
-        croak("cannot use the access log %s: %s", p ? p : "(standard error)", strerror(errno));
+        croak("cannot use the access log %s: %s", p ? p : "(standard error)", error);
     serow_loop_set_access_log(loop, log);
+
+SV *
+loop_access_log_format_error(const char *class, const char *format)
+  CODE:
+    /* undef: the format compiles (the master asks at start-up); else why not */
+    PERL_UNUSED_VAR(class);
+    struct access_log_format f;
+    char error[256];
+    if (serow_access_log_compile(format, &f, error, sizeof(error)) == 0) {
+        serow_access_log_format_free(&f);
+        RETVAL = &PL_sv_undef;
+    } else {
+        RETVAL = newSVpv(error, 0);
+    }
+  OUTPUT:
+    RETVAL
 
 int
 loop_reopen_access_log(Serow::Loop loop)
@@ -509,12 +537,17 @@ shared_run_holder(Serow::Shared shared, int ready_channel, int handback_channel,
      * it (-1: standard error), as a worker's (Serow::Master). */
     SV *access_log = given_setting(aTHX_ settings, who, "access_log");
     int access_log_fd = (int)setting(aTHX_ settings, who, "access_log_fd");
+    SV *access_log_format = given_setting(aTHX_ settings, who, "access_log_format");
+    if (!SvOK(access_log_format))
+        croak("%s: no 'access_log_format' setting", who);
     s.access_log = NULL;
     if (SvOK(access_log)) {
+        const char *format = SvPV_nolen(access_log_format);
+        char error[256];
         s.access_log = serow_access_log_open(access_log_fd >= 0 ? SvPV_nolen(access_log) : NULL,
-                                             access_log_fd);
+                                             access_log_fd, format, error, sizeof(error));
         if (s.access_log == NULL)
-            croak("%s: cannot open the access log: %s", who, strerror(errno));
+            croak("%s: cannot use the access log: %s", who, error);
     }
     RETVAL = serow_run_connection_holder(shared, ready_channel, handback_channel, &s);
     if (s.access_log)

@@ -1,7 +1,9 @@
 /*
- * access_log.c - formats and writes access log lines (see access_log.h).
+ * access_log.c - compiles access log formats, formats and writes access log
+ * lines (see access_log.h).
  *
- * Owns: the Apache combined format, the escaping of what a client sent, the
+ * Owns: the directives a format may use and what each writes, the named
+ * formats (combined, common, json), the escaping of what a client sent, the
  * log file's descriptor (one write(2) a line; reopened on USR1).  It knows
  * no loop and no request struct: request_accounting.c hands it the fields.
  */
@@ -12,25 +14,338 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
 /* "[22/Nov/2026:05:40:18 +0000]" */
 #define TIME_FIELD_SIZE 64 /* 28 used; room for any int the compiler imagines */
+/* The most digits a number has (2^64 - 1). */
+#define UINT_DIGITS 20
+/* Literals up to this long are copied in one constant-size move (put_literal). */
+#define LITERAL_CHUNK 16
+
+/* ---- formats ------------------------------------------------------------ */
+
+static const char COMBINED[] = "%h %l %u %t \"%r\" %>s %b \"%{Referer}i\" \"%{User-Agent}i\"";
+static const char COMMON[] = "%h %l %u %t \"%r\" %>s %b";
+
+/*
+ * The json format's fields, in their order: key, directive.  Its budgets
+ * keep the longest line (every field cut) under ACCESS_LOG_MAX_LINE, so that
+ * a json line is never cut short of its closing brace.
+ */
+static const struct {
+    const char *key, *directive;
+    uint16_t budget;
+} JSON_FIELDS[] = {
+    {"time", "%t", 0},
+    {"remote_addr", "%h", 0},
+    {"remote_user", "%u", 128},
+    {"request", "%r", 1024},
+    {"method", "%m", 32},
+    {"path", "%U", 512},
+    {"query", "%q", 512},
+    {"protocol", "%H", 32},
+    {"status", "%>s", 0},
+    {"bytes", "%B", 0},
+    {"referer", "%{Referer}i", 512},
+    {"user_agent", "%{User-Agent}i", 512},
+    {"duration_us", "%D", 0},
+    {"queue_us", "%{queue_us}x", 0},
+    {"app_us", "%{app_us}x", 0},
+    {"write_us", "%{write_us}x", 0},
+    {"request_id", "%{request_id}x", 160},
+    {"pid", "%P", 0},
+};
+
+/* The directives: the letter, whether it takes a {NAME}, its kind, and the
+ * budget of a text field (0: a number or a field of the server's own). */
+static int directive_kind(char letter, const char *name, size_t name_len, int *kind,
+                          uint16_t *budget, int *escape_space)
+{
+    *budget = 0;
+    *escape_space = 0;
+    if (name == NULL) {
+        switch (letter) {
+        case 'h': case 'a': *kind = LOG_REMOTE_ADDR; return 0;
+        case 'l': *kind = LOG_IDENT; return 0;
+        case 'u': *kind = LOG_REMOTE_USER; *budget = ACCESS_LOG_MAX_USER; *escape_space = 1;
+            return 0;
+        case 't': *kind = LOG_TIME; return 0;
+        case 'r': *kind = LOG_REQUEST_LINE; *budget = ACCESS_LOG_MAX_REQUEST_LINE; return 0;
+        case 's': *kind = LOG_STATUS; return 0;
+        case 'b': *kind = LOG_BYTES_CLF; return 0;
+        case 'B': *kind = LOG_BYTES; return 0;
+        case 'D': *kind = LOG_TOTAL_US; return 0;
+        case 'T': *kind = LOG_TOTAL_S; return 0;
+        case 'm': *kind = LOG_METHOD; *budget = 64; return 0;
+        case 'U': *kind = LOG_PATH; *budget = 1024; return 0;
+        case 'q': *kind = LOG_QUERY; *budget = 1024; return 0;
+        case 'H': *kind = LOG_PROTOCOL; *budget = 64; return 0;
+        case 'v': case 'V': *kind = LOG_SERVER_NAME; *budget = 256; return 0;
+        case 'p': *kind = LOG_SERVER_PORT; return 0;
+        case 'P': *kind = LOG_PID; return 0;
+        case 'k': *kind = LOG_KEEPALIVE; return 0;
+        }
+        return -1;
+    }
+#define NAME_IS(s) (name_len == sizeof(s) - 1 && memcmp(name, s, name_len) == 0)
+    switch (letter) {
+    case 'i': *kind = LOG_REQUEST_HEADER; *budget = ACCESS_LOG_MAX_HEADER_FIELD; return 0;
+    case 'o': *kind = LOG_RESPONSE_HEADER; *budget = ACCESS_LOG_MAX_HEADER_FIELD; return 0;
+    case 'e': *kind = LOG_ENV; *budget = ACCESS_LOG_MAX_HEADER_FIELD; return 0;
+    case 'T':
+        /* Apache 2.4's units of %T */
+        if (NAME_IS("us")) { *kind = LOG_TOTAL_US; return 0; }
+        if (NAME_IS("ms")) { *kind = LOG_TOTAL_MS; return 0; }
+        if (NAME_IS("s")) { *kind = LOG_TOTAL_S; return 0; }
+        return -1;
+    case 'p':
+        if (NAME_IS("local") || NAME_IS("canonical")) { *kind = LOG_SERVER_PORT; return 0; }
+        return -1;
+    case 'x':
+        if (NAME_IS("queue_us")) { *kind = LOG_QUEUE_US; return 0; }
+        if (NAME_IS("app_us")) { *kind = LOG_APP_US; return 0; }
+        if (NAME_IS("write_us")) { *kind = LOG_WRITE_US; return 0; }
+        if (NAME_IS("request_id")) { *kind = LOG_REQUEST_ID; *budget = 160; return 0; }
+        return -1;
+    }
+#undef NAME_IS
+    return -1;
+}
+
+static int fail(char *error, size_t size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int fail(char *error, size_t size, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(error, size, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* The index of name in a format's list of names of one kind, added if new. */
+static int name_index(struct access_log_name *names, int *count, const char *name, size_t len)
+{
+    for (int i = 0; i < *count; i++)
+        if (names[i].len == len && strncasecmp(names[i].name, name, len) == 0)
+            return i;
+    if (*count == ACCESS_LOG_MAX_NAMED)
+        return -1;
+    memcpy(names[*count].name, name, len);
+    names[*count].name[len] = '\0';
+    names[*count].len = len;
+    return (*count)++;
+}
+
+static struct access_log_op *new_op(struct access_log_format *f)
+{
+    if (f->num_ops == ACCESS_LOG_MAX_OPS)
+        return NULL;
+    struct access_log_op *op = &f->ops[f->num_ops++];
+    memset(op, 0, sizeof(*op));
+    return op;
+}
+
+/* Appends text (kept in the literal store, which has room for it) as a
+ * literal, joined to the literal before it when there is one. */
+static int add_literal(struct access_log_format *f, char **store, const char *text, size_t len)
+{
+    if (len == 0)
+        return 0;
+    struct access_log_op *last = f->num_ops ? &f->ops[f->num_ops - 1] : NULL;
+    memcpy(*store, text, len);
+    if (last && last->kind == LOG_LITERAL && last->text + last->len == *store) {
+        last->len = (uint16_t)(last->len + len);
+    } else {
+        struct access_log_op *op = new_op(f);
+        if (op == NULL)
+            return -1;
+        op->kind = LOG_LITERAL;
+        op->text = *store;
+        op->len = (uint16_t)len;
+    }
+    *store += len;
+    return 0;
+}
+
+/* One directive, "%..." at *pp: compiled into an op, *pp moved past it. */
+static int compile_directive(struct access_log_format *f, const char **pp, char **store,
+                             char *error, size_t error_size)
+{
+    const char *start = *pp, *p = start + 1;
+    while (*p == '>' || *p == '<')
+        p++; /* Apache's original/final request: one request here, the same */
+    const char *name = NULL;
+    size_t name_len = 0;
+    if (*p == '{') {
+        const char *close = strchr(p, '}');
+        if (close == NULL)
+            return fail(error, error_size, "unterminated %%{ in '%s'", start);
+        name = p + 1;
+        name_len = (size_t)(close - name);
+        if (name_len == 0 || name_len > ACCESS_LOG_MAX_NAME)
+            return fail(error, error_size, "directive '%.*s' has %s name", (int)(close + 2 - start),
+                        start, name_len ? "too long a" : "an empty");
+        p = close + 1;
+    }
+    if (*p == '\0')
+        return fail(error, error_size, "directive '%s' has no letter", start);
+    if (*p == '%' && name == NULL && p == start + 1) {
+        *pp = p + 1;
+        return add_literal(f, store, "%", 1);
+    }
+    int kind, escape_space;
+    uint16_t budget;
+    if (directive_kind(*p, name, name_len, &kind, &budget, &escape_space) != 0)
+        return fail(error, error_size, "unknown directive '%.*s'", (int)(p + 1 - start), start);
+    struct access_log_op *op = new_op(f);
+    if (op == NULL)
+        return fail(error, error_size, "more than %d directives and literal runs",
+                    ACCESS_LOG_MAX_OPS);
+    op->kind = (uint8_t)kind;
+    op->budget = budget;
+    op->escape_space = (uint8_t)escape_space;
+    int index = 0;
+    if (kind == LOG_REQUEST_HEADER)
+        index = name_index(f->request_headers, &f->num_request_headers, name, name_len);
+    else if (kind == LOG_RESPONSE_HEADER)
+        index = name_index(f->response_headers, &f->num_response_headers, name, name_len);
+    else if (kind == LOG_ENV)
+        index = name_index(f->env, &f->num_env, name, name_len);
+    if (index < 0)
+        return fail(error, error_size, "'%.*s': more than %d names of that kind",
+                    (int)(p + 1 - start), start, ACCESS_LOG_MAX_NAMED);
+    op->index = (uint8_t)index;
+    *pp = p + 1;
+    return 0;
+}
+
+/*
+ * Literal text, as Apache reads it in a LogFormat: "\t" is a tab, "\\" and
+ * "\"" a backslash and a quote (so a format copied from an Apache
+ * configuration means the same); a tab may also be given as it is.  Any other
+ * control byte, and "\n", would break the one line a request has.
+ */
+static int literal_byte(const char **pp, char *byte, char *error, size_t error_size)
+{
+    const char *p = *pp;
+    unsigned char c = (unsigned char)*p;
+    if (c == '\\') {
+        if (p[1] == 't' || p[1] == '\\' || p[1] == '"') {
+            *byte = p[1] == 't' ? '\t' : p[1];
+            *pp = p + 2;
+            return 0;
+        }
+        if (p[1] == 'n')
+            return fail(error, error_size, "'\\n' in the format would break the line");
+    } else if ((c < 0x20 && c != '\t') || c == 0x7f) {
+        return fail(error, error_size, "a control byte (0x%02X) in the format would break the line", c);
+    }
+    *byte = (char)c;
+    *pp = p + 1;
+    return 0;
+}
+
+static int compile_text(const char *format, struct access_log_format *f, char *error,
+                        size_t error_size)
+{
+    char *store = f->literals;
+    const char *p = format;
+    while (*p) {
+        if (*p == '%') {
+            if (compile_directive(f, &p, &store, error, error_size) != 0)
+                return -1;
+            continue;
+        }
+        char byte;
+        if (literal_byte(&p, &byte, error, error_size) != 0)
+            return -1;
+        if (add_literal(f, &store, &byte, 1) != 0)
+            return fail(error, error_size, "more than %d directives and literal runs",
+                        ACCESS_LOG_MAX_OPS);
+    }
+    return 0;
+}
+
+/* The json format: the same directives, between keys, as json values. */
+static int compile_json(struct access_log_format *f, char *error, size_t error_size)
+{
+    char *store = f->literals;
+    f->json = 1;
+    for (size_t i = 0; i < sizeof(JSON_FIELDS) / sizeof(JSON_FIELDS[0]); i++) {
+        char key[48];
+        int n = snprintf(key, sizeof(key), "%s\"%s\":", i ? "," : "{", JSON_FIELDS[i].key);
+        if (add_literal(f, &store, key, (size_t)n) != 0)
+            return fail(error, error_size, "the json format has too many fields");
+        const char *d = JSON_FIELDS[i].directive;
+        if (compile_directive(f, &d, &store, error, error_size) != 0)
+            return -1;
+        struct access_log_op *op = &f->ops[f->num_ops - 1];
+        op->json = 1;
+        op->escape_space = 0;
+        if (JSON_FIELDS[i].budget)
+            op->budget = JSON_FIELDS[i].budget;
+    }
+    return add_literal(f, &store, "}", 1);
+}
+
+int serow_access_log_compile(const char *format, struct access_log_format *f, char *error,
+                             size_t error_size)
+{
+    memset(f, 0, sizeof(*f));
+    if (strcmp(format, "combined") == 0)
+        format = COMBINED;
+    else if (strcmp(format, "common") == 0)
+        format = COMMON;
+    /* (no line can hold a longer one, and a literal's length is 16 bits) */
+    if (strlen(format) >= ACCESS_LOG_MAX_LINE)
+        return fail(error, error_size, "longer than a line may be (%d bytes)", ACCESS_LOG_MAX_LINE);
+    int json = strcmp(format, "json") == 0;
+    /* Literals are never longer than the format, nor the json keys than 1 KiB;
+     * put_literal may read LITERAL_CHUNK bytes past the last one. */
+    f->literals = calloc(1, strlen(format) + 1024 + LITERAL_CHUNK);
+    if (f->literals == NULL)
+        return fail(error, error_size, "out of memory");
+    int r = json ? compile_json(f, error, error_size) : compile_text(format, f, error, error_size);
+    if (r != 0) {
+        serow_access_log_format_free(f);
+        return -1;
+    }
+    return 0;
+}
+
+void serow_access_log_format_free(struct access_log_format *f)
+{
+    free(f->literals);
+    f->literals = NULL;
+    f->num_ops = 0;
+}
+
+/* ---- the file ------------------------------------------------------------ */
 
 static int open_for_append(const char *path)
 {
     return open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
 }
 
-struct access_log *serow_access_log_open(const char *path, int fd)
+struct access_log *serow_access_log_open(const char *path, int fd, const char *format,
+                                         char *error, size_t error_size)
 {
     struct access_log *log = calloc(1, sizeof(*log));
     if (log == NULL)
         return NULL;
+    if (serow_access_log_compile(format, &log->format, error, error_size) != 0) {
+        free(log);
+        errno = EINVAL;
+        return NULL;
+    }
     /* (a copy above the standard descriptors, closed on exec) */
     log->fd = fcntl(fd >= 0 ? fd : 2, F_DUPFD_CLOEXEC, 3);
     if (log->fd >= 0 && fd >= 0 && path != NULL && (log->path = strdup(path)) == NULL) {
@@ -40,8 +355,10 @@ struct access_log *serow_access_log_open(const char *path, int fd)
     if (log->fd < 0) {
         int saved = errno;
         free(log->path);
+        serow_access_log_format_free(&log->format);
         free(log);
         errno = saved;
+        snprintf(error, error_size, "%s", strerror(saved));
         return NULL;
     }
     tzset(); /* localtime_r does not read TZ itself */
@@ -54,6 +371,7 @@ void serow_access_log_close(struct access_log *log)
         return;
     close(log->fd);
     free(log->path);
+    serow_access_log_format_free(&log->format);
     free(log);
 }
 
@@ -76,8 +394,9 @@ static size_t offset_in(const char *buffer, const char *p)
     return (size_t)(p - buffer);
 }
 
-void serow_access_log_note_request(struct access_log_request *req, const char *buffer,
-                             const struct http_request_head *head)
+void serow_access_log_note_request(const struct access_log_format *format,
+                                   struct access_log_request *req, const char *buffer,
+                                   const struct http_request_head *head)
 {
     /* The request line runs from the method to its line end; the parser
      * leaves the version out, so find the end again. */
@@ -87,13 +406,12 @@ void serow_access_log_note_request(struct access_log_request *req, const char *b
         end++;
     req->line_offset = offset_in(buffer, start);
     req->line_len = (size_t)(end - start);
-
-    const struct http_header *h = serow_find_header(head, "Referer", 7);
-    req->referer_offset = h ? offset_in(buffer, h->value) : 0;
-    req->referer_len = h ? h->value_len : SIZE_MAX;
-    h = serow_find_header(head, "User-Agent", 10);
-    req->agent_offset = h ? offset_in(buffer, h->value) : 0;
-    req->agent_len = h ? h->value_len : SIZE_MAX;
+    for (int i = 0; i < format->num_request_headers; i++) {
+        const struct access_log_name *n = &format->request_headers[i];
+        const struct http_header *h = serow_find_header(head, n->name, n->len);
+        req->header_offset[i] = h ? offset_in(buffer, h->value) : 0;
+        req->header_len[i] = h ? h->value_len : SIZE_MAX;
+    }
 }
 
 const char *serow_access_log_raw_request_line(const char *buffer, size_t len, size_t *line_len)
@@ -114,6 +432,22 @@ const char *serow_access_log_raw_request_line(const char *buffer, size_t len, si
     return line;
 }
 
+/* ---- times ----------------------------------------------------------------- */
+
+static inline uint64_t us_between(uint64_t from, uint64_t to)
+{
+    /* The wall clock may step back between two readings: no part is negative. */
+    return from && to > from ? (to - from) / 1000 : 0;
+}
+
+void serow_access_log_split(const struct access_log_times *t, struct access_log_split *out)
+{
+    out->total_us = us_between(t->arrived_ns, t->end_ns);
+    out->queue_us = us_between(t->arrived_ns, t->app_ns);
+    out->app_us = us_between(t->app_ns, t->head_ns);
+    out->write_us = us_between(t->head_ns, t->end_ns);
+}
+
 /* ---- formatting -------------------------------------------------------- */
 
 /* A bounded writer: bytes past the end are dropped, never written. */
@@ -121,7 +455,7 @@ struct out {
     char *p, *end;
 };
 
-static void put(struct out *o, const char *s, size_t n)
+static inline void put(struct out *o, const char *s, size_t n)
 {
     size_t room = (size_t)(o->end - o->p);
     if (n > room)
@@ -130,27 +464,81 @@ static void put(struct out *o, const char *s, size_t n)
     o->p += n;
 }
 
+/* A format's literal: most are a few bytes, and a call to memcpy costs more
+ * than they do, so a short one is copied as LITERAL_CHUNK bytes of constant
+ * size (two moves; the literal store has that much slack after its end, and
+ * the bytes past the literal in the line are overwritten next). */
+static inline void put_literal(struct out *o, const char *s, size_t n)
+{
+    if (n <= LITERAL_CHUNK && (size_t)(o->end - o->p) >= LITERAL_CHUNK) {
+        memcpy(o->p, s, LITERAL_CHUNK);
+        o->p += n;
+        return;
+    }
+    put(o, s, n);
+}
+
 static void put_str(struct out *o, const char *s)
 {
     put(o, s, strlen(s));
 }
 
-static void put_uint(struct out *o, uint64_t v)
+static const char digit_pairs[201] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
+static inline void put_uint(struct out *o, uint64_t v)
 {
-    char digits[24];
-    char *p = digits + sizeof(digits);
-    do {
-        *--p = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    put(o, p, (size_t)(digits + sizeof(digits) - p));
+    /* Two digits a division, right to left, then into the line as one
+     * copy of constant size (a few moves, where a copy of the digits' own
+     * length would be a call to memcpy): digits has room for that copy to
+     * read past the last digit, and the line's bytes past the number are
+     * written next. */
+    char digits[2 * UINT_DIGITS];
+    char *end = digits + UINT_DIGITS, *p = end;
+    while (v >= 100) {
+        const char *pair = digit_pairs + (v % 100) * 2;
+        v /= 100;
+        *--p = pair[1];
+        *--p = pair[0];
+    }
+    if (v >= 10) {
+        *--p = digit_pairs[v * 2 + 1];
+        *--p = digit_pairs[v * 2];
+    } else {
+        *--p = (char)('0' + v);
+    }
+    size_t n = (size_t)(end - p);
+    if ((size_t)(o->end - o->p) >= UINT_DIGITS) {
+        memcpy(o->p, p, UINT_DIGITS);
+        o->p += n;
+    } else {
+        put(o, p, n);
+    }
 }
 
 /* Bytes written as they are in a field: printable ASCII but '"' and '\'. */
+/* Bytes written as they are: printable ASCII but '"' and '\\' (PLAIN), and
+ * of those all but ' ' in a field that is not quoted (PLAIN_UNQUOTED).  A
+ * table: one load a byte, where the comparisons took four. */
+#define PLAIN 1
+#define PLAIN_UNQUOTED 2
+static const unsigned char plain_bytes[256] = {
+    [' '] = PLAIN,
+    ['!'] = PLAIN | PLAIN_UNQUOTED,
+    /* '"' escaped */
+    ['#' ... '['] = PLAIN | PLAIN_UNQUOTED,
+    /* '\\' escaped */
+    [']' ... '~'] = PLAIN | PLAIN_UNQUOTED,
+};
+
 static inline int is_plain(unsigned char c)
 {
-    return c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
+    return plain_bytes[c] & PLAIN;
 }
+
+static const char hex[] = "0123456789ABCDEF";
 
 /*
  * Writes s as it may appear in the log: printable ASCII as is, anything else
@@ -161,7 +549,6 @@ static inline int is_plain(unsigned char c)
  */
 static void put_escaped(struct out *o, const char *s, size_t n, size_t budget, int escape_space)
 {
-    static const char hex[] = "0123456789ABCDEF";
     if (s == NULL || n == 0) {
         put(o, "-", 1);
         return;
@@ -172,11 +559,12 @@ static void put_escaped(struct out *o, const char *s, size_t n, size_t budget, i
     if (budget < 3)
         return;
     budget -= 3; /* kept for "..." */
+    const unsigned char plain = escape_space ? PLAIN_UNQUOTED : PLAIN;
     size_t i = 0;
     while (i < n) {
         /* a run of plain bytes is copied at once */
         size_t run = i;
-        while (run < n && is_plain((unsigned char)s[run]) && !(escape_space && s[run] == ' '))
+        while (run < n && (plain_bytes[(unsigned char)s[run]] & plain))
             run++;
         if (run > i) {
             size_t take = run - i;
@@ -206,12 +594,103 @@ static void put_escaped(struct out *o, const char *s, size_t n, size_t budget, i
     }
 }
 
-/* The time field, formatted again only when the second changes. */
-static const char *time_field(int64_t now)
+/* The length of the valid UTF-8 sequence at s (at most n bytes), 0 if none. */
+static size_t utf8_sequence(const unsigned char *s, size_t n)
 {
-    static char text[TIME_FIELD_SIZE];
-    static int64_t formatted_for = -1;
-    if (now != formatted_for) {
+    unsigned char c = s[0];
+    size_t len;
+    uint32_t min;
+    if (c >= 0xC2 && c <= 0xDF) { len = 2; min = 0x80; }
+    else if (c >= 0xE0 && c <= 0xEF) { len = 3; min = 0x800; }
+    else if (c >= 0xF0 && c <= 0xF4) { len = 4; min = 0x10000; }
+    else return 0;
+    if (len > n)
+        return 0;
+    uint32_t cp = c & (0x7F >> len);
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (s[i] & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+        return 0;
+    return len;
+}
+
+/*
+ * Writes s as a JSON string (quotes included): '"' and '\' escaped, control
+ * bytes and DEL as \u00XX, valid UTF-8 as it is, any other byte as \u00XX
+ * (so the line always parses; such a byte reads back as the code point of
+ * its value).  At most budget bytes; a cut string ends in "...".  NULL: null.
+ */
+static void put_json_string(struct out *o, const char *s, size_t n, size_t budget)
+{
+    if (s == NULL) {
+        put(o, "null", 4);
+        return;
+    }
+    size_t room = (size_t)(o->end - o->p);
+    if (budget > room)
+        budget = room;
+    if (budget < 5)
+        return;
+    budget -= 5; /* the quotes and "..." */
+    *o->p++ = '"';
+    const unsigned char *u = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < n) {
+        size_t run = i;
+        while (run < n && is_plain(u[run]))
+            run++;
+        if (run > i) {
+            size_t take = run - i;
+            if (take > budget) {
+                take = budget;
+                memcpy(o->p, s + i, take);
+                o->p += take;
+                memcpy(o->p, "...", 3);
+                o->p += 3;
+                break;
+            }
+            memcpy(o->p, s + i, take);
+            o->p += take;
+            budget -= take;
+            i = run;
+            continue;
+        }
+        size_t seq = u[i] >= 0x80 ? utf8_sequence(u + i, n - i) : 0;
+        size_t need = seq ? seq : (u[i] == '"' || u[i] == '\\') ? 2 : 6;
+        if (need > budget) {
+            memcpy(o->p, "...", 3);
+            o->p += 3;
+            break;
+        }
+        if (seq) {
+            memcpy(o->p, s + i, seq);
+            i += seq;
+        } else if (need == 2) {
+            o->p[0] = '\\';
+            o->p[1] = (char)u[i++];
+        } else {
+            unsigned char c = u[i++];
+            memcpy(o->p, "\\u00", 4);
+            o->p[4] = hex[c >> 4];
+            o->p[5] = hex[c & 15];
+        }
+        o->p += need;
+        budget -= need;
+    }
+    *o->p++ = '"';
+}
+
+/* The time field, formatted again only when the second changes: Apache's
+ * "[22/Nov/2026:05:40:18 +0000]", or ISO 8601 "2026-11-22T05:40:18+00:00". */
+static const char *time_field(int64_t now, int iso, size_t *len)
+{
+    static char text[2][TIME_FIELD_SIZE];
+    static size_t text_len[2];
+    static int64_t formatted_for[2] = {-1, -1};
+    if (now != formatted_for[iso]) {
         static const char months[12][4] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
                                            "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
         time_t t = (time_t)now;
@@ -221,48 +700,191 @@ static const char *time_field(int64_t now)
         char sign = offset < 0 ? '-' : '+';
         if (offset < 0)
             offset = -offset;
-        snprintf(text, sizeof(text), "[%02d/%s/%04d:%02d:%02d:%02d %c%02d%02d]", tm.tm_mday,
-                 months[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec, sign,
-                 offset / 60, offset % 60);
-        formatted_for = now;
+        int n;
+        if (iso)
+            n = snprintf(text[1], sizeof(text[1]), "%04d-%02d-%02dT%02d:%02d:%02d%c%02d:%02d",
+                         tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+                         tm.tm_sec, sign, offset / 60, offset % 60);
+        else
+            n = snprintf(text[0], sizeof(text[0]), "[%02d/%s/%04d:%02d:%02d:%02d %c%02d%02d]",
+                         tm.tm_mday, months[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min,
+                         tm.tm_sec, sign, offset / 60, offset % 60);
+        text_len[iso] = n > 0 && (size_t)n < TIME_FIELD_SIZE ? (size_t)n : 0;
+        formatted_for[iso] = now;
     }
-    return text;
+    *len = text_len[iso];
+    return text[iso];
 }
 
-size_t serow_access_log_format(char *line, const struct access_log_entry *e, int64_t now)
+/* The parts of a request line "METHOD TARGET PROTOCOL": the target's path
+ * and query ("?..." included; empty when none). */
+struct line_parts {
+    struct access_log_span method, path, query, protocol;
+};
+
+static void split_request_line(const char *line, size_t len, struct line_parts *parts)
+{
+    memset(parts, 0, sizeof(*parts));
+    if (line == NULL)
+        return;
+    const char *end = line + len;
+    const char *sp1 = memchr(line, ' ', len);
+    parts->method = (struct access_log_span){line, sp1 ? (size_t)(sp1 - line) : len};
+    if (sp1 == NULL)
+        return;
+    const char *target = sp1 + 1;
+    const char *sp2 = memchr(target, ' ', (size_t)(end - target));
+    const char *target_end = sp2 ? sp2 : end;
+    const char *q = memchr(target, '?', (size_t)(target_end - target));
+    parts->path = (struct access_log_span){target, (size_t)((q ? q : target_end) - target)};
+    parts->query = (struct access_log_span){q ? q : target_end, q ? (size_t)(target_end - q) : 0};
+    if (sp2)
+        parts->protocol = (struct access_log_span){sp2 + 1, (size_t)(end - sp2 - 1)};
+}
+
+/* A text field: escaped in a text format, a JSON string in json. */
+static void put_text(struct out *o, const struct access_log_op *op, const char *s, size_t n)
+{
+    if (op->json)
+        put_json_string(o, s, n, op->budget ? op->budget : ACCESS_LOG_MAX_HEADER_FIELD);
+    else
+        put_escaped(o, s, n, op->budget ? op->budget : ACCESS_LOG_MAX_HEADER_FIELD,
+                    op->escape_space);
+}
+
+static void put_span(struct out *o, const struct access_log_op *op, struct access_log_span s)
+{
+    put_text(o, op, s.p, s.len);
+}
+
+/* A number; "-" (text) or null (json) when absent. */
+static inline void put_number(struct out *o, const struct access_log_op *op, int present, uint64_t v)
+{
+    if (present)
+        put_uint(o, v);
+    else if (op->json)
+        put(o, "null", 4);
+    else
+        put(o, "-", 1);
+}
+
+size_t serow_access_log_format(char *line, const struct access_log_format *format,
+                               const struct access_log_entry *e)
 {
     struct out o = {line, line + ACCESS_LOG_MAX_LINE - 1}; /* -1: the final "\n" */
-    put_str(&o, e->remote_addr && *e->remote_addr ? e->remote_addr : "-");
-    put(&o, " - ", 3);
-    /* Not quoted in the format, so a space would shift every field after it:
-     * it is escaped too. */
-    put_escaped(&o, e->remote_user, e->remote_user_len, ACCESS_LOG_MAX_USER, 1);
-    put(&o, " ", 1);
-    put_str(&o, time_field(now));
-    put(&o, " \"", 2);
-    put_escaped(&o, e->request_line, e->request_line_len, ACCESS_LOG_MAX_REQUEST_LINE, 0);
-    put(&o, "\" ", 2);
-    if (e->status > 0)
-        put_uint(&o, (uint64_t)e->status);
-    else
-        put(&o, "-", 1);
-    put(&o, " ", 1);
-    if (e->body_bytes > 0)
-        put_uint(&o, e->body_bytes);
-    else
-        put(&o, "-", 1);
-    put(&o, " \"", 2);
-    put_escaped(&o, e->referer, e->referer_len, ACCESS_LOG_MAX_HEADER_FIELD, 0);
-    put(&o, "\" \"", 3);
-    put_escaped(&o, e->user_agent, e->user_agent_len, ACCESS_LOG_MAX_HEADER_FIELD, 0);
-    put(&o, "\"", 1);
+    struct line_parts parts;
+    int have_parts = 0;
+    for (int i = 0; i < format->num_ops; i++) {
+        const struct access_log_op *op = &format->ops[i];
+        switch ((enum access_log_op_kind)op->kind) {
+        case LOG_LITERAL:
+            put_literal(&o, op->text, op->len);
+            break;
+        case LOG_REMOTE_ADDR: {
+            const char *a = e->remote_addr && *e->remote_addr ? e->remote_addr : NULL;
+            if (op->json)
+                put_json_string(&o, a, a ? strlen(a) : 0, 128);
+            else
+                put_str(&o, a ? a : "-");
+            break;
+        }
+        case LOG_IDENT:
+            put(&o, op->json ? "null" : "-", op->json ? 4 : 1);
+            break;
+        case LOG_REMOTE_USER:
+            put_text(&o, op, e->remote_user_len ? e->remote_user : NULL, e->remote_user_len);
+            break;
+        case LOG_TIME: {
+            int64_t now = (int64_t)(e->times.end_ns / 1000000000ULL);
+            size_t len;
+            const char *text = time_field(now, op->json, &len);
+            if (op->json)
+                put(&o, "\"", 1);
+            put(&o, text, len);
+            if (op->json)
+                put(&o, "\"", 1);
+            break;
+        }
+        case LOG_REQUEST_LINE:
+            put_text(&o, op, e->request_line, e->request_line_len);
+            break;
+        case LOG_STATUS:
+            put_number(&o, op, e->status > 0, (uint64_t)e->status);
+            break;
+        case LOG_BYTES_CLF:
+            put_number(&o, op, e->body_bytes > 0, e->body_bytes);
+            break;
+        case LOG_BYTES:
+            put_uint(&o, e->body_bytes);
+            break;
+        case LOG_TOTAL_US:
+            put_uint(&o, us_between(e->times.arrived_ns, e->times.end_ns));
+            break;
+        case LOG_TOTAL_MS:
+            put_uint(&o, us_between(e->times.arrived_ns, e->times.end_ns) / 1000);
+            break;
+        case LOG_TOTAL_S:
+            put_uint(&o, us_between(e->times.arrived_ns, e->times.end_ns) / 1000000);
+            break;
+        case LOG_QUEUE_US:
+            put_uint(&o, us_between(e->times.arrived_ns, e->times.app_ns));
+            break;
+        case LOG_APP_US:
+            put_uint(&o, us_between(e->times.app_ns, e->times.head_ns));
+            break;
+        case LOG_WRITE_US:
+            put_uint(&o, us_between(e->times.head_ns, e->times.end_ns));
+            break;
+        case LOG_METHOD: case LOG_PATH: case LOG_QUERY: case LOG_PROTOCOL:
+            if (!have_parts) {
+                split_request_line(e->request_line, e->request_line_len, &parts);
+                have_parts = 1;
+            }
+            if (op->kind == LOG_QUERY) {
+                /* Apache writes "" for no query string, not "-" */
+                if (parts.query.len)
+                    put_span(&o, op, parts.query);
+                else if (op->json)
+                    put(&o, parts.method.p ? "\"\"" : "null", parts.method.p ? 2 : 4);
+                break;
+            }
+            put_span(&o, op, op->kind == LOG_METHOD ? parts.method
+                             : op->kind == LOG_PATH ? parts.path
+                                                    : parts.protocol);
+            break;
+        case LOG_SERVER_NAME:
+            put_text(&o, op, e->server_name, e->server_name ? strlen(e->server_name) : 0);
+            break;
+        case LOG_SERVER_PORT:
+            put_number(&o, op, e->server_port > 0, (uint64_t)e->server_port);
+            break;
+        case LOG_PID:
+            put_uint(&o, (uint64_t)e->pid);
+            break;
+        case LOG_KEEPALIVE:
+            put_uint(&o, e->keepalive_requests);
+            break;
+        case LOG_REQUEST_ID:
+            put_span(&o, op, e->request_id);
+            break;
+        case LOG_REQUEST_HEADER:
+            put_span(&o, op, e->request_headers[op->index]);
+            break;
+        case LOG_RESPONSE_HEADER:
+            put_span(&o, op, e->response_headers[op->index]);
+            break;
+        case LOG_ENV:
+            put_span(&o, op, e->env[op->index]);
+            break;
+        }
+    }
     *o.p++ = '\n'; /* the writer kept a byte for it */
     return (size_t)(o.p - line);
 }
 
 size_t serow_access_log_write(struct access_log *log, const struct access_log_entry *entry)
 {
-    size_t n = serow_access_log_format(log->line, entry, (int64_t)time(NULL));
+    size_t n = serow_access_log_format(log->line, &log->format, entry);
     for (;;) {
         /* One write: O_APPEND puts the whole line at the end of the file,
          * after any other worker's. */

@@ -71,6 +71,11 @@ struct connection {
     int in_ready_queue;
     int timer_list;            /* which list timer_link is in, or -1 */
 
+    /* When the first bytes of the request head being read arrived (the
+     * kernel's receive time when it gives one, request_accounting.h's
+     * clock); 0: not known (the request's queue time then counts as 0). */
+    uint64_t arrived_ns;
+
     unsigned long requests_served;
     unsigned pipelined_in_a_row; /* requests answered in a row with the next one buffered */
     int32_t slot;              /* its slot in the shared table, or -1 */

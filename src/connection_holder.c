@@ -247,7 +247,8 @@ static void log_shed(struct holder *h, int fd, const char *head, size_t len, siz
         addr_len = 0;
     char remote[SEROW_REMOTE_ADDR_SIZE];
     serow_format_remote_address(remote, addr_len ? (struct sockaddr *)&addr : NULL, addr_len);
-    struct access_log_entry e = {.remote_addr = remote, .status = 503, .body_bytes = body};
+    struct access_log_entry e = {.remote_addr = remote, .status = 503, .body_bytes = body,
+                                 .pid = (int)getpid()};
     e.request_line = serow_access_log_raw_request_line(head, len, &e.request_line_len);
     serow_access_log_write(h->settings.access_log, &e);
 }

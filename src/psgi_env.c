@@ -61,6 +61,7 @@ enum env_key {
     KEY_PSGIX_IO,
     KEY_PSGIX_CLEANUP_HANDLERS,
     KEY_PSGI_INPUT,
+    KEY_PSGIX_REQUEST_ID,
     KEY_COUNT
 };
 
@@ -68,6 +69,7 @@ static const char *const key_names[KEY_COUNT] = {
     "REQUEST_METHOD", "PATH_INFO",   "REQUEST_URI", "QUERY_STRING",   "SERVER_PROTOCOL",
     "SERVER_NAME",    "SERVER_PORT", "REMOTE_ADDR", "REMOTE_PORT",    "CONTENT_LENGTH",
     "CONTENT_TYPE",   "HTTP_HOST",   "psgix.io",    "psgix.cleanup.handlers", "psgi.input",
+    "psgix.request_id",
 };
 
 static struct env_slot request_slots[KEY_COUNT];
@@ -117,7 +119,10 @@ static void add_known_header(const char *name, struct env_slot *slot, const char
     known_headers[i] = (struct known_header){name, len, slot, separator};
 }
 
-static const struct known_header *known_header(const char *name, size_t len)
+/* (inlined: it runs for every header of every request, and a call costs
+ * more than its usual one probe) */
+static inline __attribute__((always_inline)) const struct known_header *
+known_header(const char *name, size_t len)
 {
     if (len == 0)
         return NULL;
@@ -678,6 +683,25 @@ static void store_header(pTHX_ HV *env, const struct http_header *h)
         Safefree(name_buffer);
 }
 
+/* --request-id-header: the request's id is the header's value in the env,
+ * whatever the client sent (nothing, one that was refused, several), and
+ * psgix.request_id. */
+static void store_request_id(pTHX_ HV *env, struct worker_loop *loop)
+{
+    const struct serow_request *r = &loop->request;
+    const char *name = loop->settings.request_id_header;
+    size_t n = loop->settings.request_id_header_len;
+    set_key_bytes(aTHX_ env, KEY_PSGIX_REQUEST_ID, r->id, r->id_len);
+    const struct known_header *known = known_header(name, n);
+    if (known != NULL) {
+        set_bytes(aTHX_ slot_value(aTHX_ env, known->slot), r->id, r->id_len);
+        return;
+    }
+    char key[5 + sizeof(loop->settings.request_id_header)];
+    header_key(key, name, n);
+    (void)hv_store(env, key, (I32)(5 + n), newSVpvn(r->id, r->id_len), 0);
+}
+
 HV *serow_build_psgi_env(pTHX_ struct worker_loop *loop)
 {
     struct connection *conn = loop->request.conn;
@@ -763,6 +787,8 @@ HV *serow_build_psgi_env(pTHX_ struct worker_loop *loop)
     /* RFC 9112 3.2.2: an absolute-form target's authority is the host. */
     if (head->authority != NULL)
         set_key_bytes(aTHX_ env, KEY_HTTP_HOST, head->authority, head->authority_len);
+    if (loop->request.id_len)
+        store_request_id(aTHX_ env, loop);
 
     delete_unused_kept_entries(aTHX_ env);
     return env;

@@ -229,8 +229,25 @@ static SV *run_app(pTHX_ struct worker_loop *loop, SV *app, SV *env_ref, int *ti
     return sv_2mortal(answer);
 }
 
-/* The response is out: REMOTE_USER for the log, then the end of the
- * request, unless the response went wrong (the worker logs that first). */
+/* The env values the log format names (%{NAME}e), as the app left them:
+ * strings and numbers; a reference or an undefined value logs as absent. */
+static void note_env_values(pTHX_ struct worker_loop *loop, HV *env)
+{
+    const struct access_log_name *names;
+    int count = serow_request_accounting_env_names(loop, &names);
+    for (int i = 0; i < count; i++) {
+        SV **sv = hv_fetch(env, names[i].name, (I32)names[i].len, 0);
+        if (sv == NULL || !SvOK(*sv) || SvROK(*sv))
+            continue;
+        STRLEN len;
+        const char *p = SvPV(*sv, len);
+        serow_request_accounting_note_env(loop, i, p, len);
+    }
+}
+
+/* The response is out: REMOTE_USER and env values for the log, then the end
+ * of the request, unless the response went wrong (the worker logs that
+ * first). */
 static enum serve_stage finish_served(pTHX_ struct worker_loop *loop, HV *env,
                                       int note_remote_user, SV **error)
 {
@@ -240,6 +257,9 @@ static enum serve_stage finish_served(pTHX_ struct worker_loop *loop, HV *env,
         const char *p = SvPV(user, len);
         serow_request_accounting_note_remote_user(loop, p, len);
     }
+    if (note_remote_user && loop->request.conn != NULL && loop->access_log &&
+        loop->access_log->format.num_env)
+        note_env_values(aTHX_ loop, env);
     if ((*error = response_fault(aTHX_ &loop->request.response)) != NULL)
         return SERVE_SENT;
     serow_request_end(aTHX_ loop, env, 0);

@@ -19,6 +19,7 @@
 
 #include "http_parser.h"
 #include "psgi_input.h"
+#include "request_accounting.h"
 #include "response_writer.h"
 #include "worker_internal.h" /* the current request */
 
@@ -138,8 +139,9 @@ static int collect_headers(pTHX_ SV *headers, struct header_list *list, SV **bad
     if (n % 2 != 0)
         return RESPONSE_BAD_HEADER_LIST;
     size_t pairs = (size_t)n / 2;
-    if (pairs > STACK_HEADERS) {
-        list->items = malloc(sizeof(struct response_header) * pairs);
+    /* (+1: room for the server's own request id header, see prepare_head) */
+    if (pairs + 1 > STACK_HEADERS) {
+        list->items = malloc(sizeof(struct response_header) * (pairs + 1));
         if (list->items == NULL) {
             list->items = list->stack;
             return RESPONSE_CLIENT_GONE;
@@ -333,6 +335,9 @@ static int prepare_head(pTHX_ struct worker_loop *loop, SV *status_sv, SV *heade
     int r = collect_headers(aTHX_ headers, &list, bad_header);
     if (r != RESPONSE_OK)
         return r;
+    /* The app's part ends here; the request id joins its headers, and the
+     * log keeps the ones it names. */
+    list.count = serow_request_accounting_response_head(loop, list.items, list.count);
     facts.is_head_request = serow_is_head_request(&loop->request.head);
     facts.minor_version = loop->request.head.minor_version;
     facts.may_keep_alive = serow_worker_loop_may_keep_alive(loop);
@@ -672,6 +677,9 @@ int serow_send_informational_response(pTHX_ struct worker_loop *loop, SV *status
     int r = collect_headers(aTHX_ headers, &list, bad_header);
     if (r != RESPONSE_OK)
         return r;
+    /* The app's part ends here; the request id joins its headers, and the
+     * log keeps the ones it names. */
+    list.count = serow_request_accounting_response_head(loop, list.items, list.count);
     struct response_facts facts = {status, 0, 1, 1, 0, 0};
     struct response_framing framing;
     r = serow_plan_response(&facts, list.items, list.count, &framing, &bad_index);

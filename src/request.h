@@ -33,6 +33,9 @@
 struct connection;
 struct sv;
 
+/* The longest request id taken from a client; a longer one is replaced. */
+#define REQUEST_ID_MAX 128
+
 /* The app's response as it goes out (psgi_response.c). */
 struct serow_response {
     int active;           /* a head was planned: the fields below are this response's */
@@ -80,14 +83,26 @@ struct serow_request {
     struct serow_socket_lending socket;
 
     /* What the access log and the metrics record (request_accounting.c):
-     * when its head was complete, and the status and body bytes of its
-     * response (set through serow_request_accounting_note_response). */
-    uint64_t started_ns;
+     * its times (arrived, app called, head given, end), the status and body
+     * bytes of its response (set through serow_request_accounting_note_response),
+     * where its logged fields are, and the values copied for the log while
+     * they existed (response headers, env values: spans into values). */
+    struct access_log_times times;
     int status;
     uint64_t body_bytes;
     struct access_log_request log_request;
     char remote_user[ACCESS_LOG_MAX_USER];
     size_t remote_user_len;
+    struct access_log_span response_headers[ACCESS_LOG_MAX_NAMED];
+    struct access_log_span env_values[ACCESS_LOG_MAX_NAMED];
+    char values[ACCESS_LOG_VALUES_ROOM];
+    size_t values_used;
+
+    /* --request-id-header: the request's id, taken from the request or made
+     * (request_accounting.c); id_len 0: the option is off. */
+    char id[REQUEST_ID_MAX];
+    size_t id_len;
+    int id_made;    /* made here, not the client's: the env's header is replaced */
 };
 
 #endif

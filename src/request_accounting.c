@@ -1,62 +1,113 @@
 /*
  * request_accounting.c - what is recorded of each request a worker answers:
- * its access log line and its metrics (see request_accounting.h).
+ * its access log line, its metrics, the slow request log, and its id
+ * (see request_accounting.h).
  *
- * Owns: the accounting part of the request (its start time, status and
- * body bytes in struct serow_request).  It formats through access_log.c and
- * counts through request_metrics.c, and decides nothing about the request.
+ * Owns: the accounting part of the request (its times, status and body
+ * bytes, the values kept for its log line, its id, in struct serow_request).
+ * It formats through access_log.c and counts through request_metrics.c, and
+ * decides nothing about the request.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
 #include "request_accounting.h"
 
 #include <stdint.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <unistd.h>
 
 #include "access_log.h"
+#include "log.h"
 #include "request_metrics.h"
+#include "response_writer.h"
 #include "worker_internal.h"
 
-/* The duration, and the line if there is a log (see the header). */
-void serow_request_accounting_end(struct worker_loop *loop, struct connection *conn, int status,
-                            uint64_t body_bytes, int served)
+/* ---- the request id ------------------------------------------------------ */
+
+/* An id a client sent is taken as it is if it is 1 to REQUEST_ID_MAX - 1
+ * visible ASCII bytes (no space, no control byte): it is logged, echoed and
+ * handed to the app, so anything else is replaced by one of ours. */
+static int acceptable_id(const char *p, size_t len)
 {
-    if (loop->slot)
-        serow_request_metrics_count(&loop->slot->counters, status,
-                              served ? serow_metrics_clock_ns() - loop->request.started_ns : 0);
-    if (loop->access_log == NULL)
-        return;
-    struct access_log_entry e = {.remote_addr = conn->remote_addr, .status = status,
-                                 .body_bytes = body_bytes};
-    if (served) {
-        const struct access_log_request *r = &loop->request.log_request;
-        e.request_line = conn->buffer + r->line_offset;
-        e.request_line_len = r->line_len;
-        if (r->referer_len != SIZE_MAX) {
-            e.referer = conn->buffer + r->referer_offset;
-            e.referer_len = r->referer_len;
-        }
-        if (r->agent_len != SIZE_MAX) {
-            e.user_agent = conn->buffer + r->agent_offset;
-            e.user_agent_len = r->agent_len;
-        }
-        e.remote_user = loop->request.remote_user;
-        e.remote_user_len = loop->request.remote_user_len;
-    } else {
-        e.request_line = serow_access_log_raw_request_line(conn->buffer, conn->buffer_len,
-                                                     &e.request_line_len);
-    }
-    serow_access_log_write(loop->access_log, &e);
+    if (len == 0 || len >= REQUEST_ID_MAX)
+        return 0;
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)p[i] < 0x21 || (unsigned char)p[i] > 0x7e)
+            return 0;
+    return 1;
 }
+
+/*
+ * Our own ids: 32 hex digits, 16 of a random number the worker draws once
+ * (getrandom) and 16 of a count of the ids it made.  Unique across workers
+ * and restarts without any coordination (two workers draw the same 64 bits
+ * once in 2^32 pairs of workers), and a request pays for a few stores only.
+ */
+static void make_id(struct worker_loop *loop)
+{
+    static const char hex[] = "0123456789abcdef";
+    if (!loop->id_prefix_drawn) {
+        uint64_t r = 0;
+        if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
+            r = ((uint64_t)getpid() << 32) ^ serow_request_clock_ns();
+        for (int i = 15; i >= 0; i--, r >>= 4)
+            loop->id_prefix[i] = hex[r & 15];
+        loop->id_prefix_drawn = 1;
+    }
+    char *id = loop->request.id;
+    memcpy(id, loop->id_prefix, 16);
+    uint64_t n = ++loop->ids_made;
+    for (int i = 31; i >= 16; i--, n >>= 4)
+        id[i] = hex[n & 15];
+    loop->request.id_len = 32;
+    loop->request.id_made = 1;
+}
+
+static void take_or_make_id(struct worker_loop *loop)
+{
+    const struct worker_settings *s = &loop->settings;
+    const struct http_header *h =
+        serow_find_header(&loop->request.head, s->request_id_header, s->request_id_header_len);
+    if (h && acceptable_id(h->value, h->value_len)) {
+        memcpy(loop->request.id, h->value, h->value_len);
+        loop->request.id_len = h->value_len;
+        loop->request.id_made = 0;
+        return;
+    }
+    make_id(loop);
+}
+
+/* ---- a request's start ----------------------------------------------------- */
 
 /* Once the head is complete and the request goes to the app. */
 void serow_request_accounting_start(struct worker_loop *loop, struct connection *conn)
 {
-    loop->request.started_ns = serow_metrics_clock_ns();
-    loop->request.status = 0;
-    loop->request.body_bytes = 0;
-    loop->request.remote_user_len = 0;
-    if (loop->access_log)
-        serow_access_log_note_request(&loop->request.log_request, conn->buffer, &loop->request.head);
+    struct serow_request *r = &loop->request;
+    uint64_t now = serow_request_clock_ns();
+    r->times.arrived_ns = conn->arrived_ns ? conn->arrived_ns : now;
+    r->times.app_ns = now;
+    r->times.head_ns = 0;
+    r->status = 0;
+    r->body_bytes = 0;
+    r->remote_user_len = 0;
+    r->id_len = 0;
+    if (loop->settings.request_id_header_len)
+        take_or_make_id(loop);
+    if (loop->access_log) {
+        const struct access_log_format *f = &loop->access_log->format;
+        r->values_used = 0;
+        for (int i = 0; i < f->num_response_headers; i++)
+            r->response_headers[i].p = NULL;
+        for (int i = 0; i < f->num_env; i++)
+            r->env_values[i].p = NULL;
+        serow_access_log_note_request(f, &r->log_request, conn->buffer, &r->head);
+    }
 }
+
+/* ---- what the response and the app add ------------------------------------ */
 
 void serow_request_accounting_note_response(struct worker_loop *loop, int status, uint64_t body_bytes)
 {
@@ -70,4 +121,177 @@ void serow_request_accounting_note_remote_user(struct worker_loop *loop, const c
         len = sizeof(loop->request.remote_user);
     memcpy(loop->request.remote_user, user, len);
     loop->request.remote_user_len = len;
+}
+
+/* A copy of a value in the request's room for them (cut when it is full). */
+static struct access_log_span keep_value(struct serow_request *r, const char *p, size_t len)
+{
+    size_t room = sizeof(r->values) - r->values_used;
+    if (len > room)
+        len = room;
+    char *copy = r->values + r->values_used;
+    memcpy(copy, p, len);
+    r->values_used += len;
+    return (struct access_log_span){copy, len};
+}
+
+static int name_is(const struct response_header *h, const char *name, size_t len)
+{
+    return h->name_len == len && strncasecmp(h->name, name, len) == 0;
+}
+
+size_t serow_request_accounting_response_head(struct worker_loop *loop,
+                                              struct response_header *headers, size_t count)
+{
+    struct serow_request *r = &loop->request;
+    if (r->times.head_ns == 0)
+        r->times.head_ns = serow_request_clock_ns();
+    if (r->id_len) {
+        const char *name = loop->settings.request_id_header;
+        size_t len = loop->settings.request_id_header_len;
+        size_t i = 0;
+        while (i < count && !name_is(&headers[i], name, len))
+            i++;
+        if (i == count) /* the app's own, if it set one, goes out instead */
+            headers[count++] = (struct response_header){name, len, r->id, r->id_len};
+    }
+    if (loop->access_log) {
+        const struct access_log_format *f = &loop->access_log->format;
+        for (int n = 0; n < f->num_response_headers; n++) {
+            const struct access_log_name *want = &f->response_headers[n];
+            for (size_t i = 0; i < count; i++)
+                if (name_is(&headers[i], want->name, want->len)) {
+                    r->response_headers[n] = keep_value(r, headers[i].value, headers[i].value_len);
+                    break;
+                }
+        }
+    }
+    return count;
+}
+
+int serow_request_accounting_env_names(struct worker_loop *loop, const struct access_log_name **names)
+{
+    if (loop->access_log == NULL)
+        return 0;
+    *names = loop->access_log->format.env;
+    return loop->access_log->format.num_env;
+}
+
+void serow_request_accounting_note_env(struct worker_loop *loop, int index, const char *value,
+                                       size_t len)
+{
+    loop->request.env_values[index] = keep_value(&loop->request, value, len);
+}
+
+/* ---- a request's end --------------------------------------------------------- */
+
+/* --slow-request-log: one error log line for a request slower than the limit. */
+static void log_slow_request(struct worker_loop *loop, struct connection *conn, int status,
+                             const struct access_log_split *split)
+{
+    size_t line_len;
+    const char *line = serow_access_log_raw_request_line(conn->buffer, conn->buffer_len, &line_len);
+    char printable[SHARED_REQUEST_TEXT];
+    size_t n = line_len < sizeof(printable) - 1 ? line_len : sizeof(printable) - 1;
+    for (size_t i = 0; i < n; i++) /* for the error log, not to be read back */
+        printable[i] = (unsigned char)line[i] >= 0x20 && (unsigned char)line[i] < 0x7f ? line[i] : '?';
+    printable[n] = '\0';
+    serow_log_warn("slow request: %llu ms (queue %llu ms, app %llu ms, write %llu ms) "
+                   "worker %d status %d \"%s\"%s%.*s",
+                   (unsigned long long)(split->total_us / 1000),
+                   (unsigned long long)(split->queue_us / 1000),
+                   (unsigned long long)(split->app_us / 1000),
+                   (unsigned long long)(split->write_us / 1000), (int)getpid(), status, printable,
+                   loop->request.id_len ? " id " : "", (int)loop->request.id_len, loop->request.id);
+}
+
+/* Nanoseconds from one of a request's times to a later one; 0 when either
+ * was not reached or the wall clock stepped back between them. */
+static inline uint64_t ns_between(uint64_t from, uint64_t to)
+{
+    return from && to > from ? to - from : 0;
+}
+
+static void write_log_line(struct worker_loop *loop, struct connection *conn, int status,
+                           uint64_t body_bytes, int served, const struct access_log_times *times)
+{
+    struct serow_request *r = &loop->request;
+    const struct access_log_format *f = &loop->access_log->format;
+    struct access_log_entry e;
+    e.remote_addr = conn->remote_addr;
+    e.status = status;
+    e.body_bytes = body_bytes;
+    e.times = *times;
+    e.pid = loop->pid;
+    e.keepalive_requests = conn->requests_served;
+    const struct listener *l = conn->listener_index >= 0 && conn->listener_index < loop->num_listeners
+                                   ? &loop->listeners[conn->listener_index] : NULL;
+    e.server_name = l ? l->server_name : NULL;
+    e.server_port = l ? l->server_port : 0;
+    e.request_id = served && r->id_len ? (struct access_log_span){r->id, r->id_len}
+                                       : (struct access_log_span){NULL, 0};
+    if (served) {
+        const struct access_log_request *lr = &r->log_request;
+        e.request_line = conn->buffer + lr->line_offset;
+        e.request_line_len = lr->line_len;
+        for (int i = 0; i < f->num_request_headers; i++)
+            e.request_headers[i] = lr->header_len[i] == SIZE_MAX
+                                       ? (struct access_log_span){NULL, 0}
+                                       : (struct access_log_span){conn->buffer + lr->header_offset[i],
+                                                                  lr->header_len[i]};
+        /* The id is the request's, whether the client sent it or not. */
+        if (r->id_len)
+            for (int i = 0; i < f->num_request_headers; i++)
+                if (f->request_headers[i].len == loop->settings.request_id_header_len &&
+                    strncasecmp(f->request_headers[i].name, loop->settings.request_id_header,
+                                f->request_headers[i].len) == 0)
+                    e.request_headers[i] = e.request_id;
+        for (int i = 0; i < f->num_response_headers; i++)
+            e.response_headers[i] = r->response_headers[i];
+        for (int i = 0; i < f->num_env; i++)
+            e.env[i] = r->env_values[i];
+        e.remote_user = r->remote_user;
+        e.remote_user_len = r->remote_user_len;
+    } else {
+        e.request_line = serow_access_log_raw_request_line(conn->buffer, conn->buffer_len,
+                                                           &e.request_line_len);
+        e.remote_user = NULL;
+        e.remote_user_len = 0;
+        for (int i = 0; i < f->num_request_headers; i++)
+            e.request_headers[i] = (struct access_log_span){NULL, 0};
+        for (int i = 0; i < f->num_response_headers; i++)
+            e.response_headers[i] = (struct access_log_span){NULL, 0};
+        for (int i = 0; i < f->num_env; i++)
+            e.env[i] = (struct access_log_span){NULL, 0};
+    }
+    serow_access_log_write(loop->access_log, &e);
+}
+
+/* The duration, the line if there is a log (see the header). */
+void serow_request_accounting_end(struct worker_loop *loop, struct connection *conn, int status,
+                                  uint64_t body_bytes, int served)
+{
+    uint64_t now = serow_request_clock_ns();
+    /* A request rejected while its head arrived had no app and no head
+     * given.  (Its times are its own: the loop may reject one while the
+     * current request's response waits to be written.) */
+    struct access_log_times t = served ? loop->request.times
+                                       : (struct access_log_times){conn->arrived_ns ? conn->arrived_ns : now, 0, 0, 0};
+    t.end_ns = now;
+    if (loop->slot) {
+        struct request_counters *c = &loop->slot->counters;
+        serow_request_metrics_count(c, status, served ? ns_between(t.app_ns, now) : 0);
+        if (served)
+            serow_request_metrics_count_phases(c, ns_between(t.arrived_ns, t.app_ns),
+                                               ns_between(t.app_ns, t.head_ns),
+                                               ns_between(t.head_ns, now), t.head_ns != 0);
+    }
+    if (loop->settings.slow_request_us && served &&
+        ns_between(t.arrived_ns, now) >= loop->settings.slow_request_us * 1000) {
+        struct access_log_split split;
+        serow_access_log_split(&t, &split);
+        log_slow_request(loop, conn, status, &split);
+    }
+    if (loop->access_log)
+        write_log_line(loop, conn, status, body_bytes, served, &t);
 }

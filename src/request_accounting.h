@@ -14,11 +14,24 @@
 #define SEROW_REQUEST_ACCOUNTING_H
 
 #include <stdint.h>
+#include <time.h>
 
 #include <stddef.h>
 
 struct worker_loop;
 struct connection;
+struct response_header;
+struct access_log_name;
+
+/* The clock of a request's times (access_log.h, struct access_log_times):
+ * the wall clock, in nanoseconds, because the kernel stamps the bytes it
+ * receives on that clock (SO_TIMESTAMPNS, worker_intake.c). */
+static inline uint64_t serow_request_clock_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
 
 void serow_request_accounting_start(struct worker_loop *loop, struct connection *conn);
 
@@ -38,5 +51,20 @@ void serow_request_accounting_note_response(struct worker_loop *loop, int status
 
 /* REMOTE_USER as the app set it, for the current request's log line. */
 void serow_request_accounting_note_remote_user(struct worker_loop *loop, const char *user, size_t len);
+
+/* The app gave the response's head, whose headers are headers[0..count):
+ * notes the time (the end of the app's part), adds the request id header
+ * (--request-id-header) unless the app set it, and keeps the header values
+ * the log format names.  headers has room for one more.  Returns the new
+ * count. */
+size_t serow_request_accounting_response_head(struct worker_loop *loop,
+                                              struct response_header *headers, size_t count);
+
+/* The env keys the log format names (%{NAME}e): their count, *names set;
+ * and one's value, noted for the current request's line (psgi_request.c
+ * reads them from the env once the response is out). */
+int serow_request_accounting_env_names(struct worker_loop *loop, const struct access_log_name **names);
+void serow_request_accounting_note_env(struct worker_loop *loop, int index, const char *value,
+                                       size_t len);
 
 #endif

@@ -18,6 +18,18 @@ static const uint64_t bounds_ns[METRICS_DURATION_BUCKETS] = {
     500000000ULL, 1000000000ULL, 2500000000ULL, 5000000000ULL, 10000000000ULL,
 };
 
+const char *const serow_metrics_phase_names[METRICS_PHASES] = {"queue", "app", "write"};
+
+const double serow_metrics_phase_bounds[METRICS_PHASE_BUCKETS] = {
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+};
+
+static const uint64_t phase_bounds_ns[METRICS_PHASE_BUCKETS] = {
+    500000ULL,    1000000ULL,    2500000ULL,    5000000ULL,    10000000ULL,
+    25000000ULL,  50000000ULL,   100000000ULL,  250000000ULL,  500000000ULL,
+    1000000000ULL, 2500000000ULL, 5000000000ULL, 10000000000ULL,
+};
+
 /* Only the owner writes: a load and a store, not a locked read-modify-write. */
 static inline void bump(_Atomic uint64_t *counter, uint64_t by)
 {
@@ -49,6 +61,25 @@ void serow_request_metrics_count_accept(struct request_counters *c)
     bump(&c->connections_accepted, 1);
 }
 
+static inline void count_phase(struct phase_counters *p, uint64_t ns)
+{
+    int bucket = 0;
+    while (bucket < METRICS_PHASE_BUCKETS && ns > phase_bounds_ns[bucket])
+        bucket++;
+    bump(&p->buckets[bucket], 1);
+    bump(&p->sum_ns, ns);
+}
+
+void serow_request_metrics_count_phases(struct request_counters *c, uint64_t queue_ns,
+                                        uint64_t app_ns, uint64_t write_ns, int with_head)
+{
+    count_phase(&c->phases[METRICS_PHASE_QUEUE], queue_ns);
+    if (with_head) {
+        count_phase(&c->phases[METRICS_PHASE_APP], app_ns);
+        count_phase(&c->phases[METRICS_PHASE_WRITE], write_ns);
+    }
+}
+
 static void add_counters(struct request_totals *out, struct request_counters *c)
 {
     for (int i = 0; i < METRICS_STATUS_SLOTS; i++)
@@ -59,6 +90,12 @@ static void add_counters(struct request_totals *out, struct request_counters *c)
     out->duration_sum_ns += atomic_load_explicit(&c->duration_sum_ns, memory_order_relaxed);
     out->connections_accepted +=
         atomic_load_explicit(&c->connections_accepted, memory_order_relaxed);
+    for (int p = 0; p < METRICS_PHASES; p++) {
+        for (int i = 0; i <= METRICS_PHASE_BUCKETS; i++)
+            out->phases[p].buckets[i] +=
+                atomic_load_explicit(&c->phases[p].buckets[i], memory_order_relaxed);
+        out->phases[p].sum_ns += atomic_load_explicit(&c->phases[p].sum_ns, memory_order_relaxed);
+    }
 }
 
 void serow_request_metrics_sum(struct shared_state *shared, struct request_totals *out)

@@ -30,12 +30,28 @@
 #define METRICS_DURATION_BUCKETS 11
 extern const double serow_metrics_duration_bounds[METRICS_DURATION_BUCKETS];
 
+/* Where a served request's time went (access_log.h, struct access_log_split):
+ * waiting for a worker, in the app until it gave the response's head, and
+ * writing the response.  Their histograms share finer bounds than the
+ * duration's, from half a millisecond: a queue or a write is often shorter
+ * than the 5 ms the duration's buckets start at. */
+enum metrics_phase { METRICS_PHASE_QUEUE, METRICS_PHASE_APP, METRICS_PHASE_WRITE, METRICS_PHASES };
+extern const char *const serow_metrics_phase_names[METRICS_PHASES];
+#define METRICS_PHASE_BUCKETS 14
+extern const double serow_metrics_phase_bounds[METRICS_PHASE_BUCKETS];
+
+struct phase_counters {
+    _Atomic uint64_t buckets[METRICS_PHASE_BUCKETS + 1]; /* not cumulative; last: +Inf */
+    _Atomic uint64_t sum_ns;
+};
+
 struct request_counters {
     _Atomic uint64_t by_status[METRICS_STATUS_SLOTS];
     /* not cumulative here; the last one is above the largest bound (+Inf) */
     _Atomic uint64_t duration_buckets[METRICS_DURATION_BUCKETS + 1];
     _Atomic uint64_t duration_sum_ns;
     _Atomic uint64_t connections_accepted;
+    struct phase_counters phases[METRICS_PHASES];
 };
 
 /* The same, summed, as plain numbers. */
@@ -44,6 +60,10 @@ struct request_totals {
     uint64_t duration_buckets[METRICS_DURATION_BUCKETS + 1];
     uint64_t duration_sum_ns;
     uint64_t connections_accepted;
+    struct {
+        uint64_t buckets[METRICS_PHASE_BUCKETS + 1];
+        uint64_t sum_ns;
+    } phases[METRICS_PHASES];
 };
 
 struct shared_state;
@@ -52,6 +72,10 @@ struct shared_state;
  * that took duration_ns. */
 void serow_request_metrics_count(struct request_counters *c, int status, uint64_t duration_ns);
 void serow_request_metrics_count_accept(struct request_counters *c);
+/* A served request's time in its phases, in nanoseconds; with_head 0: the
+ * app gave no head (it answered on psgix.io), only the queue counts. */
+void serow_request_metrics_count_phases(struct request_counters *c, uint64_t queue_ns,
+                                        uint64_t app_ns, uint64_t write_ns, int with_head);
 
 /* Anywhere: the totals over every slot. */
 void serow_request_metrics_sum(struct shared_state *shared, struct request_totals *out);

@@ -50,6 +50,27 @@ SV *serow_shared_metrics_value(pTHX_ struct shared_state *shared)
         av_push(pair, newSVnv((double)count)); /* cumulative, as Prometheus wants */
         av_push(buckets, newRV_noinc((SV *)pair));
     }
+    /* where the time went: phase => {buckets => [[le, cumulative]...], sum, count} */
+    HV *phases = newHV();
+    for (int p = 0; p < METRICS_PHASES; p++) {
+        HV *phase = newHV();
+        AV *pb = newAV();
+        uint64_t cumulative = 0;
+        for (int i = 0; i <= METRICS_PHASE_BUCKETS; i++) {
+            cumulative += t.phases[p].buckets[i];
+            AV *pair = newAV();
+            av_push(pair, i < METRICS_PHASE_BUCKETS ? newSVnv(serow_metrics_phase_bounds[i])
+                                                    : newSVpvs("+Inf"));
+            av_push(pair, newSVnv((double)cumulative));
+            av_push(pb, newRV_noinc((SV *)pair));
+        }
+        hv_stores(phase, "buckets", newRV_noinc((SV *)pb));
+        hv_stores(phase, "count", newSVnv((double)cumulative));
+        hv_stores(phase, "sum", newSVnv((double)t.phases[p].sum_ns / 1e9));
+        hv_store(phases, serow_metrics_phase_names[p], (I32)strlen(serow_metrics_phase_names[p]),
+                 newRV_noinc((SV *)phase), 0);
+    }
+    hv_stores(m, "phases", newRV_noinc((SV *)phases));
     struct serow_shared_totals totals;
     serow_shared_totals(shared, &totals);
     store_shared_totals(aTHX_ m, &totals);

@@ -168,6 +168,37 @@ void serow_examine_buffered_head(struct worker_loop *loop, struct connection *co
     }
 }
 
+/*
+ * recv for the first bytes of a request head: the kernel says when they
+ * arrived (SO_TIMESTAMPNS, set on the listen sockets and so on every
+ * connection accepted from them), which is where the request's time starts:
+ * what it waited in the listen backlog, in the holder, or parked in a busy
+ * worker counts as its queue time.  Without a stamp (a Unix socket) the
+ * time of the read stands in.
+ */
+static ssize_t recv_head_start(struct connection *conn, char *into, size_t room)
+{
+    union {
+        char buf[CMSG_SPACE(sizeof(struct timespec))];
+        struct cmsghdr align;
+    } control;
+    struct iovec iov = {into, room};
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
+                         .msg_controllen = sizeof(control.buf)};
+    ssize_t n = recvmsg(conn->fd, &msg, 0);
+    if (n <= 0)
+        return n;
+    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+    if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
+        struct timespec ts;
+        memcpy(&ts, CMSG_DATA(c), sizeof(ts));
+        conn->arrived_ns = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+    } else {
+        conn->arrived_ns = serow_request_clock_ns();
+    }
+    return n;
+}
+
 /* Reads what the socket has.  Returns -1 when the connection was closed.
  * (recv rather than read, here and wherever a client socket is read: it skips
  * the file layer, about 70 ns of each call on this project's machine.) */
@@ -182,7 +213,9 @@ int serow_read_connection(struct worker_loop *loop, struct connection *conn)
                 serow_examine_buffered_body(loop, conn); /* as much as is read ahead */
             return 0; /* else full: serow_examine_buffered_head has answered it */
         }
-        ssize_t n = recv(conn->fd, conn->buffer + conn->buffer_len, room, 0);
+        ssize_t n = conn->buffer_len == 0 && !conn->body_preread
+                        ? recv_head_start(conn, conn->buffer, room)
+                        : recv(conn->fd, conn->buffer + conn->buffer_len, room, 0);
         if (n > 0 && conn->body_preread) {
             conn->buffer_len += (size_t)n;
             serow_examine_buffered_body(loop, conn);

@@ -159,6 +159,13 @@ struct worker_loop {
 
     struct access_log *access_log;        /* NULL: no access log */
 
+    /* Request ids this worker makes (request_accounting.c): a random
+     * prefix drawn on first use, after the fork, and a count. */
+    char id_prefix[16];
+    int id_prefix_drawn;
+    uint64_t ids_made;
+    int pid;                              /* the worker's, for the log (%P) */
+
     /* Non-zero while a signal has arrived that the embedding (Perl) has not
      * handled yet: the loop then returns instead of waiting, since a signal
      * caught just before epoll_wait would not interrupt it.  NULL: none. */

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "request_accounting.h"
@@ -57,6 +58,7 @@ struct worker_loop *serow_worker_loop_new(const struct worker_settings *settings
     if (loop == NULL)
         return NULL;
     loop->settings = *settings;
+    loop->pid = (int)getpid();
     /* Room for max_headers fields, as configured (no silent lower cap), but
      * no more than can fit in the header section. */
     size_t capacity = settings->limits.max_headers;
@@ -124,6 +126,10 @@ int serow_worker_loop_add_listener(struct worker_loop *loop, int fd, int is_unix
     snprintf(l->server_name, sizeof(l->server_name), "%s", server_name);
     l->server_port = server_port;
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    /* Accepted connections inherit it: the kernel stamps what they receive,
+     * and a request's time starts when its head arrived (worker_intake.c). */
+    int on = 1;
+    setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof(on));
     /* EPOLLEXCLUSIVE: a new connection wakes one waiting worker, not all. */
     struct epoll_event ev = {.events = EPOLLIN | EPOLLEXCLUSIVE,
                              .data.u64 = LISTENER_TAG | (uint64_t)loop->num_listeners};
@@ -486,7 +492,9 @@ void serow_worker_loop_finish_request(struct worker_loop *loop, int keep_alive)
     }
     serow_connection_consume(conn, loop->request.head_len);
     if (conn->buffer_len > 0) {
-        /* pipelined: the next request is (partly) here already */
+        /* pipelined: the next request is (partly) here already; it waited
+         * for this one, and its queue time starts now */
+        conn->arrived_ns = serow_request_clock_ns();
         conn->state = CONNECTION_READING_HEAD;
         serow_timer_append(loop, conn, TIMER_READING_HEAD,
                            serow_now_seconds() + loop->settings.header_timeout);

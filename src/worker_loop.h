@@ -39,6 +39,10 @@ struct worker_settings {
     double request_timeout;        /* seconds the app may run for a request; 0: no limit */
     uint64_t max_queue_wait_ms;    /* --max-queue-wait: a request that waited longer in
                                       the listen backlog is answered 503; 0: no limit */
+    /* --request-id-header: the header's name ("" and 0: off) */
+    char request_id_header[64];
+    size_t request_id_header_len;
+    uint64_t slow_request_us;      /* --slow-request-log, in microseconds; 0: off */
 };
 
 /* Opaque outside the worker: its layout is in worker_internal.h, which only

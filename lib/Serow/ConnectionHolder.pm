@@ -60,6 +60,7 @@ sub settings {
         error_log                 => Serow::Log->file($options->{error_log}),
         # for the 503s of --max-queue-wait; undef: none
         access_log                => $options->{access_log},
+        access_log_format         => $options->{access_log_format},
         access_log_fd             => $access_log_fh ? fileno($access_log_fh) : -1, # -1: stderr
     };
 }

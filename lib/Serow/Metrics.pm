@@ -194,6 +194,15 @@ sub render {
                 @{ $m->{duration_buckets} }),
             ['_sum', [], $m->{duration_sum}],
             ['_count', [], $m->{duration_count}]),
+        _metric('serow_request_phase_seconds', 'histogram',
+            'Where the time of served requests went, by phase: queue (from the arrival of the '
+            . 'request head to the app being called), app (until the app gave the response head), '
+            . 'write (until the last byte of the response was written).',
+            map { my $phase = $_; my $p = $m->{phases}{$phase};
+                  ((map { ['_bucket', [phase => $phase, le => $_->[0] eq '+Inf' ? '+Inf' : _number($_->[0])], $_->[1]] }
+                      @{ $p->{buckets} }),
+                   ['_sum', [phase => $phase], $p->{sum}],
+                   ['_count', [phase => $phase], $p->{count}]) } qw(queue app write)),
         _metric('serow_worker_recycled_total', 'counter',
             'Workers the master replaced for going over a limit, by reason (rss: --max-worker-rss).',
             map { ['', [reason => $_], $m->{workers_recycled}{$_}] } sort keys %{ $m->{workers_recycled} }),
@@ -246,6 +255,19 @@ A histogram (buckets 5 ms to 10 s, the Prometheus defaults) of the time
 from a complete request head to the end of its response. Requests rejected
 while their head was arriving count with a duration of 0, so that
 C<_count> equals the sum of C<serow_requests_total>.
+
+=item serow_request_phase_seconds{phase="queue|app|write"}
+
+Where the time of each request that reached a worker went (buckets 0.5 ms
+to 10 s): C<queue>, from the arrival of its head (the kernel's receive
+time of its first bytes) to the app being called: the time it waited in the
+listen backlog, in the connection holder, or on a connection of a busy
+worker; C<app>, from then until the app gave the response's head; C<write>,
+from then until the last byte of the response was written. A growing
+C<queue> asks for more workers; a growing C<app>, for a faster app; a
+growing C<write>, for a look at slow clients or large responses. The
+C<app> and C<write> phases are not counted for a response the app wrote
+itself on C<psgix.io>.
 
 =item serow_workers_busy, serow_workers_idle
 

@@ -48,6 +48,9 @@ my @OPTIONS = (
         [qw(error warn info debug)]],
     syslog_socket => ['string', '/dev/log', 'with --error-log syslog: the syslog daemon\'s datagram socket', 'PATH'],
     access_log => ['string', undef, 'write an access log line per request (Apache combined format) to FILE, or to standard error with "-" or "stderr"; reopened on USR1. Off by default: a line costs every request a format and a write', 'FILE'],
+    access_log_format => ['string', 'combined', 'the --access-log line: an Apache LogFormat string (%h %l %u %t %r %>s %b %B %D %T %{ms}T %m %U %q %H %v %p %P %k %{NAME}i %{NAME}o %{NAME}e, and %{queue_us}x %{app_us}x %{write_us}x %{request_id}x), or combined, common or json (an object per line); compiled once at start-up, a bad directive refused', 'FORMAT'],
+    request_id_header => ['string', undef, 'the request id\'s header (e.g. X-Request-Id): taken from the request when it carries a sane one (1 to 127 visible ASCII bytes), else made (32 hex digits, unique across workers and restarts); given to the app in that header\'s env key and psgix.request_id, sent back in the response (unless the app set it), and in the access log. Off by default', 'NAME'],
+    slow_request_log => ['int', 0, 'log a request that took this many milliseconds or more (from the arrival of its head to its last byte written) to the error log (a warning), with where its time went, its worker, status and request line, whether or not there is an access log (0: off)', 'MS'],
     metrics_path => ['string', undef, 'answer Prometheus metrics at this path (e.g. /metrics) before the app; off by default', 'PATH'],
     metrics_allow => ['list', ['127.0.0.1/32', '::1/128'], 'addresses or CIDR networks that may read --metrics-path (repeatable; default 127.0.0.1 and ::1); others get 403, and so does a request with X-Forwarded-For, Forwarded or X-Real-IP unless it comes from a --metrics-trusted-proxy', 'CIDR...'],
     metrics_trusted_proxy => ['list', [], 'proxies (addresses or CIDR networks) whose forwarded client address (the last in X-Forwarded-For, Forwarded, X-Real-IP) --metrics-allow judges; none by default: forwarded requests get 403', 'CIDR...'],
@@ -101,6 +104,8 @@ my @ALIASES = (
     'disable-proctitle'  => { switch => 1, from => 'Starman',
                               refuse => 'Serow always names its processes (serow master, serow worker, serow connection holder); drop the option' },
     'proctitle'          => { hash_only => 1, from => 'plackup --disable-proctitle', refuse_as => 'disable-proctitle' },
+    'logformat'          => { from => 'uWSGI',
+                              refuse => 'uWSGI\'s %(var) variables are not Apache\'s: write the format with --access-log-format (Apache LogFormat directives, or json; see man serow)' },
 );
 
 my %SPEC = @OPTIONS;

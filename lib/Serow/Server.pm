@@ -147,6 +147,7 @@ sub run {
     # and "address in use" says less than this.
     Serow::PidFile->check($options->{pid_file}) if defined $options->{pid_file};
     Serow::Metrics->check_options($options);
+    $self->check_log_options($options);
     my @listeners = $self->open_listeners;
     my $pid_file = defined $options->{pid_file} ? Serow::PidFile->write($options->{pid_file}) : undef;
     my $master = Serow::Master->new(@app, options => $options, listeners => \@listeners,
@@ -156,6 +157,20 @@ sub run {
     $_->close_and_unlink for @listeners;
     $pid_file->remove if $pid_file;
     return $status;
+}
+
+# --access-log-format is compiled here once, so that a bad directive stops
+# the start (named) rather than every worker; --request-id-header must be a
+# header name a request can carry and the env can name.
+sub check_log_options {
+    my ($self, $options) = @_;
+    my $error = Serow::Loop->access_log_format_error($options->{access_log_format});
+    die "--access-log-format: $error\n" if defined $error;
+    my $name = $options->{request_id_header} // return;
+    $name =~ /\A[A-Za-z0-9!#\$%&'*+.^`|~-]{1,63}\z/
+        or die "--request-id-header: '$name' is not a header name (1 to 63 letters, digits and "
+            . "!#\$%&'*+.^`|~-; no underscore, which the env could not tell from a dash)\n";
+    return;
 }
 
 # --error-log FILE: the log (and whatever the app prints on STDERR) goes there.

@@ -129,10 +129,11 @@ END {
 # of its own: a missing one is an error).
 sub loop_settings {
     my ($class, $options) = @_;
-    return { map { $_ => $options->{$_} } qw(
+    return { (map { $_ => $options->{$_} } qw(
         max_request_line max_header_size max_headers max_body_size header_timeout
         read_timeout min_body_rate write_timeout keepalive_timeout max_keepalive_requests
-        max_keepalive_connections request_timeout max_queue_wait) };
+        max_keepalive_connections request_timeout max_queue_wait slow_request_log)),
+        request_id_header => $options->{request_id_header} // '' }; # '': none
 }
 
 sub run {
@@ -213,7 +214,7 @@ sub open_access_log {
     my ($self) = @_;
     my ($path, $fh) = @{ $self->{access_log_to} } or return;
     $self->{access_log} = 1;
-    $self->{loop}->open_access_log($path, $fh ? fileno $fh : -1);
+    $self->{loop}->open_access_log($path, $fh ? fileno $fh : -1, $self->{options}{access_log_format});
     close $fh if $fh; # the loop has its own copy
 }
 

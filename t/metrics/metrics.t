@@ -100,9 +100,20 @@ for my $broken (
     ["a{x=\"1\"} 1\na{x=\"1\"} 2\n", 'a series twice'],
     ["a{x=\"1\" } 1\n", 'a space in the labels'],
     ["a 1", 'no final line feed'],
+    ["# TYPE h histogram\nh_bucket{p=\"a\",le=\"+Inf\"} 1\nh_sum{p=\"a\"} 1\nh_count{p=\"a\"} 1\n"
+        . "h_bucket{p=\"b\",le=\"1\"} 2\nh_bucket{p=\"b\",le=\"+Inf\"} 1\nh_sum{p=\"b\"} 1\nh_count{p=\"b\"} 1\n",
+        'a labelled histogram whose second series goes down'],
+    ["# TYPE h histogram\nh_bucket{p=\"a\",le=\"+Inf\"} 1\nh_sum{p=\"a\"} 1\nh_count{p=\"a\"} 2\n",
+        'a labelled histogram whose _count is not its +Inf bucket'],
+    ["# TYPE h histogram\nh_bucket{p=\"a\",le=\"+Inf\"} 1\nh_sum{p=\"a\"} 1\nh_count 1\n",
+        'a labelled histogram whose _count lacks the label'],
 ) {
     ok !eval { parse($broken->[0]); 1 }, "the test's parser refuses $broken->[1]";
 }
+
+ok eval { parse("# TYPE h histogram\nh_bucket{p=\"a\",le=\"1\"} 1\nh_bucket{p=\"a\",le=\"+Inf\"} 2\n"
+    . "h_sum{p=\"a\"} 3\nh_count{p=\"a\"} 2\nh_bucket{p=\"b\",le=\"1\"} 0\nh_bucket{p=\"b\",le=\"+Inf\"} 0\n"
+    . "h_sum{p=\"b\"} 0\nh_count{p=\"b\"} 0\n"); 1 }, "and takes a histogram per label value" or diag $@;
 
 # Other paths reach the app; an address outside the allow list gets 403.
 my $closed = start_server(app => $app,

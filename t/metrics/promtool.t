@@ -7,7 +7,8 @@ use Serow::Test qw(start_server http_get need_debian_packages find_command run_c
 
 # Prometheus' own checker on /metrics: promtool (Debian's prometheus
 # package, installed by the test when it runs as root) reads the whole
-# exposition, the process metrics of a server with busy workers included,
+# exposition, the process metrics of a server with busy workers and the
+# labelled phase histograms included,
 # and finds nothing to say.
 
 need_debian_packages('prometheus');
@@ -24,6 +25,8 @@ ok wait_until(sub {
     return $res && $res->{body} =~ /^serow_process_resident_memory_bytes\{role="worker"/m;
 }), 'the metrics have the workers\' process series';
 like $res->{body}, qr/^process_cpu_seconds_total /m, 'and the server\'s';
+like $res->{body}, qr/^serow_request_phase_seconds_bucket\{phase="queue",le="\+Inf"\} \d+$/m,
+    'and where the time of requests went';
 
 my $file = File::Temp->new;
 print $file $res->{body};

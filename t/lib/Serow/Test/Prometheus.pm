@@ -94,20 +94,30 @@ sub parse {
         push @{ $families{$family}{samples} }, { name => $name, labels => \%labels, value => _number($value) };
     }
     for my $family (grep { ($families{$_}{type} // '') eq 'histogram' } keys %families) {
-        my @buckets = grep { $_->{name} eq "${family}_bucket" } @{ $families{$family}{samples} || [] };
-        die "$family: no buckets\n" unless @buckets;
-        my $previous;
-        for my $b (@buckets) {
-            my $le = _number($b->{labels}{le});
-            die "$family: buckets not in order of le\n" if $previous && $le <= $previous->[0];
-            die "$family: bucket counts go down\n" if $previous && $b->{value} < $previous->[1];
-            $previous = [$le, $b->{value}];
+        # One histogram per set of labels other than le (e.g. {phase="queue"}).
+        my %series;
+        for my $b (grep { $_->{name} eq "${family}_bucket" } @{ $families{$family}{samples} || [] }) {
+            my %rest = %{ $b->{labels} };
+            delete $rest{le};
+            push @{ $series{ join ',', map { qq{$_="$rest{$_}"} } sort keys %rest } }, $b;
         }
-        die "$family: the last bucket is not le=\"+Inf\"\n" unless $buckets[-1]{labels}{le} eq '+Inf';
-        my $count = $samples{"${family}_count{}"} // die "$family: no _count\n";
-        exists $samples{"${family}_sum{}"} or die "$family: no _sum\n";
-        die "$family: le=\"+Inf\" is $buckets[-1]{value}, _count is $count\n"
-            unless $buckets[-1]{value} == $count;
+        die "$family: no buckets\n" unless %series;
+        for my $labels (sort keys %series) {
+            my @buckets = @{ $series{$labels} };
+            my $what = "$family\{$labels\}";
+            my $previous;
+            for my $b (@buckets) {
+                my $le = _number($b->{labels}{le});
+                die "$what: buckets not in order of le\n" if $previous && $le <= $previous->[0];
+                die "$what: bucket counts go down\n" if $previous && $b->{value} < $previous->[1];
+                $previous = [$le, $b->{value}];
+            }
+            die "$what: the last bucket is not le=\"+Inf\"\n" unless $buckets[-1]{labels}{le} eq '+Inf';
+            my $count = $samples{"${family}_count{$labels}"} // die "$what: no _count\n";
+            exists $samples{"${family}_sum{$labels}"} or die "$what: no _sum\n";
+            die "$what: le=\"+Inf\" is $buckets[-1]{value}, _count is $count\n"
+                unless $buckets[-1]{value} == $count;
+        }
     }
     return { families => \%families, samples => \%samples, order => \@order };
 }
