@@ -6,6 +6,7 @@ use Time::HiRes ();
 
 use Serow ();
 use Serow::ConnectionHolder ();
+use Serow::Generation ();
 use Serow::Worker ();
 use Serow::Log ();
 
@@ -63,6 +64,9 @@ sub early_signal_handlers {
 
 sub _early_signal { push @EARLY_SIGNALS, $_[0] }
 
+# The signals the master handles (and blocks across its forks).
+sub signal_names { @SIGNALS }
+
 sub new {
     my ($class, %args) = @_;
     my $workers = $args{options}{workers};
@@ -75,6 +79,12 @@ sub new {
         app        => $args{app},
         # --lazy-app: no app; each worker calls load_app after the fork.
         load_app   => $args{load_app},
+        # serow FILE: no app either; a generation process (Serow::Generation)
+        # calls preload_app and forks the workers.
+        preload_app => $args{preload_app},
+        generations => {}, # pid => Serow::Generation, every one still running
+        serving    => undef, # the generation whose workers are current
+        loading    => undef, # the one loading the app after a HUP (or at the start)
         app_file   => $args{app_file},
         # --lazy-app: no worker has loaded the app yet.  Until one has, the
         # master starts no replacement, and if every worker of the first
@@ -89,6 +99,7 @@ sub new {
         on_ready   => $args{on_ready}, # called once the signal handlers are in place
         notify     => $args{notify}, # Serow::Notify (systemd's NOTIFY_SOCKET), or undef
         awaiting_ready => 1, # READY=1 is owed once the current generation has started
+        announced  => 0,     # on_ready has run
         target     => $args{options}{workers},
         # pid => { generation, started, stopping_since, killed, slot, wake_fd,
         #          recycled (over --max-worker-rss) }
@@ -130,20 +141,27 @@ sub run {
     local $SIG{PIPE} = 'IGNORE';
     unshift @{ $self->{pending} }, splice(@EARLY_SIGNALS);
     $self->{pid} = $$;
-    $self->{on_ready}->() if $self->{on_ready};
+    # serow FILE: the workers a generation process forks (through a process
+    # that exits at once) become the master's children.
+    Serow::set_child_subreaper() if $self->{preload_app};
+    # (serow FILE: once the first generation has loaded the app.)
+    $self->announce unless $self->{preload_app};
 
     $self->handle_signals; # those that came early: after a stop, nothing starts
     if (!$self->{stopping}) {
         $self->spawn_holder;
+        $self->start_generation if $self->{preload_app};
         $self->spawn_missing_workers;
     }
-    until ($self->{stopping} && !%{ $self->{workers} } && !$self->{holder_pid}) {
+    until ($self->{stopping} && !%{ $self->{workers} } && !$self->{holder_pid}
+            && !%{ $self->{generations} }) {
         $self->wait_for_event;
         # Signals first: a TERM or INT sent to the whole process group (^C in
         # a terminal) also stops the holder and the workers, and their exits
         # must be read as part of the stop, not as crashes to recover from.
         $self->handle_signals;
         $self->reap_workers;
+        $self->check_loading_generation;
         $self->kill_overdue_workers;
         if ($self->{stopping}) {
             # The workers have handed their idle connections over: now the
@@ -164,6 +182,14 @@ sub run {
     return $self->{exit_status};
 }
 
+# Says the server is up (the start-up line): once, when the master's
+# signal handlers are in place, and with serow FILE once the app has loaded.
+sub announce {
+    my ($self) = @_;
+    return if $self->{announced}++;
+    $self->{on_ready}->() if $self->{on_ready};
+}
+
 # --lazy-app, until a worker has loaded the app: true while the master
 # waits for the first generation (it starts no worker meanwhile).  A worker
 # has loaded it once one has started (its pid is in its slot) or exited for
@@ -171,6 +197,7 @@ sub run {
 # master stops, to exit 2.
 sub awaiting_first_load {
     my ($self) = @_;
+    return !$self->{serving} if $self->{preload_app};
     my $first = $self->{first_load} or return 0;
     if ($first->{loaded} || @{ $self->{shared}->status->{workers} }) {
         $self->{first_load} = undef;
@@ -192,7 +219,10 @@ sub wait_for_event {
         my $watchdog = $notify->watchdog;
         $timeout = $watchdog if defined $watchdog && $watchdog < $timeout;
     }
-    select(undef, undef, undef, $timeout);
+    # (A generation loading the app says when it is done.)
+    my $rin;
+    vec($rin, $self->{loading}->channel, 1) = 1 if $self->{loading};
+    select($rin, undef, undef, $timeout);
 }
 
 # Under systemd's Type=notify: READY=1 once the workers are up (after the
@@ -218,7 +248,7 @@ sub notify_systemd {
 # in the listen backlog).
 sub generation_ready {
     my ($self, $status) = @_;
-    return 0 unless $status->{holder_pid};
+    return 0 if !$status->{holder_pid} || $self->{loading};
     my @current = $self->current_workers;
     return 0 if @current < $self->{target};
     my %started = map { $_->{pid} => 1 } @{ $status->{workers} };
@@ -251,6 +281,7 @@ sub begin_stop {
     $self->{notify}->stopping if $self->{notify};
     $self->{shared}->set_server_stopping;
     $self->stop_worker($_) for keys %{ $self->{workers} };
+    $self->stop_generations;
     # After the stop requests: an idle worker woken by its listener closing
     # finds its request already, and stops instead of accepting on it again.
     $_->stop_accepting for @{ $self->{listeners} };
@@ -265,6 +296,9 @@ sub restart_workers {
         $self->{notify}->reloading;
         $self->{awaiting_ready} = 1;
     }
+    # serow FILE: a new generation loads the app; its workers start once it
+    # has (check_loading_generation).
+    return $self->start_generation if $self->{preload_app};
     my @old = keys %{ $self->{workers} };
     $self->{generation}++;
     $self->spawn_missing_workers;
@@ -275,14 +309,85 @@ sub restart_workers {
     $self->stop_worker($_) for @old;
 }
 
-# --lazy-app, after a HUP: once the new generation has started, the workers
-# of the older ones finish and leave.
+# --lazy-app and serow FILE, after a HUP: once the new generation has
+# started, the workers of the older ones finish and leave, and so do the
+# older generation processes.
 sub retire_old_generation {
     my ($self) = @_;
     return unless $self->{retire_old_when_ready} && $self->generation_ready($self->{shared}->status);
     $self->{retire_old_when_ready} = 0;
     my $w = $self->{workers};
     $self->stop_worker($_) for grep { $w->{$_}{generation} != $self->{generation} } keys %$w;
+    my $serving = $self->{serving};
+    $_->retire for grep { !$serving || $_ != $serving } values %{ $self->{generations} };
+}
+
+# serow FILE: forks a generation process to load the app (at the start, on
+# HUP, or when the serving one died).  A HUP that comes while one is
+# loading starts over with the file as it is now.
+sub start_generation {
+    my ($self) = @_;
+    if (my $loading = delete $self->{loading}) {
+        Serow::Log->info("generation " . $loading->number . " has not loaded the app yet: "
+            . "a new one loads it afresh");
+        $loading->retire;
+        kill 'TERM', $loading->pid;
+    }
+    my $generation = Serow::Generation->start(master => $self, number => ++$self->{generations_started},
+        load_app => $self->{preload_app}) or return;
+    $self->{generations}{ $generation->pid } = $generation;
+    $self->{loading} = $generation;
+}
+
+# serow FILE: the generation loading the app has loaded it (its workers
+# become the current ones, and replace the old ones once they have all
+# started) or could not (it logged why; the old generation keeps serving,
+# or, at the start, serow exits 2).
+sub check_loading_generation {
+    my ($self) = @_;
+    my $loading = $self->{loading} or return;
+    my $result = $loading->read_load_result or return;
+    $self->{loading} = undef;
+    if ($result eq 'loaded') {
+        $self->{serving} = $loading;
+        $self->{generation}++;
+        $self->{retire_old_when_ready} = 1;
+        $self->announce;
+        return;
+    }
+    $loading->retire;
+    if (!$self->{serving}) {
+        Serow::Log->error("could not load the app $self->{app_file}: exiting");
+        $self->{exit_status} = 2;
+        return $self->begin_stop;
+    }
+    # (READY=1 again: notify_systemd, the old generation being ready.)
+    Serow::Log->error("generation " . $loading->number . " could not load the app $self->{app_file}: "
+        . "the workers of generation " . $self->{serving}->number . " keep serving");
+}
+
+# The stop: generation processes fork no more workers.
+sub stop_generations {
+    my ($self) = @_;
+    for my $generation (values %{ $self->{generations} }) {
+        $generation->retire;
+        # (One still loading the app would finish loading first.)
+        kill 'TERM', $generation->pid if $generation->loading;
+    }
+    $self->{loading} = $self->{serving} = undef;
+}
+
+# In a generation process: what the master keeps for its own children is
+# not this process's (their descriptors were closed by fork_child), nor are
+# systemd's socket, the ids to drop (dropped) or the access log it had (each
+# worker gets the master's current one with the request to fork it).
+sub forget_in_generation {
+    my ($self) = @_;
+    $self->{workers} = {};
+    $self->{generations} = {};
+    $self->{notify} = $self->{privileges} = undef;
+    close $self->{access_log_fh} if $self->{access_log_fh};
+    $self->{access_log_fh} = undef;
 }
 
 sub add_worker {
@@ -325,6 +430,7 @@ sub current_workers {
 
 sub spawn_missing_workers {
     my ($self) = @_;
+    return if $self->{preload_app} && !$self->{serving}; # (no app loaded yet)
     my $missing = $self->{target} - $self->current_workers;
     for (1 .. $missing) {
         return if $self->{throttled_until} && Time::HiRes::time < $self->{throttled_until};
@@ -358,8 +464,10 @@ sub fork_child {
     }
     if ($pid == 0) {
         $SIG{$_} = 'DEFAULT' for @SIGNALS;
-        # The other workers' doorbells are the master's, not this child's.
+        # The other workers' doorbells are the master's, not this child's,
+        # and so are its channels to the generation processes.
         Serow::close_fd($_->{wake_fd}) for values %{ $self->{workers} };
+        $_->close_in_child for values %{ $self->{generations} };
         $self->{notify}->close_in_child if $self->{notify};
         if ($self->{privileges} && !eval { $self->{privileges}->drop }) {
             Serow::Log->error("cannot drop privileges: $@");
@@ -426,15 +534,28 @@ sub spawn_worker {
         $self->{throttled_until} = Time::HiRes::time + FAST_DEATH_SECONDS;
         return;
     }
-    # A worker takes USR2 for its master's death: it ignores TERM
-    # (Serow::Worker, install_signal_handlers).
-    my $pid = $self->fork_child(sub { $self->run_worker($limit, $slot, $wake_fd, @_) }, 'USR2');
+    my $pid = $self->fork_worker($limit, $slot, $wake_fd);
     if (!$pid) {
         Serow::close_fd($wake_fd);
         return;
     }
     $self->{workers}{$pid} = { generation => $self->{generation}, started => Time::HiRes::time,
                                slot => $slot, wake_fd => $wake_fd };
+}
+
+# Forks a worker (serow FILE: has the serving generation fork it); its pid,
+# or undef.
+sub fork_worker {
+    my ($self, $limit, $slot, $wake_fd) = @_;
+    if (my $serving = $self->{serving}) {
+        my @access_log = $self->{access_log_fh} ? fileno $self->{access_log_fh} : ();
+        my $pid = $serving->spawn_worker($slot, $limit, $wake_fd, @access_log);
+        $self->{throttled_until} = Time::HiRes::time + FAST_DEATH_SECONDS unless $pid;
+        return $pid;
+    }
+    # A worker takes USR2 for its master's death: it ignores TERM
+    # (Serow::Worker, install_signal_handlers).
+    return $self->fork_child(sub { $self->run_worker($limit, $slot, $wake_fd, @_) }, 'USR2');
 }
 
 # In the child: becomes a worker and never returns.
@@ -579,6 +700,10 @@ sub reap_workers {
                 unless $self->{stopping};
             next;
         }
+        if (my $generation = delete $self->{generations}{$pid}) {
+            $self->generation_exited($generation, $status);
+            next;
+        }
         my $w = delete $self->{workers}{$pid} or next;
         Serow::close_fd($w->{wake_fd});
         $self->{shared}->reset_worker($w->{slot}); # (its counts stay: src/request_metrics.h)
@@ -601,6 +726,26 @@ sub reap_workers {
             $self->{throttled_until} = Time::HiRes::time + FAST_DEATH_SECONDS;
         }
     }
+}
+
+# A generation process has exited: it was told to (retired, or stopping),
+# or could not load the app (check_loading_generation says so), or died
+# while serving: then a new generation loads the app, and replaces its
+# workers once ready.
+sub generation_exited {
+    my ($self, $generation, $status) = @_;
+    my $number = $generation->number;
+    # (One loading the app: check_loading_generation reads its end.)
+    return if $self->{loading} && $generation == $self->{loading};
+    $generation->retire;
+    if (!$self->{serving} || $generation != $self->{serving}) {
+        Serow::Log->info("generation $number (pid " . $generation->pid . ") exited") if $status == 0;
+        return;
+    }
+    $self->{serving} = undef;
+    Serow::Log->error("generation $number (pid " . $generation->pid . ") exited with status $status: "
+        . "a new generation loads the app");
+    $self->start_generation unless $self->{loading};
 }
 
 sub log_worker_exit {
