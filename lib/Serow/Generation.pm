@@ -182,6 +182,9 @@ sub fork_worker {
         pipe(my $gone_from, my $gone_to) or Serow::exit_now(1);
         my $pid = fork;
         if (defined $pid && $pid == 0) {
+            # Named at once: by the time the master is its parent, nobody
+            # can take it for a generation process.
+            $0 = "serow worker";
             close $gone_to;
             close $pid_to;
             # The end of this pipe is the intermediate's exit: from then on

@@ -150,7 +150,8 @@ sub run {
     $self->handle_signals; # those that came early: after a stop, nothing starts
     if (!$self->{stopping}) {
         $self->spawn_holder;
-        $self->start_generation if $self->{preload_app};
+        # (An early HUP may have started it.)
+        $self->start_generation if $self->{preload_app} && !$self->{loading};
         $self->spawn_missing_workers;
     }
     until ($self->{stopping} && !%{ $self->{workers} } && !$self->{holder_pid}
@@ -269,6 +270,10 @@ sub handle_signals {
 sub stop {
     my ($self, $sig) = @_;
     $self->begin_stop;
+    # serow FILE, the app still loading: as serow says when a stop comes
+    # before the master runs (script/serow).
+    return Serow::Log->info("received SIG$sig before the server started: exiting")
+        unless $self->{announced};
     # Said once it is so: whoever reads the line may count on it (a response
     # from now on closes its connection, even from a worker that takes its
     # stop request only after the request it is busy with).
