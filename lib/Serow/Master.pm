@@ -234,8 +234,12 @@ sub notify_systemd {
     my $status = $self->{shared}->status;
     if ($self->{awaiting_ready} && $self->generation_ready($status)) {
         $self->{awaiting_ready} = 0;
+        $self->{ready_once} = 1;
         $notify->ready;
     }
+    # READY=1 first: the workers of serow FILE start only once the
+    # generation has loaded the app.
+    return $notify->watchdog unless $self->{ready_once};
     my $workers = @{ $status->{workers} };
     $notify->status("$workers workers: $status->{processing} busy, "
         . ($workers - $status->{processing}) . " idle; $status->{queued} connections queued, "
