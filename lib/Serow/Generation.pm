@@ -33,19 +33,20 @@ use constant SPAWN_REPLY_SECONDS => 10;
 # the end of the stream.
 
 # Master side: forks the generation process (through $master->fork_child:
-# privileges dropped, parent-death signal TERM).  Returns the object, or
+# privileges dropped, parent-death signal KILL).  Returns the object, or
 # undef when the fork failed.
 sub start {
     my ($class, %args) = @_;
     my $master = $args{master};
     my ($master_end, $generation_end) = Serow::make_message_channel();
     my $self = bless { number => $args{number}, channel => $master_end, state => 'loading' }, $class;
+    # It ignores the master's signals (below): the master's death kills it.
     my $pid = $master->fork_child(sub {
         my ($signal_mask) = @_;
         Serow::close_fd($master_end);
         $self->{channel} = $generation_end;
         $self->run_process($master, $args{load_app}, $signal_mask);
-    }, 'TERM');
+    }, 'KILL');
     Serow::close_fd($generation_end);
     if (!$pid) {
         Serow::close_fd($master_end);
@@ -124,10 +125,11 @@ sub close_in_child {
 sub run_process {
     my ($self, $master, $load_app, $signal_mask) = @_;
     $0 = "serow generation $self->{number}";
-    # What the master asks for by signal is no business of this process (a
-    # HUP sent to the process group would kill it); TERM, INT and QUIT end
-    # it, as the master's death does (its parent-death signal).
-    $SIG{$_} = 'IGNORE' for qw(HUP TTIN TTOU USR1 USR2);
+    # Like a worker, it ignores the master's signals, so that one sent to
+    # the whole process group (^C, systemd's stop) acts once, through the
+    # master, which ends this process by closing the channel (or, while it
+    # loads the app, with SIGKILL).
+    $SIG{$_} = 'IGNORE' for grep { $_ ne 'CHLD' } Serow::Master->signal_names, 'USR2';
     $master->forget_in_generation;
     Serow::set_signal_mask($signal_mask);
     my $app = eval { $load_app->() } // do {
@@ -180,6 +182,7 @@ sub fork_worker {
     if ($middle == 0) {
         close $pid_from;
         pipe(my $gone_from, my $gone_to) or Serow::exit_now(1);
+        my $middle = $$;
         my $pid = fork;
         if (defined $pid && $pid == 0) {
             # Named at once: by the time the master is its parent, nobody
@@ -187,10 +190,7 @@ sub fork_worker {
             $0 = "serow worker";
             close $gone_to;
             close $pid_to;
-            # The end of this pipe is the intermediate's exit: from then on
-            # the worker's parent is the master.
-            sysread($gone_from, my $byte, 1);
-            close $gone_from;
+            wait_for_new_parent($gone_from, $middle);
             $self->become_worker($master, $slot, $limit, $wake_fd, $log_fd, $old);
         }
         syswrite($pid_to, defined $pid ? "$pid\n" : "0 $!\n");
@@ -202,6 +202,18 @@ sub fork_worker {
     close $pid_from;
     waitpid($middle, 0);
     return $answer =~ /\A([1-9]\d*)\n/ ? "pid $1" : "error cannot fork: " . ($answer =~ s/\A0 //r || 'no answer');
+}
+
+# In the worker: returns once the intermediate process, its parent, has
+# exited and the worker has been re-parented (to the master, or, if the
+# master is gone, to another process).  The end of the pipe comes first:
+# the kernel closes an exiting process's files before it re-parents its
+# children, so the last microseconds are waited for by looking.
+sub wait_for_new_parent {
+    my ($gone, $middle) = @_;
+    sysread($gone, my $byte, 1);
+    close $gone;
+    select(undef, undef, undef, 0.001) while getppid() == $middle;
 }
 
 # In the worker, once the master is its parent: never returns.
@@ -248,7 +260,7 @@ Each worker is forked through an intermediate process that exits at once:
 the master is a child subreaper (C<PR_SET_CHILD_SUBREAPER>), so the worker
 becomes the master's child, and the master reaps, counts, stops and kills
 it as any other worker (L<Serow::Master>). The worker sets its parent-death
-signal once its parent is the master. The generation process gets SIGTERM
-when the master dies.
+signal once its parent is the master. The generation process ignores the
+master's signals (as workers do) and gets SIGKILL when the master dies.
 
 =cut

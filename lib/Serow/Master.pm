@@ -340,7 +340,7 @@ sub start_generation {
         Serow::Log->info("generation " . $loading->number . " has not loaded the app yet: "
             . "a new one loads it afresh");
         $loading->retire;
-        kill 'TERM', $loading->pid;
+        kill 'KILL', $loading->pid; # (it ignores the master's signals)
     }
     my $generation = Serow::Generation->start(master => $self, number => ++$self->{generations_started},
         load_app => $self->{preload_app}) or return;
@@ -380,8 +380,9 @@ sub stop_generations {
     my ($self) = @_;
     for my $generation (values %{ $self->{generations} }) {
         $generation->retire;
-        # (One still loading the app would finish loading first.)
-        kill 'TERM', $generation->pid if $generation->loading;
+        # (One still loading the app would finish loading first; it
+        # ignores the master's signals.)
+        kill 'KILL', $generation->pid if $generation->loading;
     }
     $self->{loading} = $self->{serving} = undef;
 }
@@ -786,9 +787,9 @@ Serow::Master - the master process: forks workers, replaces them, handles signal
 
 =head1 DESCRIPTION
 
-The master holds the listen sockets and the loaded app, forks the
-connection holder (L<Serow::ConnectionHolder>, see F<docs/keepalive.md>) and
-C<--workers> workers, and replaces any that exits (C<--max-requests>, C<psgix.harakiri>,
+The master holds the listen sockets, forks the connection holder
+(L<Serow::ConnectionHolder>, see F<docs/keepalive.md>) and C<--workers>
+workers, and replaces any that exits (C<--max-requests>, C<psgix.harakiri>,
 an app that calls C<exit>, a crash; see F<docs/hardening.md>), and the holder if it dies.
 With C<--max-worker-rss>, it reads each worker's resident memory once a second
 and replaces one over the limit as on HUP (C<worker PID uses N MiB, over
@@ -797,6 +798,29 @@ status N> or C<was killed by signal N>); the worker itself logs when it is
 ready (C<worker PID started>, with its own request limit under
 C<--max-requests>) and when it stops accepting (C<worker PID stopping>; a
 busy worker, once its request is answered).
+
+How a worker gets the app depends on how the master got it:
+
+=over
+
+=item serow FILE (C<preload_app>)
+
+The master never loads the app. A generation process (L<Serow::Generation>)
+loads it and forks the workers, each through an intermediate process, so
+that they are the master's children (it is a child subreaper) and the
+master manages them as any other. HUP starts a new generation; a file that
+cannot be loaded leaves the old one serving.
+
+=item --lazy-app (C<load_app>)
+
+Each worker loads the file after the fork; after a HUP, the old workers
+serve until the new ones have started.
+
+=item a loaded app (C<app>: C<plackup -s Serow>, C<< Serow::Server->run($app) >>)
+
+The workers are forked from the master; HUP replaces them with the same code.
+
+=back
 
 The master tells a worker to stop, or to reopen its logs, through the
 shared memory (a flag in the worker's slot, then a ring of an eventfd the
@@ -809,8 +833,8 @@ A worker whose master dies (even by SIGKILL) gets SIGUSR2 from the kernel
 (it ignores SIGTERM) and finishes its requests, so no worker outlives its
 master for long.
 
-With C<--user> or C<--group>, every child (workers and holder) switches
-ids right after the fork (L<Serow::Privileges>), before it sets that
+With C<--user> or C<--group>, every child (workers, holder, generation
+processes) switches ids right after the fork (L<Serow::Privileges>), before it sets that
 parent-death signal: a change of uid clears it. The master keeps its ids.
 
 =head2 Signals
@@ -834,7 +858,10 @@ are ignored from then on.
 =item HUP
 
 Start a new set of workers, then ask the old ones to finish and exit (each
-within C<--graceful-timeout>).
+within C<--graceful-timeout>). With serow FILE, a new generation process
+loads the app afresh first, and the old workers go once every new one has
+started; with C<--lazy-app> too, the new workers loading the file. See
+F<docs/operations.md>, "Deploying new code: HUP".
 
 =item TTIN, TTOU
 
@@ -853,7 +880,8 @@ C<--error-log> it ignores USR1).
 
 Under C<Type=notify> (C<$NOTIFY_SOCKET> set; L<Serow::Notify>) the master
 tells systemd C<READY=1> once the holder and every worker run,
-C<RELOADING=1> and C<READY=1> again around a HUP, C<STOPPING=1> on stop,
+C<RELOADING=1> and C<READY=1> again around a HUP (also when the new
+generation could not load the app), C<STOPPING=1> on stop,
 C<STATUS=> when the counts of busy and idle workers and of queued and idle
 connections change, and C<WATCHDOG=1> every half C<WATCHDOG_USEC>. See
 F<docs/operations.md>.

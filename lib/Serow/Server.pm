@@ -218,6 +218,7 @@ Serow::Server - a Serow server: options, listen sockets, master
 
     use Serow::Server;
     Serow::Server->new(listen => ['127.0.0.1:5000'], workers => 4)->run($app);
+    Serow::Server->new(listen => ['127.0.0.1:5000'], workers => 4)->run_file('app.psgi');
 
 =head1 DESCRIPTION
 
@@ -229,5 +230,10 @@ master (L<Serow::Master>), which forks the workers (L<Serow::Worker>) and
 logs the start-up line: version, listen URLs and UNIX paths, workers,
 master pid, keep-alive, user and pid file. The pid file is removed when the
 master stops cleanly.
+
+C<run($app)> takes a loaded app (a code reference): a HUP then replaces the
+workers with the same code. C<run_file($file)> (what C<serow> calls) has a
+generation process load the file (L<Serow::Generation>), at the start and
+afresh on each HUP; with C<lazy_app>, each worker loads it.
 
 =cut
