@@ -300,6 +300,11 @@ sub begin_stop {
 # sockets never go unserved.
 sub restart_workers {
     my ($self, $sig) = @_;
+    # serow FILE, the first generation still loading: it reads the file as
+    # it is now, and there is nothing to replace.
+    if ($self->{preload_app} && !$self->{serving} && $self->{loading}) {
+        return Serow::Log->info("received SIG$sig while the app loads: nothing to replace yet");
+    }
     Serow::Log->info("received SIG$sig: replacing workers gracefully");
     if ($self->{notify}) {
         $self->{notify}->reloading;
