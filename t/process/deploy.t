@@ -153,6 +153,23 @@ APP
     is $server->stop, 0;
 };
 
+subtest 'a generation process that dies: a new one loads the app and replaces the workers' => sub {
+    write_app('v1');
+    my $server = start_server(app_file => $app_file, options => ['--workers', 2], env => \%env);
+    is scalar($server->wait_for_log_all(qr/worker (\d+) started/, 2)), 2, 'two workers started'
+        or return diag $server->log;
+    my ($generation) = generation_pids($server->pid);
+    write_app('v2');
+    my $mark = $server->log_mark;
+    kill 'KILL', $generation;
+    ok $server->wait_for_log(qr/\[error\] .*generation 1 \(pid $generation\) exited with status 9: a new generation loads the app/,
+        undef, $mark), 'the master says so';
+    ok wait_until(sub { body($server) eq 'v2' }), 'the new generation serves';
+    is scalar($server->wait_for_log_all(qr/worker \d+ exited with status 0/, 2, undef, $mark)), 2,
+        'the old workers leave';
+    is $server->stop, 0;
+};
+
 subtest 'the first generation cannot load the app: serow exits 2, naming the file and line' => sub {
     my $broken = "$dir/broken.psgi";
     write_file($broken, "my \$app = sub { [200, [], ['ok']] };\nmy \$x = ;\n\$app;\n");
