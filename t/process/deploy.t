@@ -170,6 +170,28 @@ subtest 'a generation process that dies: a new one loads the app and replaces th
     is $server->stop, 0;
 };
 
+subtest '--access-log: the workers a generation forks write to the master\'s log, the reopened one after USR1' => sub {
+    write_app('v1');
+    my $log = "$dir/access.log";
+    my $server = start_server(app_file => $app_file, options => ['--workers', 1, '--access-log', $log], env => \%env);
+    ok $server->wait_for_log(qr/worker \d+ started/), 'started' or return diag $server->log;
+    is body($server), 'v1', 'a request';
+    ok wait_until(sub { -s $log }), 'is logged';
+    rename $log, "$log.1" or die "rename: $!";
+    my $mark = $server->log_mark;
+    $server->signal('USR1');
+    ok $server->wait_for_log(qr/reopen their logs/, undef, $mark), 'USR1: the logs are reopened';
+    write_app('v2');
+    $server->signal('HUP');
+    ok wait_until(sub { body($server) eq 'v2' }), 'HUP: the new generation serves';
+    my $size = -s "$log.1";
+    is body($server), 'v2', 'another request';
+    ok wait_until(sub { open(my $fh, '<', $log) or return 0; grep { m{"GET / HTTP/1\.1" 200} } <$fh> }),
+        'is logged in the new file, by a worker of the new generation';
+    is -s "$log.1", $size, 'not in the old one';
+    is $server->stop, 0;
+};
+
 subtest 'the first generation cannot load the app: serow exits 2, naming the file and line' => sub {
     my $broken = "$dir/broken.psgi";
     write_file($broken, "my \$app = sub { [200, [], ['ok']] };\nmy \$x = ;\n\$app;\n");
