@@ -159,6 +159,7 @@ subtest 'a generation process that dies: a new one loads the app and replaces th
     is scalar($server->wait_for_log_all(qr/worker (\d+) started/, 2)), 2, 'two workers started'
         or return diag $server->log;
     my ($generation) = generation_pids($server->pid);
+    ok $generation, "the generation process ($generation)" or return;
     write_app('v2');
     my $mark = $server->log_mark;
     kill 'KILL', $generation;
