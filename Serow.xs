@@ -20,7 +20,9 @@
 #include "src/access_log.h"
 #include "src/child_signals.h"
 #include "src/connection_holder.h"
+#include "src/connection_transfer.h"
 #include "src/fd_passing.h"
+#include "src/log.h"
 #include "src/shared_state.h"
 #include "src/shared_values.h"
 #include "src/worker_loop.h"
@@ -95,6 +97,7 @@ loop_new(const char *class, HV *settings)
     s.max_keepalive_requests = (unsigned long)setting(aTHX_ settings, who, "max_keepalive_requests");
     s.max_keepalive_connections = (unsigned long)setting(aTHX_ settings, who, "max_keepalive_connections");
     s.request_timeout = setting(aTHX_ settings, who, "request_timeout");
+    s.max_queue_wait_ms = (uint64_t)setting(aTHX_ settings, who, "max_queue_wait");
     RETVAL = serow_worker_loop_new(&s);
     if (RETVAL == NULL)
         croak("cannot create the event loop: %s", strerror(errno));
@@ -460,6 +463,24 @@ shared_app_running(Serow::Shared shared, unsigned int index)
         mPUSHp(request, strlen(request));
     }
 
+int
+shared_take_app_connection(Serow::Shared shared, unsigned int index)
+  CODE:
+    /* Before the master kills a stuck worker: our copy of the connection
+     * its app answers, or -1. */
+    RETVAL = serow_take_app_connection(shared, index);
+  OUTPUT:
+    RETVAL
+
+int
+shared_answer_app_connection(Serow::Shared shared, unsigned int index, int fd)
+  CODE:
+    /* Once it is dead: 503 on that copy (1), or only a close when bytes of
+     * the response went out (0). */
+    RETVAL = serow_answer_app_connection(shared, index, fd);
+  OUTPUT:
+    RETVAL
+
 void
 shared_count_request_timeout(Serow::Shared shared)
   CODE:
@@ -484,7 +505,20 @@ shared_run_holder(Serow::Shared shared, int ready_channel, int handback_channel,
     s.max_queue_wait_ms = (uint64_t)setting(aTHX_ settings, who, "max_queue_wait");
     SV *error_log = given_setting(aTHX_ settings, who, "error_log"); /* undef: none */
     s.error_log = SvOK(error_log) ? SvPV_nolen(error_log) : NULL;
+    /* --access-log: its path (undef: none) and the master's descriptor on
+     * it (-1: standard error), as a worker's (Serow::Master). */
+    SV *access_log = given_setting(aTHX_ settings, who, "access_log");
+    int access_log_fd = (int)setting(aTHX_ settings, who, "access_log_fd");
+    s.access_log = NULL;
+    if (SvOK(access_log)) {
+        s.access_log = serow_access_log_open(access_log_fd >= 0 ? SvPV_nolen(access_log) : NULL,
+                                             access_log_fd);
+        if (s.access_log == NULL)
+            croak("%s: cannot open the access log: %s", who, strerror(errno));
+    }
     RETVAL = serow_run_connection_holder(shared, ready_channel, handback_channel, &s);
+    if (s.access_log)
+        serow_access_log_close(s.access_log);
   OUTPUT:
     RETVAL
 

@@ -17,6 +17,7 @@ use strict;
 use warnings;
 use 5.020;
 
+use Config ();
 use Cwd ();
 use File::Basename ();
 use File::Path ();
@@ -44,6 +45,7 @@ Getopt::Long::GetOptions(
     'duration|d=i' => \$opt{duration},
     'quick|q'      => \$opt{quick},
     'servers|s=s'  => \$opt{servers},
+    'peers-lib=s'  => \$opt{peers_lib},
     'out|o=s'      => \$opt{out},
     'record-stalls' => \$opt{record_stalls},
     'list|l'       => \$opt{list},
@@ -79,16 +81,33 @@ for (@run) {
 for (split /,/, $opt{servers}) {
     die "bench: unknown server '$_' (one of: @SERVERS)\n" unless $TITLE{$_};
 }
+peers_lib($opt{peers_lib}) if defined $opt{peers_lib};
 Serow::Bench::Config::setup(opt => \%opt, scenarios => \@SCENARIOS, args => \@ARGV);
+
+# --peers-lib DIR: the peers installed under DIR (cpanm -l DIR) come first in
+# PERL5LIB, for the servers and for the check that they are installed.
+sub peers_lib {
+    my ($dir) = @_;
+    die "bench: --peers-lib $dir: no such directory\n" unless -d $dir;
+    $dir = Cwd::abs_path($dir);
+    my $lib = -d "$dir/lib/perl5" ? "$dir/lib/perl5" : $dir;
+    $ENV{PERL5LIB} = join ':', $lib, "$lib/$Config::Config{archname}",
+        grep { defined && length } $ENV{PERL5LIB};
+}
 
 sub usage {
     print <<'EOF';
-Usage: bench/run [--rounds N] [--duration S] [--quick] [--servers a,b] [scenario ...]
+Usage: bench/run [--rounds N] [--duration S] [--quick] [--servers a,b] [--peers-lib DIR] [scenario ...]
 
   --rounds N     rounds per scenario; the median is reported (default 3)
   --duration S   seconds each measurement lasts (default 5)
   --quick        1 round of 1 s with fewer connections: a smoke test, not a measurement
-  --servers LIST only these of: serow,starman,uwsgi,hsp,nginx
+  --servers LIST only these of: serow,starman,uwsgi,hsp,nginx,feersum,feersum1,
+                 gazelle,starlet,monoceros (default: all; a server that is not
+                 installed is reported as such)
+  --peers-lib DIR  Feersum, Gazelle, Starlet and Monoceros (CPAN) installed under
+                 DIR (cpanm -l DIR): DIR/lib/perl5 goes first in PERL5LIB;
+                 by default they are looked for in perl's @INC
   --out DIR      where the results go (default bench/results)
   --record-stalls  in (a), record the scheduler's switches of both CPUs while
                  wrk runs (perf), to see who else took them; the recording

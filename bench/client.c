@@ -153,6 +153,17 @@ static void want(struct conn *c, uint32_t events) {
 
 static int write_some(struct conn *c);
 
+/* Writes what is left of the request; once it is all written, the
+ * connection waits for the answer.  Returns write_some's result. */
+static int continue_request(struct conn *c) {
+    int w = write_some(c);
+    if (w == 1) {
+        c->state = C_READING;
+        want(c, EPOLLIN | EPOLLRDHUP);
+    }
+    return w;
+}
+
 /* Sends a request at once: a small request fits the socket's buffer, so the
  * client waits neither for EPOLLOUT nor on epoll_ctl.  Every turn of its own
  * loop is time the answers it measures wait for it on a CPU it shares with
@@ -167,13 +178,9 @@ static int start_request(struct conn *c, const char *req) {
     c->have_head = 0;
     c->sent_ns = now_ns();
     c->state = C_WRITING;
-    int w = write_some(c);
-    if (w == 1) {
-        c->state = C_READING;
-        want(c, EPOLLIN | EPOLLRDHUP);
-    } else if (w == 0) {
+    int w = continue_request(c);
+    if (w == 0)
         want(c, EPOLLOUT | EPOLLRDHUP);
-    }
     return w;
 }
 
@@ -398,15 +405,9 @@ static int run_load(void) {
                 continue; /* the answer comes with a later event */
             }
             if (c->state == C_WRITING && (ev & (EPOLLOUT | EPOLLERR | EPOLLHUP))) {
-                int w = write_some(c);
-                if (w < 0) {
+                if (continue_request(c) < 0) {
                     err_write++;
                     close_conn(c);
-                    continue;
-                }
-                if (w == 1) {
-                    c->state = C_READING;
-                    want(c, EPOLLIN | EPOLLRDHUP);
                 }
                 continue;
             }
@@ -571,15 +572,9 @@ static void drive(struct conn *cs, int n, const char *req, uint64_t deadline) {
                 continue; /* the answer comes with a later event */
             }
             if (c->state == C_WRITING) {
-                int w = write_some(c);
-                if (w < 0) {
+                if (continue_request(c) < 0) {
                     c->last = write_failure();
                     pending--;
-                    continue;
-                }
-                if (w == 1) {
-                    c->state = C_READING;
-                    want(c, EPOLLIN | EPOLLRDHUP);
                 }
                 continue;
             }

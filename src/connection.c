@@ -28,6 +28,27 @@ static void format_ipv4(char *out, const unsigned char *a)
     }
 }
 
+int serow_format_remote_address(char out[SEROW_REMOTE_ADDR_SIZE], const struct sockaddr *addr,
+                                socklen_t addr_len)
+{
+    if (addr != NULL && addr->sa_family == AF_INET && addr_len >= sizeof(struct sockaddr_in)) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)addr;
+        format_ipv4(out, (const unsigned char *)&in->sin_addr);
+        return ntohs(in->sin_port);
+    }
+    if (addr != NULL && addr->sa_family == AF_INET6 && addr_len >= sizeof(struct sockaddr_in6)) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)addr;
+        if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr))
+            format_ipv4(out, &in6->sin6_addr.s6_addr[12]);
+        else
+            inet_ntop(AF_INET6, &in6->sin6_addr, out, SEROW_REMOTE_ADDR_SIZE);
+        return ntohs(in6->sin6_port);
+    }
+    /* A UNIX socket peer has no address; PSGI still wants one. */
+    strcpy(out, "127.0.0.1");
+    return 0;
+}
+
 struct connection *serow_connection_new(int fd, const struct sockaddr *addr, socklen_t addr_len,
                                   int is_unix)
 {
@@ -39,24 +60,7 @@ struct connection *serow_connection_new(int fd, const struct sockaddr *addr, soc
     conn->timer_list = -1;
     conn->slot = -1;
     conn->state = CONNECTION_READING_HEAD;
-
-    if (addr != NULL && addr->sa_family == AF_INET && addr_len >= sizeof(struct sockaddr_in)) {
-        const struct sockaddr_in *in = (const struct sockaddr_in *)addr;
-        format_ipv4(conn->remote_addr, (const unsigned char *)&in->sin_addr);
-        conn->remote_port = ntohs(in->sin_port);
-    } else if (addr != NULL && addr->sa_family == AF_INET6 &&
-               addr_len >= sizeof(struct sockaddr_in6)) {
-        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)addr;
-        if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr))
-            format_ipv4(conn->remote_addr, &in6->sin6_addr.s6_addr[12]);
-        else
-            inet_ntop(AF_INET6, &in6->sin6_addr, conn->remote_addr, sizeof(conn->remote_addr));
-        conn->remote_port = ntohs(in6->sin6_port);
-    } else {
-        /* A UNIX socket peer has no address; PSGI still wants one. */
-        strcpy(conn->remote_addr, "127.0.0.1");
-        conn->remote_port = 0;
-    }
+    conn->remote_port = serow_format_remote_address(conn->remote_addr, addr, addr_len);
     return conn;
 }
 

@@ -16,6 +16,8 @@
 /* One read(2) asks for this much: buffering input 64 KiB at a time instead of
  * line by line is what made Oneman 3x faster. */
 #define CONNECTION_READ_SIZE 65536
+/* Room for the text of an IPv6 address (INET6_ADDRSTRLEN, 46) and more. */
+#define SEROW_REMOTE_ADDR_SIZE 64
 
 enum connection_state {
     CONNECTION_READING_HEAD, /* waiting for (the rest of) a request head */
@@ -46,7 +48,7 @@ struct connection {
     enum connection_state state;
     int listener_index;        /* which listen socket accepted it */
     int is_unix;
-    char remote_addr[64];
+    char remote_addr[SEROW_REMOTE_ADDR_SIZE];
     int remote_port;
 
     char *buffer;              /* bytes received and not yet consumed */
@@ -77,6 +79,11 @@ struct connection {
 
 struct connection *serow_connection_new(int fd, const struct sockaddr *addr, socklen_t addr_len,
                                   int is_unix);
+
+/* The peer's address as REMOTE_ADDR and the access log show it (a UNIX
+ * socket's peer: 127.0.0.1), into out; returns its port (0: none). */
+int serow_format_remote_address(char out[SEROW_REMOTE_ADDR_SIZE], const struct sockaddr *addr,
+                                socklen_t addr_len);
 void serow_connection_free(struct connection *conn);
 
 /* Makes room for CONNECTION_READ_SIZE more bytes, up to max_size in all.

@@ -24,10 +24,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "access_log.h"
+#include "connection.h"
 #include "connection_transfer.h"
 #include "fd_passing.h"
 #include "log.h"
-#include "response_writer.h"
 
 #define EPOLL_BATCH 256
 /* epoll tags besides connection descriptors */
@@ -103,13 +104,26 @@ static void reopen_error_log(const char *path)
 {
     int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
     if (fd < 0 || dup2(fd, STDERR_FILENO) < 0) {
-        serow_log_error("connection holder cannot reopen the error log %s: %s; still writing to "
+        serow_log_warn("connection holder cannot reopen the error log %s: %s; still writing to "
                         "the old file", path, strerror(errno));
     } else {
         serow_log_info("connection holder %d reopened the error log", (int)getpid());
     }
     if (fd >= 0)
         close(fd);
+}
+
+static void reopen_logs(const struct holder_settings *settings)
+{
+    if (settings->error_log)
+        reopen_error_log(settings->error_log);
+    if (settings->access_log == NULL)
+        return;
+    if (serow_access_log_reopen(settings->access_log) != 0)
+        serow_log_warn("connection holder cannot reopen the access log: %s; still writing to "
+                        "the old file", strerror(errno));
+    else
+        serow_log_info("connection holder %d reopened the access log", (int)getpid());
 }
 
 /* ---- the connections held --------------------------------------------- */
@@ -223,33 +237,39 @@ static int pass_to_worker(struct holder *h, int fd)
     return 0;
 }
 
+/* The access log's line for a request shed here, as a worker writes it for a
+ * request it rejects (its raw request line; what was peeked of it). */
+static void log_shed(struct holder *h, int fd, const char *head, size_t len, size_t body)
+{
+    struct sockaddr_storage addr;
+    socklen_t addr_len = sizeof(addr);
+    if (getpeername(fd, (struct sockaddr *)&addr, &addr_len) != 0)
+        addr_len = 0;
+    char remote[SEROW_REMOTE_ADDR_SIZE];
+    serow_format_remote_address(remote, addr_len ? (struct sockaddr *)&addr : NULL, addr_len);
+    struct access_log_entry e = {.remote_addr = remote, .status = 503, .body_bytes = body};
+    e.request_line = serow_access_log_raw_request_line(head, len, &e.request_line_len);
+    serow_access_log_write(h->settings.access_log, &e);
+}
+
 /*
  * --max-queue-wait: a request that waited that long for a free worker is
- * answered 503 here, and its connection closed.  What the client sent is
- * read first (up to SHED_DRAIN_BYTES): a close with unread bytes resets the
- * connection, and the client could lose the 503 with it.  Only "HEAD " is
- * looked for, to send no body; the request is not parsed.
+ * answered 503 here, and its connection closed (after what the client sent
+ * is read: serow_answer_and_shut).  Only "HEAD " is looked for, to send no
+ * body; the request is not parsed.
  */
-#define SHED_DRAIN_BYTES 65536
 static void shed(struct holder *h, struct held_connection *c)
 {
-    char buf[4096];
-    int head = 0;
-    for (size_t drained = 0; drained < SHED_DRAIN_BYTES;) {
-        ssize_t n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT);
-        if (n <= 0)
-            break;
-        if (drained == 0)
-            head = n >= 5 && memcmp(buf, "HEAD ", 5) == 0;
-        drained += (size_t)n;
-    }
-    char response[512];
-    size_t body_bytes;
-    size_t len = serow_format_error_response(response, sizeof(response), 503, head, &body_bytes);
-    ssize_t ignored = send(c->fd, response, len, MSG_DONTWAIT | MSG_NOSIGNAL);
-    (void)ignored;
-    shutdown(c->fd, SHUT_WR);
+    char head[ACCESS_LOG_MAX_REQUEST_LINE + 2];
+    ssize_t n = recv(c->fd, head, h->settings.access_log ? sizeof(head) : 5,
+                     MSG_PEEK | MSG_DONTWAIT);
+    size_t len = n > 0 ? (size_t)n : 0;
+    size_t body = serow_answer_and_shut(c->fd, 503, len >= 5 && memcmp(head, "HEAD ", 5) == 0);
     atomic_fetch_add(&h->shared->requests_shed, 1);
+    serow_log_debug("connection holder: a request waited longer than --max-queue-wait %llu ms for a "
+                    "free worker: answered 503", (unsigned long long)h->settings.max_queue_wait_ms);
+    if (h->settings.access_log)
+        log_shed(h, c->fd, head, len, body);
     close_held(h, c);
 }
 
@@ -427,7 +447,7 @@ static int steal_connection(struct holder *h, uint32_t worker_index, uint32_t sl
     int fd = serow_take_parked_connection(h->shared, &h->workers[worker_index], worker_index,
                                     slot_index, &info);
     if (fd == TAKE_REFUSED) {
-        serow_log_error("connection holder: cannot take connections from workers "
+        serow_log_warn("connection holder: cannot take connections from workers "
                         "(pidfd_getfd: %s); busy workers keep their idle connections",
                         strerror(errno));
         h->can_steal = 0;
@@ -502,6 +522,9 @@ static struct scan_result scan_workers(struct holder *h, uint64_t now)
                 serow_shared_ms_since(now, atomic_load(&s->idle_since_ms)) >= h->settings.idle_handoff_ms)
                 stolen += steal_connection(h, i, k);
         }
+        if (stolen && steal_all)
+            serow_log_debug("connection holder: took %d idle connection(s) from worker %d, busy in a "
+                            "request", stolen, (int)atomic_load(&w->pid));
         if (stolen && !atomic_load(&w->busy))
             serow_wake_worker(h->shared, &h->workers[i], i); /* a busy worker looks when it is done */
     }
@@ -628,14 +651,29 @@ int serow_run_connection_holder(struct shared_state *shared, int ready_channel, 
     signal(SIGHUP, SIG_IGN);
     signal(SIGTTIN, SIG_IGN);
     signal(SIGTTOU, SIG_IGN);
-    if (settings->error_log) {
+    if (settings->error_log || settings->access_log) {
         sa.sa_handler = request_reopen;
         sigaction(SIGUSR1, &sa, NULL);
     } else {
-        signal(SIGUSR1, SIG_IGN); /* a USR1 to the process group for the access log */
+        signal(SIGUSR1, SIG_IGN); /* a USR1 to the process group, for the workers */
     }
     signal(SIGUSR2, SIG_IGN);
     signal(SIGPIPE, SIG_IGN);
+    /* The master forked us with its signals blocked (Serow::Master,
+     * fork_child), and they stay blocked until here: a stop that came while
+     * we started is taken now by request_stop, rather than killing us by the
+     * default action before this line. */
+    sigset_t masters_signals;
+    sigemptyset(&masters_signals);
+    const int blocked_by_master[] = {SIGTERM, SIGINT, SIGQUIT, SIGHUP, SIGTTIN, SIGTTOU, SIGUSR1, SIGCHLD};
+    for (size_t i = 0; i < sizeof(blocked_by_master) / sizeof(blocked_by_master[0]); i++)
+        sigaddset(&masters_signals, blocked_by_master[i]);
+    sigprocmask(SIG_UNBLOCK, &masters_signals, NULL);
+
+    serow_log_debug("connection holder %d started: keep-alive timeout %llu ms, at most %u connections, "
+                    "idle connections taken from workers after %llu ms", (int)getpid(),
+                    (unsigned long long)settings->keepalive_timeout_ms, settings->max_keepalive_connections,
+                    (unsigned long long)settings->idle_handoff_ms);
 
     h->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
     struct epoll_event ev = {.events = EPOLLIN, .data.u64 = TAG_HANDBACK};
@@ -658,7 +696,7 @@ int serow_run_connection_holder(struct shared_state *shared, int ready_channel, 
         atomic_store(&shared->holder_awaits_free, 0);
         if (reopen_requested) {
             reopen_requested = 0;
-            reopen_error_log(h->settings.error_log);
+            reopen_logs(&h->settings);
         }
         for (int i = 0; i < n; i++) {
             uint64_t tag = events[i].data.u64;

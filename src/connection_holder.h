@@ -20,12 +20,15 @@ struct holder_settings {
     uint32_t max_keepalive_connections; /* 0: no cap */
     uint64_t max_queue_wait_ms; /* --max-queue-wait: ready this long with no free worker: 503; 0: no limit */
     const char *error_log; /* --error-log, reopened on SIGUSR1; NULL: none */
+    struct access_log *access_log; /* --access-log, for the 503s of --max-queue-wait;
+                                      reopened on SIGUSR1; NULL: none (the holder's own) */
 };
 
 /*
  * Runs until SIGTERM, SIGINT or SIGQUIT (then closes every connection it
  * holds).  With settings->error_log, SIGUSR1 opens that file again as its
- * standard error (logrotate); without, SIGUSR1 is ignored.  ready_channel:
+ * standard error (logrotate), and the access log too; without either,
+ * SIGUSR1 is ignored.  ready_channel:
  * the sending end of the channel workers receive from; handback_channel:
  * the receiving end stopping workers send to.
  * Returns 0, or -1 if it could not start.

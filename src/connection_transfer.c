@@ -4,6 +4,12 @@
  * Owns: the handles on other workers (pidfd, their eventfd) and the claim
  * of a parked connection's slot before pidfd_getfd takes its descriptor.
  * Used by the holder and by gathering; what a slot means is shared_state.h's.
+ * Also what the master takes from a worker it is about to kill (its app
+ * stuck past --request-timeout and its grace): the stuck request's
+ * connection, answered 503 once the worker is dead if no byte of the
+ * response went out.  And
+ * the one way a taken connection is answered with an error page and closed
+ * (the holder's --max-queue-wait sheds, the master's stuck requests).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -12,8 +18,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <string.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#include "response_writer.h"
 
 void serow_worker_handles_init(struct worker_handle *handles, uint32_t count)
 {
@@ -114,4 +124,72 @@ void serow_wake_worker(struct shared_state *shared, struct worker_handle *handle
         ssize_t ignored = write(handle->wake_fd, &one, sizeof(one));
         (void)ignored;
     }
+}
+
+/*
+ * What the client sent is read first (up to ANSWER_DRAIN_BYTES, without
+ * waiting): a close with unread input resets the connection, and the client
+ * could lose the page with it.
+ */
+#define ANSWER_DRAIN_BYTES 65536
+size_t serow_answer_and_shut(int fd, int status, int head_request)
+{
+    char buf[4096];
+    for (size_t drained = 0; drained < ANSWER_DRAIN_BYTES;) {
+        ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+        if (n <= 0)
+            break;
+        drained += (size_t)n;
+    }
+    char response[512];
+    size_t body_bytes;
+    size_t len = serow_format_error_response(response, sizeof(response), status, head_request,
+                                             &body_bytes);
+    ssize_t ignored = send(fd, response, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+    (void)ignored;
+    shutdown(fd, SHUT_WR);
+    return body_bytes;
+}
+
+/* A copy of descriptor fd of process pid (close-on-exec), or -1. */
+static int copy_descriptor(int32_t pid, int fd)
+{
+    int pidfd = pid > 0 ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
+    if (pidfd < 0)
+        return -1;
+    int copy = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+    close(pidfd);
+    if (copy >= 0)
+        fcntl(copy, F_SETFD, FD_CLOEXEC);
+    return copy;
+}
+
+int serow_take_app_connection(struct shared_state *shared, uint32_t worker_index)
+{
+    if (worker_index >= shared->max_workers)
+        return -1;
+    struct worker_slot *w = &shared->workers[worker_index];
+    uint64_t since = atomic_load(&w->app_since_ms);
+    int32_t fd = atomic_load(&w->app_fd);
+    if (since == 0 || fd < 0)
+        return -1;
+    int copy = copy_descriptor(atomic_load(&w->pid), fd);
+    /* The app returned meanwhile: the descriptor may be another's now. */
+    if (copy >= 0 && atomic_load(&w->app_since_ms) != since) {
+        close(copy);
+        return -1;
+    }
+    return copy;
+}
+
+int serow_answer_app_connection(struct shared_state *shared, uint32_t worker_index, int fd)
+{
+    struct worker_slot *w = &shared->workers[worker_index];
+    if (worker_index >= shared->max_workers || atomic_load(&w->app_answered)) {
+        close(fd); /* (the worker's copy is gone: this closes the connection) */
+        return 0;
+    }
+    serow_answer_and_shut(fd, 503, strncmp(w->current_request, "HEAD ", 5) == 0);
+    close(fd);
+    return 1;
 }

@@ -12,6 +12,7 @@
 #ifndef SEROW_CONNECTION_TRANSFER_H
 #define SEROW_CONNECTION_TRANSFER_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "fd_passing.h"
@@ -49,5 +50,23 @@ int serow_take_parked_connection(struct shared_state *shared, struct worker_hand
  * something else wakes it. */
 void serow_wake_worker(struct shared_state *shared, struct worker_handle *handle,
                  uint32_t worker_index);
+
+/* Answers fd with the server's error page for status (Connection: close; no
+ * body for a HEAD request) and shuts its sending side, after reading what
+ * the client sent so far (without waiting): the caller closes it.  For a
+ * connection nobody else writes on.  Returns the page's body bytes (for the
+ * access log). */
+size_t serow_answer_and_shut(int fd, int status, int head_request);
+
+/*
+ * For the master, about to kill the worker in slot worker_index because its
+ * app outlived --request-timeout and its grace.  serow_take_app_connection:
+ * a copy of the connection whose request the app runs (-1: none, or the app
+ * returned meanwhile).  serow_answer_app_connection, once the worker is dead
+ * (its slot not reset yet): answers that copy 503 if no byte of the response
+ * went out (returns 1), else closes it (returns 0).
+ */
+int serow_take_app_connection(struct shared_state *shared, uint32_t worker_index);
+int serow_answer_app_connection(struct shared_state *shared, uint32_t worker_index, int fd);
 
 #endif

@@ -617,10 +617,10 @@ static void set_decoded_path(pTHX_ SV *sv, const char *path, size_t len)
 
 /* psgix.io for the request on fd: the kept value (made unresolved again by
  * serow_psgi_env_retire) or a new one. */
-static void set_socket_handle(pTHX_ HV *env, struct serow_socket_lending *sock, int fd)
+static void set_socket_handle(pTHX_ HV *env, struct worker_loop *loop, int fd)
 {
     struct env_slot *slot = &request_slots[KEY_PSGIX_IO];
-    IV serial = serow_socket_lend(aTHX_ sock, fd);
+    IV serial = serow_socket_lend(aTHX_ loop, fd);
     if (slot->kept != NULL) {
         sv_setiv(slot_value(aTHX_ env, slot), serial);
         return;
@@ -737,7 +737,7 @@ HV *serow_build_psgi_env(pTHX_ struct worker_loop *loop)
     set_key_bytes(aTHX_ env, KEY_REMOTE_ADDR, conn->remote_addr, strlen(conn->remote_addr));
     set_integer(aTHX_ slot_value(aTHX_ env, &request_slots[KEY_REMOTE_PORT]), conn->remote_port);
 
-    set_socket_handle(aTHX_ env, &loop->request.socket, conn->fd);
+    set_socket_handle(aTHX_ env, loop, conn->fd);
     struct env_slot *cleanup = &request_slots[KEY_PSGIX_CLEANUP_HANDLERS];
     if (cleanup->kept != NULL) /* emptied by serow_psgi_env_retire */
         (void)slot_value(aTHX_ env, cleanup);

@@ -204,11 +204,11 @@ int serow_input_read_body(pTHX_ struct worker_loop *loop, SV *buffer, size_t max
  * also tells the worker whether the app may have used the socket itself.
  */
 
-/* The lending of the request whose env is out (its loop's
- * request.socket: the getter has no loop to ask), set by each build; and
+/* The loop whose request's env is out (its request.socket is lent: the
+ * getter has no loop to ask), set by each build; and
  * the serial of the last env built.  Per process: neither is the state of
  * a request. */
-static struct serow_socket_lending *lending;
+static struct worker_loop *lending;
 static IV env_serial;
 static SV *socket_opener; /* Perl code: fd -> handle (a dup) or undef */
 
@@ -258,7 +258,7 @@ static int socket_handle_get(pTHX_ SV *sv, MAGIC *mg)
         return 0; /* resolved: sv holds the handle */
     mg->mg_private = 1;
     IV serial = SvIOKp(sv) ? SvIVX(sv) : 0;
-    struct serow_socket_lending *sock = lending;
+    struct serow_socket_lending *sock = lending ? &lending->request.socket : NULL;
     if (serial == 0 || sock == NULL || serial != sock->serial) {
         sv_setsv(sv, &PL_sv_undef);
         return 0;
@@ -271,6 +271,8 @@ static int socket_handle_get(pTHX_ SV *sv, MAGIC *mg)
          * O_NONBLOCK included: serow_socket_back_to_server undoes it. */
         if (sock->handle && set_nonblocking(sock->fd, 0) == 0)
             sock->lent = 1;
+        if (sock->handle)
+            serow_app_timer_note_answer(lending); /* it may answer on it itself */
     }
     sv_setsv(sv, sock->handle ? sock->handle : &PL_sv_undef);
     return 0;
@@ -279,9 +281,10 @@ static int socket_handle_get(pTHX_ SV *sv, MAGIC *mg)
 const MGVTBL serow_socket_handle_vtbl = {socket_handle_get, NULL, NULL, NULL, NULL,
                                           NULL, NULL, NULL};
 
-IV serow_socket_lend(pTHX_ struct serow_socket_lending *sock, int fd)
+IV serow_socket_lend(pTHX_ struct worker_loop *loop, int fd)
 {
-    lending = sock;
+    struct serow_socket_lending *sock = &loop->request.socket;
+    lending = loop;
     sock->serial = ++env_serial;
     sock->fd = fd;
     if (sock->handle) {

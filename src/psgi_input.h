@@ -63,6 +63,6 @@ void serow_psgi_env_request_done(pTHX_ struct worker_loop *loop);
 /* psgix.io's value: an integer, the serial serow_socket_lend gives for the
  * request, with this magic; its first read makes the handle. */
 extern const MGVTBL serow_socket_handle_vtbl;
-IV serow_socket_lend(pTHX_ struct serow_socket_lending *sock, int fd);
+IV serow_socket_lend(pTHX_ struct worker_loop *loop, int fd);
 
 #endif

@@ -560,6 +560,7 @@ static int flush_head(struct worker_loop *loop, int more_follows)
     response->head_len = 0;
     if (more_follows) {
         /* MSG_MORE: the head waits for the file's first bytes, one packet. */
+        serow_response_starts(loop);
         ssize_t n = send(loop->request.conn->fd, iov.iov_base, iov.iov_len, MSG_MORE | MSG_NOSIGNAL);
         if (n == (ssize_t)iov.iov_len)
             return RESPONSE_OK;

@@ -14,6 +14,10 @@
  * it).  An app the die does not reach (a blocking C call, SIGALRM ignored,
  * a die caught in a loop) is the master's: the slot says since when the app
  * runs (app_since_ms), and the master kills the worker after the grace.
+ * The slot also says which connection the app answers and whether bytes of
+ * its response went out (app_fd, app_answered, kept up to date by
+ * serow_response_starts and the lending of psgix.io): the master takes that
+ * connection before the kill and answers it 503 after, if none did.
  *
  * Owns: the timer and that verdict.  With the option off nothing here runs:
  * the callers test serow_app_timer_on (worker_internal.h) first.
@@ -62,9 +66,22 @@ void serow_app_timer_start(struct worker_loop *loop)
 {
     loop->app_timer.started_ns = serow_metrics_clock_ns();
     loop->app_timer.running = 1;
-    if (loop->slot != NULL)
+    if (loop->slot != NULL) {
+        /* What the master needs to answer the client if it must kill us
+         * (its fd first: app_since_ms says the pair is valid). */
+        const struct serow_request *r = &loop->request;
+        atomic_store(&loop->slot->app_fd, r->conn ? r->conn->fd : -1);
+        atomic_store(&loop->slot->app_answered,
+                     (uint32_t)(r->response_started || r->socket.handle != NULL || r->conn == NULL));
         atomic_store(&loop->slot->app_since_ms, serow_shared_clock_ms());
+    }
     set_timer(loop, loop->app_timer.limit_ns);
+}
+
+void serow_app_timer_note_answer(struct worker_loop *loop)
+{
+    if (loop->app_timer.running && loop->slot != NULL)
+        atomic_store(&loop->slot->app_answered, 1);
 }
 
 int serow_app_timer_stop(struct worker_loop *loop)

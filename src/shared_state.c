@@ -99,6 +99,8 @@ void serow_shared_reset_worker(struct shared_state *shared, uint32_t index)
     atomic_store(&w->connections, 0);
     atomic_store(&w->busy, 0);
     atomic_store(&w->app_since_ms, 0);
+    atomic_store(&w->app_fd, -1);
+    atomic_store(&w->app_answered, 0);
     atomic_store(&w->free, 0);
     atomic_store(&w->stolen_head, 0);
     atomic_store(&w->stolen_tail, 0);

@@ -76,6 +76,15 @@ struct worker_slot {
      * (0: it is not running, or the option is off); the master kills a
      * worker whose app outlives the timeout and its grace. */
     _Atomic uint64_t app_since_ms;
+    /* --request-timeout: the worker's descriptor of the connection whose
+     * request the app runs (valid while app_since_ms is not 0), and whether
+     * the client may have bytes of its response already (some went out, or
+     * the app has the socket itself, psgix.io): then no error page can
+     * follow.  Set before the bytes go, so that the master, which takes the
+     * descriptor before it kills a stuck worker, reads the truth once the
+     * worker is dead (connection_transfer.c, serow_answer_app_connection). */
+    _Atomic int32_t app_fd;
+    _Atomic uint32_t app_answered;
     _Atomic uint64_t requests_served;
     _Atomic uint32_t slots_high_water; /* slots in use are below this */
     _Atomic uint32_t idle_connections; /* its slots in SLOT_IDLE, roughly */
@@ -128,7 +137,7 @@ struct shared_state {
     _Atomic uint64_t workers_recycled[SHARED_RECYCLE_REASONS]; /* by the master only */
     _Atomic uint64_t connections_gathered; /* moved to a worker that had the CPU */
     _Atomic uint64_t request_timeouts;  /* --request-timeout: answered 503 or worker killed */
-    _Atomic uint64_t requests_shed;     /* --max-queue-wait: answered 503 by the holder */
+    _Atomic uint64_t requests_shed;     /* --max-queue-wait: answered 503 (holder, backlog) */
     _Atomic uint32_t worker_slots_used;  /* slots below this have had a worker */
     uint32_t max_workers;
     struct worker_slot workers[];

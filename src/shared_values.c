@@ -70,6 +70,21 @@ SV *serow_shared_metrics_value(pTHX_ struct shared_state *shared)
     hv_stores(m, "idle_workers", newSVuv(totals.workers.idle));
     hv_stores(m, "idle_connections", newSVuv(totals.waiting_connections));
     hv_stores(m, "queued_connections", newSVuv(totals.queued_connections));
+    /* The processes whose /proc the metrics read (Serow::Metrics): the
+     * holder, and each worker with its slot (stable across its restarts). */
+    hv_stores(m, "holder_pid", newSViv(totals.holder_pid));
+    AV *workers = newAV();
+    uint32_t slots = serow_shared_max_workers(shared);
+    for (uint32_t i = 0; i < slots; i++) {
+        struct shared_worker_status w;
+        if (!serow_shared_worker_status(shared, i, &w))
+            continue;
+        AV *pair = newAV();
+        av_push(pair, newSVuv(i));
+        av_push(pair, newSViv(w.pid));
+        av_push(workers, newRV_noinc((SV *)pair));
+    }
+    hv_stores(m, "workers", newRV_noinc((SV *)workers));
     return newRV_noinc((SV *)m);
 }
 

@@ -19,6 +19,8 @@
 #include "worker_internal.h"
 
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -238,6 +240,43 @@ static struct connection *adopt_connection(struct worker_loop *loop, int fd,
     return conn;
 }
 
+/*
+ * --max-queue-wait in the listen backlog.  A connection waits there, with its
+ * request, until a worker is free to accept it, and nothing bounds that wait
+ * but this: once the first read has found request bytes, the kernel says how
+ * long ago the last of them arrived (TCP_INFO's tcpi_last_data_recv, in ms:
+ * since the last data segment came in; the request is counted from there, so
+ * a client still sending is never judged on its first bytes).  Longer than
+ * the limit: the request is answered 503 (Retry-After, Connection: close),
+ * as the holder answers those that waited in its queue, and logged.
+ *
+ * Only for a connection just accepted, and only once: a kept-alive one that
+ * comes back from the holder is judged there, by how long it was ready.  A
+ * client that connected and sent nothing yet has no request that waited
+ * (buffer empty: not judged); a Unix socket has no TCP_INFO: its backlog is
+ * not bounded.  One getsockopt per accepted connection, with the option only.
+ */
+static void shed_if_waited_in_backlog(struct worker_loop *loop, struct connection *conn)
+{
+    if (conn->buffer_len == 0 || conn->is_unix || conn->state == CONNECTION_LINGERING)
+        return;
+    struct tcp_info info;
+    socklen_t len = sizeof(info);
+    if (getsockopt(conn->fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0 ||
+        len < offsetof(struct tcp_info, tcpi_last_data_recv) + sizeof(info.tcpi_last_data_recv) ||
+        info.tcpi_last_data_recv < loop->settings.max_queue_wait_ms)
+        return;
+    struct http_request_head probe;
+    parse_probe(loop, conn, &probe); /* (for a HEAD: no body) */
+    if (loop->shared)
+        atomic_fetch_add(&loop->shared->requests_shed, 1);
+    serow_log_debug("worker %d: a request waited %u ms in the listen backlog, longer than "
+                    "--max-queue-wait %llu ms: answered 503", (int)getpid(),
+                    (unsigned)info.tcpi_last_data_recv,
+                    (unsigned long long)loop->settings.max_queue_wait_ms);
+    serow_reject_connection(loop, conn, 503, &probe);
+}
+
 /* Accepts one connection.  Returns 0 when there was none to take. */
 int serow_accept_connection(struct worker_loop *loop, int listener_index)
 {
@@ -254,8 +293,8 @@ int serow_accept_connection(struct worker_loop *loop, int listener_index)
     struct connection *conn = adopt_connection(loop, fd, (struct sockaddr *)&addr, addr_len,
                                                listener_index);
     /* TCP_DEFER_ACCEPT usually means the request is already here. */
-    if (conn)
-        serow_read_connection(loop, conn);
+    if (conn && serow_read_connection(loop, conn) == 0 && loop->settings.max_queue_wait_ms)
+        shed_if_waited_in_backlog(loop, conn);
     return 1;
 }
 

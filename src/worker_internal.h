@@ -171,6 +171,9 @@ struct worker_loop {
  * it cannot be made. */
 int serow_app_timer_init(struct worker_loop *loop, double seconds);
 void serow_app_timer_free(struct worker_loop *loop);
+/* Bytes of the response may have reached the client (or the app has the
+ * socket): the slot says so before they go (see serow_response_starts). */
+void serow_app_timer_note_answer(struct worker_loop *loop);
 /* Whether --request-timeout is on: the one test on the hot path. */
 static inline int serow_app_timer_on(const struct worker_loop *loop)
 {
@@ -265,6 +268,17 @@ static inline void serow_ready_remove(struct worker_loop *loop, struct connectio
 }
 
 /* ---- worker_output.c ---------------------------------------------------- */
+
+/* Bytes of the final response are about to go out: no error page can follow
+ * them.  While the app runs under --request-timeout the slot learns it too,
+ * before the bytes go (the master answers the client of a worker it kills
+ * only if none went: request_timeout.c). */
+static inline void serow_response_starts(struct worker_loop *loop)
+{
+    loop->request.response_started = 1;
+    if (loop->app_timer.running)
+        serow_app_timer_note_answer(loop);
+}
 
 /* Waits until fd is ready for events, up to timeout seconds. 1 ready, 0 not. */
 int serow_wait_for(int fd, short events, double timeout);

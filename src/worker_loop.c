@@ -330,6 +330,16 @@ static void handle_event(struct worker_loop *loop, const struct epoll_event *eve
 {
     uint64_t tag = event->data.u64;
     if (tag & LISTENER_TAG) {
+        /* With --max-queue-wait the holder passes a request on only to a
+         * worker free to take it: one that accepted a new connection
+         * instead would leave it waiting in the channel, beyond the holder's
+         * reach, for a whole request's time.  So the channel goes first. */
+        if (loop->settings.max_queue_wait_ms && loop->shared && loop->accepting &&
+            atomic_load(&loop->shared->queued_connections) > 0) {
+            serow_receive_ready_connection(loop);
+            if (loop->ready.first)
+                return;
+        }
         for (int i = 0; i < ACCEPT_BATCH && loop->accepting && !loop->ready.first; i++)
             if (!serow_accept_connection(loop, (int)(tag & 0xffff)))
                 break;

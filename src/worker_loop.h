@@ -37,6 +37,8 @@ struct worker_settings {
     unsigned long max_keepalive_requests; /* per connection; 0: unlimited */
     unsigned long max_keepalive_connections; /* server-wide; 0: unlimited */
     double request_timeout;        /* seconds the app may run for a request; 0: no limit */
+    uint64_t max_queue_wait_ms;    /* --max-queue-wait: a request that waited longer in
+                                      the listen backlog is answered 503; 0: no limit */
 };
 
 /* Opaque outside the worker: its layout is in worker_internal.h, which only

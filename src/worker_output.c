@@ -50,7 +50,7 @@ int serow_worker_loop_write(struct worker_loop *loop, struct iovec *iov, int iov
     struct connection *conn = loop->request.conn;
     if (conn == NULL)
         return -1;
-    loop->request.response_started = 1;
+    serow_response_starts(loop);
     while (iovcnt > 0) {
         int batch = iovcnt > IOV_MAX ? IOV_MAX : iovcnt;
         ssize_t n = writev(conn->fd, iov, batch);
@@ -79,7 +79,7 @@ int serow_worker_loop_sendfile(struct worker_loop *loop, int file_fd, uint64_t o
     struct connection *conn = loop->request.conn;
     if (conn == NULL)
         return -1;
-    loop->request.response_started = 1;
+    serow_response_starts(loop);
     off_t off = (off_t)offset;
     while (len > 0) {
         size_t chunk = len > (1u << 30) ? (1u << 30) : (size_t)len;

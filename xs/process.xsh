@@ -28,6 +28,15 @@ BOOT:
         SEROW_CONSTANT(stash, "READ_BODY_CLIENT_GONE", READ_BODY_CLIENT_GONE);
         /* waitpid's flag, for the master (which loads no POSIX) */
         SEROW_CONSTANT(stash, "WNOHANG", WNOHANG);
+        /* the units of /proc/PID/stat's times and of its rss, for the
+         * process metrics (Serow::ProcessStats) */
+        SEROW_CONSTANT(stash, "CLOCK_TICKS", sysconf(_SC_CLK_TCK));
+        SEROW_CONSTANT(stash, "PAGE_SIZE", sysconf(_SC_PAGESIZE));
+        /* enum serow_log_level (src/log.h): syslog's priorities */
+        SEROW_CONSTANT(stash, "LOG_ERROR", SEROW_LOG_ERROR);
+        SEROW_CONSTANT(stash, "LOG_WARN", SEROW_LOG_WARN);
+        SEROW_CONSTANT(stash, "LOG_INFO", SEROW_LOG_INFO);
+        SEROW_CONSTANT(stash, "LOG_DEBUG", SEROW_LOG_DEBUG);
     }
 
 
@@ -78,6 +87,31 @@ open_file_limit()
     /* The soft limit on open descriptors, or -1 when there is none. */
     struct rlimit rl;
     RETVAL = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? (double)rl.rlim_cur : -1;
+  OUTPUT:
+    RETVAL
+
+void
+log_line(int level, SV *message)
+  CODE:
+    /* Serow::Log's lines: written (or not) by src/log.c, as C's are. */
+    STRLEN length;
+    const char *text = SvPV(message, length);
+    serow_log_line(level, text, length);
+
+int
+log_facility(const char *name)
+  CODE:
+    /* -1 for a name that is no facility Serow logs to */
+    RETVAL = serow_log_facility(name);
+  OUTPUT:
+    RETVAL
+
+int
+log_configure(int level, SV *facility, SV *socket)
+  CODE:
+    /* False (with $!) when the facility or the socket path will not do. */
+    RETVAL = serow_log_configure(level, SvOK(facility) ? SvPV_nolen(facility) : NULL,
+                                 SvOK(socket) ? SvPV_nolen(socket) : NULL) == 0;
   OUTPUT:
     RETVAL
 

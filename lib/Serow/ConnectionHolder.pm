@@ -3,6 +3,7 @@ use strict;
 use warnings;
 
 use Serow ();
+use Serow::Log ();
 
 # The connection holder process: a C event loop (src/connection_holder.c)
 # that keeps idle keep-alive connections so that they cost no worker, and
@@ -37,23 +38,29 @@ sub worker_channels {
 }
 
 # Runs in the forked holder process; returns when it is told to stop.
+# $access_log_fh: the master's handle on --access-log (undef: standard
+# error, or none), on which the holder logs the requests it sheds.
 sub run {
-    my ($self) = @_;
+    my ($self, $access_log_fh) = @_;
     $0 = "serow connection holder";
     return $self->{shared}->run_holder($self->{ready_send}, $self->{handback_receive},
-        $self->settings($self->{options}));
+        $self->settings($self->{options}, $access_log_fh));
 }
 
 # What the holder's C takes (Serow::Shared->run_holder, which has no default
 # of its own: a missing one is an error).
 sub settings {
-    my ($class, $options) = @_;
+    my ($class, $options, $access_log_fh) = @_;
     return {
         keepalive_timeout         => $options->{keepalive_timeout},
         max_keepalive_connections => $options->{max_keepalive_connections},
         idle_handoff_ms           => IDLE_HANDOFF_MS,
         max_queue_wait            => $options->{max_queue_wait}, # ms; 0: no limit
-        error_log                 => $options->{error_log}, # reopened on USR1; undef: none
+        # reopened on USR1; undef: none (or syslog)
+        error_log                 => Serow::Log->file($options->{error_log}),
+        # for the 503s of --max-queue-wait; undef: none
+        access_log                => $options->{access_log},
+        access_log_fd             => $access_log_fh ? fileno($access_log_fh) : -1, # -1: stderr
     };
 }
 

@@ -419,22 +419,23 @@ sub remove_worker {
 
 # logrotate has moved the logs away: the master opens them again (for the
 # workers it starts from now on), and so does every worker, and the
-# connection holder its error log (it writes no access log).
+# connection holder.
 sub reopen_logs {
     my ($self, $sig) = @_;
     my $options = $self->{options};
-    return unless defined $options->{access_log} || defined $options->{error_log};
-    if (defined $options->{error_log}) {
-        Serow::Log->open_file($options->{error_log}) or Serow::Log->error("cannot reopen the "
-            . "error log $options->{error_log}: $!; still writing to the old file");
+    my $error_log = Serow::Log->file($options->{error_log}); # (syslog has no file)
+    return unless defined $options->{access_log} || defined $error_log;
+    if (defined $error_log) {
+        Serow::Log->open_file($error_log) or Serow::Log->warn("cannot reopen the "
+            . "error log $error_log: $!; still writing to the old file");
     }
     Serow::Log->info("received SIG$sig: the master and the workers reopen their logs");
     if (defined $options->{access_log}) {
-        $self->open_access_log or Serow::Log->error("cannot reopen the access log "
+        $self->open_access_log or Serow::Log->warn("cannot reopen the access log "
             . "$options->{access_log}: $!; new workers write to the old file");
     }
     $self->ask_worker($_, 'reopen_logs') for keys %{ $self->{workers} };
-    kill 'USR1', $self->{holder_pid} if $self->{holder_pid} && defined $options->{error_log};
+    kill 'USR1', $self->{holder_pid} if $self->{holder_pid};
 }
 
 sub current_workers {
@@ -503,14 +504,12 @@ sub fork_child {
 sub spawn_holder {
     my ($self) = @_;
     $self->{holder_pid} = $self->fork_child(sub {
-        my ($signal_mask) = @_;
         close $_->{socket} for @{ $self->{listeners} }; # it accepts nothing
-        close $self->{access_log_fh} if $self->{access_log_fh}; # and logs no request
-        # Until its C loop sets its own handler (which reopens --error-log,
-        # if any): a USR1 must not kill it.
-        $SIG{USR1} = 'IGNORE';
-        Serow::set_signal_mask($signal_mask);
-        Serow::exit_now($self->{holder}->run == 0 ? 0 : 1);
+        # The master's signals stay blocked until the holder's C loop has
+        # its own handlers, and unblocks them: a TERM or USR1 that comes
+        # meanwhile waits for them instead of killing it.
+        # (it logs the requests it sheds: --max-queue-wait)
+        Serow::exit_now($self->{holder}->run($self->{access_log_fh}) == 0 ? 0 : 1);
     }, 'TERM');
 }
 
@@ -556,6 +555,8 @@ sub spawn_worker {
     }
     $self->{workers}{$pid} = { generation => $self->{generation}, started => Time::HiRes::time,
                                slot => $slot, wake_fd => $wake_fd };
+    Serow::Log->debug("forked worker $pid in slot $slot (generation $self->{generation}"
+        . ($limit ? ", max requests $limit" : '') . ')');
 }
 
 # Forks a worker (serow FILE: has the serving generation fork it); its pid,
@@ -677,13 +678,34 @@ sub kill_overdue_workers {
         } elsif (my $stuck = $self->stuck_request($w)) {
             # The die of --request-timeout did not end the app (a blocking C
             # call, SIGALRM ignored, an eval that swallowed it): nothing in
-            # the worker can, so the master does.  Its idle connections are
-            # already with the holder (a worker waiting in a request loses
-            # them: docs/keepalive.md); the stuck one closes with it.
+            # the worker can, so the master does.
             $self->{shared}->count_request_timeout;
+            $self->take_from_stuck_worker($w);
             $self->kill_worker($pid, $stuck);
         }
     }
+}
+
+# Before a stuck worker is killed: the connection of the stuck request, to
+# answer once it is dead (answer_stuck_client).  Its parked connections are
+# with the holder already: it takes those idle in a worker for
+# IDLE_HANDOFF_MS (Serow::ConnectionHolder), less than any --request-timeout.
+# Connections it was reading (a partial head, pipelined requests) close
+# with it.
+sub take_from_stuck_worker {
+    my ($self, $w) = @_;
+    my $fd = $self->{shared}->take_app_connection($w->{slot});
+    $w->{stuck_client} = $fd if $fd >= 0;
+}
+
+# A killed worker is dead (its slot not reset yet): the client of its stuck
+# request gets 503 unless bytes of the response had gone out.
+sub answer_stuck_client {
+    my ($self, $pid, $w) = @_;
+    my $fd = delete $w->{stuck_client} // return;
+    return if $self->{shared}->answer_app_connection($w->{slot}, $fd);
+    Serow::Log->error("worker $pid: its stuck request had begun its response: the client's "
+        . "connection is closed, the response cut");
 }
 
 # Why the worker's app has outlived --request-timeout and its grace, or ''.
@@ -694,7 +716,7 @@ sub stuck_request {
     my ($ms, $request) = $self->{shared}->app_running($w->{slot}) or return '';
     return '' if $ms <= ($timeout + $grace) * 1000;
     return sprintf "ran %s for %.1fs, past --request-timeout ${timeout}s and "
-        . "--request-timeout-grace ${grace}s; its client's connection closes with it",
+        . "--request-timeout-grace ${grace}s; its client gets 503 unless its response had begun",
         $request, $ms / 1000;
 }
 
@@ -721,6 +743,7 @@ sub reap_workers {
         }
         my $w = delete $self->{workers}{$pid} or next;
         Serow::close_fd($w->{wake_fd});
+        $self->answer_stuck_client($pid, $w);
         $self->{shared}->reset_worker($w->{slot}); # (its counts stay: src/request_metrics.h)
         # Replaced: it left on its own (--max-requests, harakiri, a crash), a
         # HUP or --max-worker-rss replaced it; not one that TTOU or the
@@ -875,9 +898,9 @@ One worker more, one worker less (never fewer than one).
 =item USR1
 
 With C<--access-log FILE> or C<--error-log FILE>: the master and every
-worker open the file again (after logrotate renamed it), and the connection
-holder opens C<--error-log> again (it writes no access log; without
-C<--error-log> it ignores USR1).
+worker open the file again (after logrotate renamed it), and so does the
+connection holder (it logs the requests C<--max-queue-wait> sheds; with
+neither option it ignores USR1).
 
 =back
 

@@ -4,6 +4,7 @@ use warnings;
 
 use Serow::AddressList ();
 use Serow::Options ();
+use Serow::ProcessStats ();
 
 # Prometheus metrics of a Serow server (--metrics-path), in the text
 # exposition format 0.0.4, from the counters the workers keep in shared
@@ -42,7 +43,7 @@ sub trusted_proxies {
 # server's own page, which no app has to mount and no app can shadow.
 sub wrap {
     my ($class, $app, %args) = @_;
-    my ($shared, $path) = @args{qw(shared path)};
+    my ($shared, $path, $master_pid) = @args{qw(shared path master_pid)};
     my ($allow, $trusted_proxies) = @args{qw(allow trusted_proxies)};
     return sub {
         my ($env) = @_;
@@ -50,7 +51,7 @@ sub wrap {
         return [403, ['Content-Type' => 'text/plain'], ["Forbidden\n"]]
             unless $allow->allows_request($env, $trusted_proxies);
         return [200, ['Content-Type' => CONTENT_TYPE, 'Cache-Control' => 'no-store'],
-                [$class->render($shared->metrics)]];
+                [$class->render($shared->metrics, $master_pid)]];
     };
 }
 
@@ -67,12 +68,13 @@ sub _metric {
     return $text;
 }
 
-# Counters held as doubles print as whole numbers, however large.
+# Counters held as doubles print as whole numbers, however large; other
+# numbers with the 15 significant digits a double holds.
 sub _number {
     my ($v) = @_;
     return $v if $v =~ /\A[+-]?Inf\z/;
     return sprintf('%.0f', $v) if $v == int $v;
-    return sprintf '%.9g', $v;
+    return sprintf '%.15g', $v; # a start time keeps its hundredths
 }
 
 # The metrics with one sample each: [name, type, help, key in the snapshot].
@@ -99,14 +101,85 @@ my @SINGLE = (
         'Requests whose app ran longer than --request-timeout (answered 503, or their worker killed).',
         'request_timeouts'],
     [serow_requests_shed_total => counter =>
-        'Requests answered 503 by the connection holder after waiting longer than --max-queue-wait for a free worker.',
+        'Requests answered 503 after waiting longer than --max-queue-wait for a free worker (in the connection holder or the listen backlog).',
         'requests_shed'],
     [serow_uptime_seconds => gauge => 'Seconds since the server started.', 'uptime'],
 );
 
-# The exposition text for a snapshot of Serow::Shared->metrics.
+# The processes of the server, [role, pid, labels], the master first.
+sub _processes {
+    my ($m, $master_pid) = @_;
+    my @processes;
+    push @processes, [master => $master_pid, []] if $master_pid;
+    push @processes, [holder => $m->{holder_pid}, []] if $m->{holder_pid};
+    push @processes, map { [worker => $_->[1], [slot => $_->[0]]] }
+        sort { $a->[0] <=> $b->[0] } @{ $m->{workers} || [] };
+    return @processes;
+}
+
+# The per-process metrics: [name, type, help, key in Serow::ProcessStats,
+# what the server-wide process_* series is of the processes].
+my @PROCESS = (
+    [resident_memory_bytes => gauge => 'Resident memory size in bytes', 'resident_bytes', 'summed'],
+    [virtual_memory_bytes => gauge => 'Virtual memory size in bytes', 'virtual_bytes', 'summed'],
+    [cpu_seconds_total => counter => 'User and system CPU time spent in seconds', 'cpu_seconds',
+        'summed, with the processes that exited'],
+    [open_fds => gauge => 'Number of open file descriptors', 'open_fds', 'summed'],
+    [max_fds => gauge => 'Maximum number of open file descriptors (the soft limit)', 'max_fds',
+        "the master's, which every process inherits"],
+    [start_time_seconds => gauge => 'Start time of the process since unix epoch in seconds', 'start_time',
+        "the master's"],
+);
+
+# The numbers of the whole server, from the stats of its processes
+# ([role, pid, labels, stats]), keyed as Serow::ProcessStats's.
+sub _whole_server {
+    my (@read) = @_;
+    my $sum = sub { my ($key) = @_; my $t = 0; $t += $_->[3]{$key} // 0 for @read; $t };
+    my ($master) = map { $_->[3] } grep { $_->[0] eq 'master' } @read;
+    return (
+        resident_bytes => $sum->('resident_bytes'),
+        virtual_bytes  => $sum->('virtual_bytes'),
+        # The CPU of every process the server ever had: those running, and
+        # those that exited and were waited for (their parents' cutime and
+        # cstime: the master's for workers and holders gone), so the
+        # counter does not go down when a worker is replaced.
+        cpu_seconds    => $sum->('cpu_seconds') + $sum->('children_cpu_seconds'),
+        open_fds       => $sum->('open_fds'),
+        # The limit every process inherits from the master, and its start.
+        max_fds        => $master && $master->{max_fds},
+        start_time     => $master && $master->{start_time},
+    );
+}
+
+# The standard process_* series for the server as a whole (what a
+# dashboard made for any exporter reads), then serow_process_* for each of
+# its processes, labelled (docs/logs-and-metrics.md says why two names).
+sub _process_metrics {
+    my (@processes) = @_;
+    my @read = grep { $_->[3] } map { [@$_, Serow::ProcessStats->of_pid($_->[1])] } @processes;
+    return '' unless @read;
+    my %whole = _whole_server(@read);
+    my $text = '';
+    for my $p (@PROCESS) {
+        my ($name, $type, $help, $key, $whole) = @$p;
+        $text .= _metric("process_$name", $type, "$help, of the whole server ($whole)", ['', [], $whole{$key}])
+            if defined $whole{$key};
+    }
+    for my $p (@PROCESS) {
+        my ($name, $type, $help, $key) = @$p;
+        my @samples = map { ['', [role => $_->[0], pid => $_->[1], @{ $_->[2] }], $_->[3]{$key}] }
+            grep { defined $_->[3]{$key} } @read;
+        $text .= _metric("serow_process_$name", $type, "$help, of each process of the server", @samples)
+            if @samples;
+    }
+    return $text;
+}
+
+# The exposition text for a snapshot of Serow::Shared->metrics, with the
+# process metrics of the server whose master is $master_pid.
 sub render {
-    my ($class, $m) = @_;
+    my ($class, $m, $master_pid) = @_;
     my $by_status = $m->{requests_by_status};
     my @codes = sort { $a <=> $b } keys %$by_status;
     my %values = (%$m, uptime => int(time - $m->{started}));
@@ -124,8 +197,9 @@ sub render {
         _metric('serow_worker_recycled_total', 'counter',
             'Workers the master replaced for going over a limit, by reason (rss: --max-worker-rss).',
             map { ['', [reason => $_], $m->{workers_recycled}{$_}] } sort keys %{ $m->{workers_recycled} }),
-        map { my ($name, $type, $help, $key) = @$_; _metric($name, $type, $help, ['', [], $values{$key}]) }
-            @SINGLE;
+        (map { my ($name, $type, $help, $key) = @$_; _metric($name, $type, $help, ['', [], $values{$key}]) }
+            @SINGLE),
+        _process_metrics(_processes($m, $master_pid));
 }
 
 1;
@@ -195,8 +269,8 @@ worker killed by the master.
 
 =item serow_requests_shed_total
 
-Requests the connection holder had ready for longer than
-C<--max-queue-wait> with no worker free to take them: answered 503 with
+Requests that waited longer than C<--max-queue-wait> for a free worker,
+in the connection holder or in the listen backlog: answered 503 with
 C<Retry-After> and their connections closed (F<docs/operations.md>).
 
 =item serow_connections_accepted_total, serow_worker_restarts_total, serow_uptime_seconds
@@ -206,6 +280,25 @@ C<Retry-After> and their connections closed (F<docs/operations.md>).
 Workers the master asked to leave for going over a limit: C<rss>, resident
 memory over C<--max-worker-rss>. Each is also counted, once it has left, in
 C<serow_worker_restarts_total>.
+
+=item process_resident_memory_bytes, process_virtual_memory_bytes, process_cpu_seconds_total, process_open_fds, process_max_fds, process_start_time_seconds
+
+The series Prometheus client libraries export of their process, for the
+whole server: memory and descriptors summed over the master, the holder and
+the workers; the CPU of every process it has had (those that exited count
+through the master's C<cutime> and C<cstime>, so the counter does not go
+down when a worker is replaced); the master's open-file limit and start
+time.
+
+=item serow_process_resident_memory_bytes{role="worker",pid="4245",slot="0"} ...
+
+The same six for each process, labelled with its C<role> (C<master>,
+C<holder>, C<worker>), its C<pid> and, for a worker, its C<slot> (which its
+replacement takes). Read by the worker that answers the scrape from
+F</proc/PID/stat>, F</proc/PID/fd> and F</proc/PID/limits>
+(L<Serow::ProcessStats>), when scraped only. With C<--user>, the root
+master's descriptors cannot be counted and its C<open_fds> sample is left
+out.
 
 =back
 

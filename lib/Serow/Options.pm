@@ -8,11 +8,13 @@ use warnings;
 
 # Every option of the server, in one table: the command line, --help,
 # Plack::Handler::Serow and the defaults all come from here.
-#   name => [type, default, help, value name in --help (default N, or ... for lists)]
+#   name => [type, default, help, value name in --help (default N, or ... for lists),
+#            the values a choice takes]
 # Types: int (whole number >= 0), count (whole number >= 1), size (bytes, K/M/G suffixes), seconds
 # (a positive number), string, list (repeatable string), mode (octal, kept as
 # a string such as "0660"), switch (on or off: 1 or 0; on the command line
-# the bare --name turns it on, and takes no value).
+# the bare --name turns it on, and takes no value), choice (one of the words
+# listed).
 my @OPTIONS = (
     listen => ['list', [], 'HOST:PORT, [IPv6]:PORT, :PORT or /path/to.sock to listen on (repeatable; default 0.0.0.0:5000)'],
     socket_mode => ['mode', undef, 'permissions of UNIX sockets Serow creates, in octal (e.g. 0660)'],
@@ -36,12 +38,15 @@ my @OPTIONS = (
     request_timeout => ['int', 0, 'whole seconds the app may run for one request (0: no limit); then a die is raised inside it (its stack trace logged) and the client gets 503 with Connection: close; an app still running --request-timeout-grace later has its worker killed and replaced'],
     request_timeout_grace => ['seconds', 5, 'with --request-timeout: time the app gets after the die to return before the master kills its worker'],
     lazy_app => ['switch', 0, 'load the app in each worker after the fork instead of once per generation: for an app that opens database handles or sockets when it loads; costs each worker its own compiled copy of the app'],
-    max_queue_wait => ['int', 0, 'milliseconds a request the connection holder has ready may wait for a free worker; then the holder answers it 503 with Retry-After: 1 and Connection: close and closes the connection (0: no limit). Bounds only the holder\'s queue, not the listen backlog', 'MS'],
+    max_queue_wait => ['int', 0, 'milliseconds a request may wait for a free worker, in the connection holder or in the listen backlog; then it is answered 503 with Retry-After: 1 and Connection: close and its connection closed (0: no limit)', 'MS'],
     graceful_timeout => ['seconds', 30, 'on stop or HUP, time workers get to finish before they are killed'],
     pid_file => ['string', undef, 'write the master\'s pid to this file once the sockets are open; removed on a clean stop', 'FILE'],
     user => ['string', undef, 'user (name or number) the workers and the connection holder run as; the sockets are opened first, so ports below 1024 work', 'USER'],
     group => ['string', undef, 'group (name or number) they run as (default: the --user\'s group)', 'GROUP'],
-    error_log => ['string', undef, 'append the log to this file instead of standard error; reopened on USR1', 'FILE'],
+    error_log => ['string', undef, 'append the log to this file instead of standard error (reopened on USR1), or send it to syslog with "syslog" or "syslog:FACILITY" (user, daemon, local0 to local7; default daemon)', 'FILE'],
+    log_level => ['choice', 'info', 'the least important lines the error log gets: error, warn, info or debug', 'LEVEL',
+        [qw(error warn info debug)]],
+    syslog_socket => ['string', '/dev/log', 'with --error-log syslog: the syslog daemon\'s datagram socket', 'PATH'],
     access_log => ['string', undef, 'write an access log line per request (Apache combined format) to FILE, or to standard error with "-" or "stderr"; reopened on USR1. Off by default: a line costs every request a format and a write', 'FILE'],
     metrics_path => ['string', undef, 'answer Prometheus metrics at this path (e.g. /metrics) before the app; off by default', 'PATH'],
     metrics_allow => ['list', ['127.0.0.1/32', '::1/128'], 'addresses or CIDR networks that may read --metrics-path (repeatable; default 127.0.0.1 and ::1); others get 403, and so does a request with X-Forwarded-For, Forwarded or X-Real-IP unless it comes from a --metrics-trusted-proxy', 'CIDR...'],
@@ -174,6 +179,12 @@ sub normalize {
     }
     if ($type eq 'list') {
         return [ map { split /,/ } ref $value eq 'ARRAY' ? @$value : ($value) ];
+    }
+    if ($type eq 'choice') {
+        my @choices = @{ $spec->[4] };
+        defined $value && grep { $_ eq $value } @choices
+            or die "$flag: '" . ($value // '') . "' is not one of " . join(', ', @choices) . "\n";
+        return $value;
     }
     return $value;
 }

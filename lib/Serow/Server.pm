@@ -11,6 +11,7 @@ use Serow::PidFile ();
 use Serow::Privileges ();
 use Serow::Metrics ();
 use Serow::Notify ();
+use Serow::Version ();
 use Scalar::Util ();
 use overload ();
 
@@ -23,10 +24,13 @@ sub new {
     my $notify = exists $args{notify} ? delete $args{notify} : Serow::Notify->from_env;
     my $options = Serow::Options->from_hash(%args);
     $options->{max_keepalive_connections} ||= default_max_keepalive_connections();
+    Serow::Log->syslog_facility($options->{error_log}); # a facility syslog has no name for: an error now
     # Names checked now: a wrong --user is an error before anything is bound.
     my $privileges = Serow::Privileges->resolve(user => $options->{user}, group => $options->{group});
+    # Now, before the master has a SIGCHLD handler: in a checkout it runs git.
+    my $version = Serow::Version->describe;
     return bless { options => $options, server_ready => $server_ready, listen_sockets => $sockets,
-                   privileges => $privileges, notify => $notify }, $class;
+                   privileges => $privileges, notify => $notify, version => $version }, $class;
 }
 
 # Idle connections all end up in one process, the connection holder, so the
@@ -156,7 +160,9 @@ sub start_master {
     # process with the pid file and sockets left behind.
     my %early = Serow::Master->early_signal_handlers;
     local @SIG{keys %early} = values %early;
-    $self->open_error_log($options->{error_log}) if defined $options->{error_log};
+    my $error_log_file = Serow::Log->file($options->{error_log});
+    $self->open_error_log($error_log_file) if defined $error_log_file;
+    Serow::Log->configure($options);
     # Refused before binding: the address of a running Serow would be busy,
     # and "address in use" says less than this.
     Serow::PidFile->check($options->{pid_file}) if defined $options->{pid_file};
@@ -172,7 +178,7 @@ sub start_master {
     return $status;
 }
 
-# --error-log: the log (and whatever the app prints on STDERR) goes to FILE.
+# --error-log FILE: the log (and whatever the app prints on STDERR) goes there.
 sub open_error_log {
     my ($self, $path) = @_;
     Serow::Log->open_file($path) or die "--error-log: cannot open $path: $!\n";
@@ -198,7 +204,7 @@ sub announce {
     push @about, 'workers run as ' . $self->{privileges}->name if $self->{privileges};
     push @about, "pid file $options->{pid_file}" if defined $options->{pid_file};
     Serow::Log->info(sprintf "Serow %s listening on %s with %d workers (master pid %d); %s",
-        $Serow::VERSION, join(', ', map { listener_url($_) } @listeners), $options->{workers}, $$,
+        $self->{version}, join(', ', map { listener_url($_) } @listeners), $options->{workers}, $$,
         join('; ', @about));
     if ($self->{server_ready}) {
         my $first = $listeners[0];
@@ -227,7 +233,8 @@ names (L<Serow::Privileges>), opens C<--error-log>, refuses a C<--pid-file>
 of a running Serow, opens the listen sockets (L<Serow::Listener>), writes
 the pid file (L<Serow::PidFile>) and hands the sockets with the app to the
 master (L<Serow::Master>), which forks the workers (L<Serow::Worker>) and
-logs the start-up line: version, listen URLs and UNIX paths, workers,
+logs the start-up line: version (and commit, from a git checkout:
+L<Serow::Version>), listen URLs and UNIX paths, workers,
 master pid, keep-alive, user and pid file. The pid file is removed when the
 master stops cleanly.
 

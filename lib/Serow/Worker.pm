@@ -132,7 +132,7 @@ sub loop_settings {
     return { map { $_ => $options->{$_} } qw(
         max_request_line max_header_size max_headers max_body_size header_timeout
         read_timeout min_body_rate write_timeout keepalive_timeout max_keepalive_requests
-        max_keepalive_connections request_timeout) };
+        max_keepalive_connections request_timeout max_queue_wait) };
 }
 
 sub run {
@@ -230,9 +230,9 @@ sub do_as_the_master_asks {
 # The master got USR1: the logs logrotate moved away are opened again.
 sub reopen_logs {
     my ($self) = @_;
-    my $error_log = $self->{options}{error_log};
+    my $error_log = Serow::Log->file($self->{options}{error_log});
     if (defined $error_log && !Serow::Log->open_file($error_log)) {
-        Serow::Log->error("worker $$ cannot reopen the error log $error_log: $!; still writing to the old file");
+        Serow::Log->warn("worker $$ cannot reopen the error log $error_log: $!; still writing to the old file");
     }
     $self->reopen_access_log;
 }
@@ -243,7 +243,7 @@ sub reopen_access_log {
     if ($self->{loop}->reopen_access_log) {
         Serow::Log->info("worker $$ reopened the access log");
     } else {
-        Serow::Log->error("worker $$ cannot reopen the access log $self->{options}{access_log}: $!; "
+        Serow::Log->warn("worker $$ cannot reopen the access log $self->{options}{access_log}: $!; "
             . "still writing to the old file");
     }
 }
@@ -254,7 +254,7 @@ sub wrap_metrics {
     my $options = $self->{options};
     return unless defined $options->{metrics_path} && $self->{shared};
     $self->{app} = Serow::Metrics->wrap($self->{app}, shared => $self->{shared},
-        path => $options->{metrics_path}, allow => Serow::Metrics->allow_list($options),
+        master_pid => $self->{master_pid}, path => $options->{metrics_path}, allow => Serow::Metrics->allow_list($options),
         trusted_proxies => Serow::Metrics->trusted_proxies($options));
 }
 
@@ -449,6 +449,12 @@ sub _where_the_app_is {
 sub answer_timed_out {
     my ($self, $env) = @_;
     my $logged = delete $self->{timeout_logged};
+    my $loop = $self->{loop};
+    # (a streaming response: its first bytes may be out)
+    $self->log_error($env, "the app ran longer than --request-timeout "
+        . "$self->{options}{request_timeout}s after its response had begun: the connection is "
+        . "closed, the response cut")
+        if $loop->current_fd >= 0 && ($loop->response_started || $loop->socket_handle_made);
     $self->app_failed($env, $logged ? undef : "the app ran longer than --request-timeout "
         . "$self->{options}{request_timeout}s in worker $$ (no stack trace: the SIGALRM went "
         . "to a handler of the app's)", 503);

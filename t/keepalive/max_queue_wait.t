@@ -2,8 +2,11 @@ use strict;
 use warnings;
 use Test::More;
 use IO::Select ();
+use File::Temp ();
+use Time::HiRes ();
 use lib 't/lib';
-use Serow::Test qw(start_server raw_connect get_on read_response read_until_close http_get gate gated_app);
+use Serow::Test qw(start_server raw_connect get_on read_response read_until_close http_get gate gated_app
+    wait_until);
 use Serow::Test::Prometheus qw(parse value);
 
 # --max-queue-wait: a request the connection holder has had ready for longer
@@ -39,7 +42,9 @@ sub one_worker_held {
 }
 
 subtest 'with --max-queue-wait: 503 from the holder while the worker is held' => sub {
-    my ($server, $gate, $held, $kept) = one_worker_held('--max-queue-wait', 300);
+    my $dir = File::Temp->newdir;
+    my $log = "$dir/access.log";
+    my ($server, $gate, $held, $kept) = one_worker_held('--max-queue-wait', 300, '--access-log', $log);
     my $res = read_response($kept, timeout => 15);
     is $res && $res->{status}, 503, 'the queued request: 503 without the gate opening'
         or diag $server->log;
@@ -51,6 +56,8 @@ subtest 'with --max-queue-wait: 503 from the holder while the worker is held' =>
     $res = read_response($held);
     is $res && $res->{status}, 200, 'the held request completes once the gate opens';
     is shed_total($server), 1, 'serow_requests_shed_total counts it';
+    ok wait_until(sub { slurp($log) =~ m{^127\.0\.0\.1 - - \[[^]]+\] "GET /queued HTTP/1.1" 503 \d+ "-" "-"$}m }, 10),
+        'the access log has the 503 (the holder writes it)' or diag slurp($log);
     is $server->stop, 0, 'clean stop';
 };
 
@@ -67,5 +74,64 @@ subtest 'without it (the default): the request waits for the worker' => sub {
     is shed_total($server), 0, 'nothing shed';
     is $server->stop, 0, 'clean stop';
 };
+
+# A new connection waits in the listen backlog while every worker is busy:
+# the wait is bounded there too.  The one worker is held; a new client sends
+# its request, which sits in the backlog until the client has waited longer
+# than the limit (its own clock: time only grows, so this is no race); then
+# the gate opens, the worker finishes and accepts it, and answers 503 instead
+# of serving it late.  A client that connected before, but sends only now,
+# has not waited: it is served.  The access log has the 503.
+subtest 'with --max-queue-wait: 503 for a request that waited in the listen backlog' => sub {
+    my $dir = File::Temp->newdir;
+    my $log = "$dir/access.log";
+    # (long enough that a client served at once is never judged late, even
+    # on a machine so busy that the worker takes a while to accept it)
+    my $limit_ms = 1000;
+    my $gate = gate();
+    my $server = start_server(app => gated_app($gate),
+        options => ['--workers', 1, '--metrics-path', '/metrics', '--max-queue-wait', $limit_ms,
+                    '--access-log', $log, '--log-level', 'debug']);
+    my $held = raw_connect($server);
+    syswrite $held, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n";
+    ok $server->wait_for_log(qr/slow request in worker/), 'the one worker is held in the app';
+
+    my $silent = raw_connect($server);  # connected, sends later
+    my $late = raw_connect($server);
+    syswrite $late, "GET /late HTTP/1.1\r\nHost: x\r\n\r\n";
+    my $sent = Time::HiRes::time();
+    ok wait_until(sub { Time::HiRes::time() - $sent > 2 * $limit_ms / 1000 }, 10),
+        'the request has waited twice the limit in the backlog';
+    $gate->open(1);
+    my $res = read_response($held);
+    is $res && $res->{status}, 200, 'the held request completes once the gate opens';
+
+    $res = read_response($late, timeout => 15);
+    is $res && $res->{status}, 503, 'the request that waited in the backlog: 503'
+        or diag $server->log;
+    is $res && $res->{headers}{'retry-after'}, 1, '... with Retry-After: 1';
+    is $res && $res->{headers}{connection}, 'close', '... and Connection: close';
+    is read_until_close($late), '', '... and the connection closes';
+
+    syswrite $silent, "GET /now HTTP/1.1\r\nHost: x\r\n\r\n";
+    $res = read_response($silent, timeout => 15);
+    is $res && $res->{status}, 200, 'a client that connected early but sent only now: served';
+    $res = get_on($held, '/again');
+    is $res && $res->{status}, 200, 'a kept-alive connection is not judged by its age';
+
+    is shed_total($server), 1, 'serow_requests_shed_total counts the backlog\'s 503';
+    ok wait_until(sub { -s $log && slurp($log) =~ m{"GET /late HTTP/1.1" 503 } }, 10),
+        'the access log has the 503' or diag slurp($log);
+    ok $server->wait_for_log(qr/\[debug\].* worker \d+: a request waited \d+ ms in the listen backlog, longer than --max-queue-wait $limit_ms ms: answered 503/),
+        'the error log says so at the debug level' or diag $server->log;
+    is $server->stop, 0, 'clean stop';
+};
+
+sub slurp {
+    my ($file) = @_;
+    open my $fh, '<', $file or return '';
+    local $/;
+    return scalar <$fh>;
+}
 
 done_testing;

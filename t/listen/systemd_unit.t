@@ -8,8 +8,10 @@ use Serow::Test qw(start_server http_get);
 
 # The sample units in eg/systemd: serow.service's ExecStart is a serow
 # command line that Serow accepts, and starts (as root, where it may switch
-# to its --user); serow.socket's addresses are ones --listen takes.  No
-# systemd is needed: t/listen/systemd.t tests LISTEN_FDS itself.
+# to its --user); serow.socket's addresses are ones --listen takes; the
+# template serow@.service (the Debian package's) with the settings of
+# serow-instance.default is such a command line too.  No systemd is needed:
+# t/listen/systemd.t tests LISTEN_FDS itself.
 
 my $ROOT = Serow::Test::root();
 
@@ -47,6 +49,40 @@ is_deeply $service->{Requires}, ['serow.socket'];
 for my $address (@{ $socket->{ListenStream} }) {
     ok eval { Serow::Listener->parse_address($address) }, "ListenStream=$address is a --listen address" or diag $@;
 }
+
+# The settings file a template's EnvironmentFile names: NAME=value lines.
+sub environment_file {
+    my ($file) = @_;
+    open(my $fh, '<', "$ROOT/eg/systemd/$file") or die "$file: $!";
+    return { map { /^(\w+)=(.*?)\s*$/ ? ($1 => $2) : () } grep { !/^\s*(?:#|$)/ } <$fh> };
+}
+
+# ExecStart's words as systemd makes them: $VAR is split at white space,
+# ${VAR} stays one word.
+sub expand_exec_start {
+    my ($line, $environment) = @_;
+    return map {
+        /^\$\{(\w+)\}$/ ? ($environment->{$1} // die "no $1")
+            : /^\$(\w+)$/ ? split(' ', $environment->{$1} // die "no $1") : $_
+    } split ' ', $line;
+}
+
+subtest 'serow@.service: one server per app, its settings in /etc/default/serow-NAME' => sub {
+    my $template = unit('serow@.service');
+    is_deeply $template->{EnvironmentFile}, ['/etc/default/serow-%i'], 'EnvironmentFile is the instance\'s';
+    is scalar(@{ $template->{ExecStart} }), 1, 'one ExecStart';
+    my ($command, @argv) = expand_exec_start($template->{ExecStart}[0], environment_file('serow-instance.default'));
+    is $command, '/usr/bin/serow', 'the packaged serow';
+    my ($options, @rest) = eval { Serow::Options->from_argv(@argv) };
+    ok $options, 'the example settings give options that parse' or return diag $@;
+    is_deeply \@rest, ['/srv/myapp/app.psgi'], 'and the app file, one word';
+    cmp_ok $template->{TimeoutStopSec}[0], '>', $options->{graceful_timeout},
+        'systemd waits longer than the example --graceful-timeout';
+    for my $key (qw(Type NotifyAccess KillMode WatchdogSec ExecReload)) {
+        is_deeply $template->{$key}, $service->{$key}, "$key as in serow.service";
+    }
+    is_deeply $template->{WantedBy}, ['multi-user.target'], 'systemctl enable serow@NAME starts it at boot';
+};
 
 subtest 'the ExecStart options start a server' => sub {
     plan skip_all => '--user needs root' if $> != 0;

@@ -4,7 +4,7 @@ use Test::More;
 use File::Temp ();
 use Net::EmptyPort qw(empty_port wait_port);
 use lib 't/lib';
-use Serow ();
+use Serow::Version ();
 use Serow::Test qw(start_server http_get wait_until run_serow is_connection_holder);
 
 # The master's first log line says what an operator needs: version, every
@@ -23,7 +23,8 @@ subtest 'the start-up line' => sub {
     my $line = $server->wait_for_log(qr/^.*listening on.*$/m) or return diag $server->log;
     my $pid = $server->pid;
     like $line, qr/^$STAMP/, 'a time stamp, the level and the pid';
-    like $line, qr/\[pid $pid\] Serow \Q$Serow::VERSION\E listening on /, "Serow's version, from the master";
+    like $line, qr/\[pid $pid\] Serow \Q${\ Serow::Version->describe}\E listening on /,
+        "Serow's version (and commit, in a checkout), from the master";
     like $line, qr{ listening on http://127\.0\.0\.1:$port, \Q$path\E with 2 workers }, 'URL, UNIX path, workers';
     like $line, qr/\(master pid $pid\)/, 'the master pid';
     like $line, qr/keep-alive on \(idle connections held by the connection holder, closed after 75s\)/, 'keep-alive';

@@ -7,7 +7,8 @@ use Time::HiRes ();
 use Serow::Test qw(start_server http_get wait_until is_connection_holder raw_connect read_response);
 
 # logrotate: the access log is renamed, the master gets USR1, every worker
-# opens the file again.  No line is lost: the ones written before the
+# opens the file again, and so does the connection holder (which logs the
+# requests it sheds: --max-queue-wait).  No line is lost: the ones written before the
 # reopen are in the renamed file, the ones after in the new one.
 
 my $dir = File::Temp->newdir;
@@ -48,12 +49,14 @@ my $mark = $server->log_mark;
 $server->signal('USR1');
 my @reopened = $server->wait_for_log_all(qr/worker (\d+) reopened the access log/, 3, undef, $mark);
 is scalar @reopened, 3, 'each of the three workers reopened the log';
+ok $server->wait_for_log(qr/connection holder \d+ reopened the access log/, undef, $mark),
+    'and the connection holder';
 requests(7);
 ok wait_until(sub { count_lines($file) == 7 && count_lines("$file.1") == 15 }),
     'seven lines in the new file, fifteen in the renamed one';
 
 # The signal sent to the whole process group (as some scripts do): the
-# connection holder (which has no access log) lives on, nothing dies, the log is reopened again.
+# connection holder lives on, nothing dies, the log is reopened again.
 my @children_before = Serow::Test::all_child_pids($server->pid);
 my ($holder) = grep { is_connection_holder($_) } @children_before;
 ok $holder, 'there is a connection holder';

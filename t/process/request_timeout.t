@@ -2,7 +2,7 @@ use strict;
 use warnings;
 use Test::More;
 use lib 't/lib';
-use Serow::Test qw(start_server raw_connect get_on read_until_close http_get wait_until);
+use Serow::Test qw(start_server raw_connect get_on read_response read_until_close http_get wait_until);
 use Serow::Test::Prometheus qw(parse value);
 use Serow::Options ();
 
@@ -29,6 +29,41 @@ my $app = sub {
         # would defer it forever).
         local $SIG{ALRM} = 'IGNORE';
         sleep 1 while 1;
+    }
+    if ($path eq '/stuck-after-body') {
+        # Reads its body (a 100 Continue goes out first), then gets stuck.
+        $env->{'psgi.input'}->read(my $body, 100);
+        local $SIG{ALRM} = 'IGNORE';
+        sleep 1 while 1;
+    }
+    if ($path eq '/spin') {
+        # Computes, and catches every die to go on computing.
+        for (;;) { eval { 1 while 1 } }
+    }
+    if ($path eq '/stuck-after-bytes') {
+        # Some of its response is out when it gets stuck for good.
+        return sub {
+            my $writer = shift->([200, ['Content-Type' => 'text/plain']]);
+            $writer->write("first part\n");
+            local $SIG{ALRM} = 'IGNORE';
+            sleep 1 while 1;
+        };
+    }
+    if ($path eq '/stream-before-responder') {
+        return sub { 1 while 1 };
+    }
+    if ($path eq '/stream-before-write') {
+        return sub {
+            my $writer = shift->([200, ['Content-Type' => 'text/plain']]);
+            1 while 1;
+        };
+    }
+    if ($path eq '/stream-after-write') {
+        return sub {
+            my $writer = shift->([200, ['Content-Type' => 'text/plain']]);
+            $writer->write("first part\n");
+            1 while 1;
+        };
     }
     if ($path eq '/alarm') {
         # The app's own alarm, with its own handler.
@@ -89,26 +124,95 @@ subtest 'an app the die reaches: 503, logged with a stack trace, the worker goes
     is $server->stop, 0, 'clean stop';
 };
 
-subtest 'an app the die does not end: killed after the grace, its idle connections kept' => sub {
+# The master kills the worker; the client of the stuck request gets the
+# 503 (the master took its connection before the kill), and a kept-alive
+# connection parked in that worker is served by the next one (the holder
+# took it, idle, before the kill), whether the stuck app sleeps or computes.
+for my $case (['/stuck', 'SIGALRM ignored, sleeping'], ['/spin', 'every die caught, computing']) {
+    my ($path, $what) = @$case;
+    subtest "an app the die does not end ($what): killed after the grace, its client answered 503, its idle connections kept" => sub {
+        my $server = start_server(app => $app, options => ['--workers', 1, '--request-timeout', 1,
+            '--request-timeout-grace', 1, '--metrics-path', '/metrics']);
+        my $idle = raw_connect($server);
+        my $res = get_on($idle, '/');
+        my $pid = $res && $res->{body};
+        ok $pid, 'a keep-alive connection served by the only worker';
+
+        my $stuck = raw_connect($server);
+        syswrite $stuck, "GET $path HTTP/1.1\r\nHost: x\r\n\r\n";
+        my $killed = $server->wait_for_log(qr/worker (\d+) ran GET \Q$path\E for [\d.]+s, past --request-timeout 1s and --request-timeout-grace 1s.*: killed/);
+        ok $killed, 'the master kills the worker' or diag $server->log;
+        like $killed // '', qr/worker $pid /, '... the one that was stuck';
+        $res = read_response($stuck, timeout => 30);
+        is $res && $res->{status}, 503, "the stuck request's client gets 503" or diag $server->log;
+        is $res && $res->{headers}{connection}, 'close', '... with Connection: close';
+        is $res && $res->{headers}{'retry-after'}, 1, '... and Retry-After: 1';
+        is read_until_close($stuck), '', '... and the connection closes';
+
+        $res = get_on($idle, '/');
+        is $res && $res->{status}, 200, 'the idle connection of that worker is answered by its replacement'
+            or diag $server->log;
+        isnt $res && $res->{body}, $pid, '... a new worker';
+        is wait_until(sub { timeouts_counted($server) == 1 }), 1, 'serow_request_timeouts_total counts it';
+        is $server->stop, 0, 'clean stop';
+    };
+}
+
+# A 100 Continue is no part of the response: it does not stop the 503.
+subtest 'killed after a 100 Continue (an interim response): the client still gets 503' => sub {
     my $server = start_server(app => $app, options => ['--workers', 1, '--request-timeout', 1,
-        '--request-timeout-grace', 1, '--metrics-path', '/metrics']);
-    my $idle = raw_connect($server);
-    my $res = get_on($idle, '/');
-    my $pid = $res && $res->{body};
-    ok $pid, 'a keep-alive connection served by the only worker';
+        '--request-timeout-grace', 1]);
+    my $sock = raw_connect($server);
+    syswrite $sock, "POST /stuck-after-body HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
+        . "Expect: 100-continue\r\n\r\n";
+    my $continue = Serow::Test::read_until_match($sock, qr/\r\n\r\n/);
+    like $continue, qr{\AHTTP/1.1 100 Continue\r\n\r\n\z}, 'the app asks for the body: 100 Continue';
+    syswrite $sock, 'hello';
+    my $got = read_until_close($sock, timeout => 30);
+    like $got, qr{\AHTTP/1.1 503 }, 'the worker killed, the client gets 503' or diag $server->log;
+    is $server->stop, 0, 'clean stop';
+};
 
+subtest 'killed after bytes of its response went out: the connection closes, the log says so' => sub {
+    my $server = start_server(app => $app, options => ['--workers', 1, '--request-timeout', 1,
+        '--request-timeout-grace', 1]);
     my $stuck = raw_connect($server);
-    syswrite $stuck, "GET /stuck HTTP/1.1\r\nHost: x\r\n\r\n";
-    my $killed = $server->wait_for_log(qr/worker (\d+) ran GET \/stuck for [\d.]+s, past --request-timeout 1s and --request-timeout-grace 1s.*: killed/);
-    ok $killed, 'the master kills the worker' or diag $server->log;
-    like $killed // '', qr/worker $pid /, '... the one that was stuck';
-    is read_until_close($stuck), '', "the stuck request's connection closes with it";
-
-    $res = get_on($idle, '/');
-    is $res && $res->{status}, 200, 'the idle connection of that worker is answered by its replacement'
+    syswrite $stuck, "GET /stuck-after-bytes HTTP/1.1\r\nHost: x\r\n\r\n";
+    ok $server->wait_for_log(qr/ran GET \/stuck-after-bytes for .*: killed/), 'the master kills the worker'
         or diag $server->log;
-    isnt $res && $res->{body}, $pid, '... a new worker';
-    is wait_until(sub { timeouts_counted($server) == 1 }), 1, 'serow_request_timeouts_total counts it';
+    my $got = read_until_close($stuck);
+    like $got, qr{\AHTTP/1.1 200 .*first part}s, 'the client has the start of the response';
+    unlike $got, qr/ 503 /, '... and no 503 after it';
+    ok $server->wait_for_log(qr/worker \d+: its stuck request had begun its response: the client's connection is closed/),
+        'the log says the response was cut' or diag $server->log;
+    is http_get($server, '/')->{status}, 200, 'a new worker serves';
+    is $server->stop, 0, 'clean stop';
+};
+
+# A streaming response's callback is timed too.  Until its first bytes go
+# out (the head waits for them), the client gets the 503; after, the
+# response is cut: the connection closes, and the log says so.
+subtest 'a streaming response: timed in its callback' => sub {
+    my $server = start_server(app => $app, options => ['--workers', 1, '--request-timeout', 1,
+        '--request-timeout-grace', 600]);
+    for my $path ('/stream-before-responder', '/stream-before-write') {
+        my $sock = raw_connect($server);
+        my $res = get_on($sock, $path);
+        is $res && $res->{status}, 503, "$path: 503" or diag $server->log;
+        is $res && $res->{headers}{connection}, 'close', '... with Connection: close';
+        is read_until_close($sock), '', '... and the connection closes';
+        ok $server->wait_for_log(qr/GET \Q$path\E: the app ran \S+s, longer than --request-timeout 1s/),
+            '... and the log says which request timed out';
+    }
+    my $sock = raw_connect($server);
+    syswrite $sock, "GET /stream-after-write HTTP/1.1\r\nHost: x\r\n\r\n";
+    my $got = read_until_close($sock, timeout => 30);
+    like $got, qr{\AHTTP/1.1 200 .*first part}s, '/stream-after-write: the start of the response';
+    unlike $got, qr{\r\n0\r\n\r\n}, '... not ended as if complete';
+    unlike $got, qr/ 503 /, '... and no 503 after it';
+    ok $server->wait_for_log(qr{GET /stream-after-write: .*its response had begun: the connection is closed, the response cut}),
+        '... and the log says the response was cut' or diag $server->log;
+    is http_get($server, '/')->{status}, 200, 'the same worker serves the next request';
     is $server->stop, 0, 'clean stop';
 };
 

@@ -95,6 +95,29 @@ subtest '--user alone takes the user\'s group' => sub {
     is $server->stop, 0, 'clean stop';
 };
 
+# The worker that answers /metrics reads its siblings' /proc: as nobody, the
+# root master's descriptors cannot be listed (/proc/PID/fd is its owner's),
+# and its open_fds sample is left out rather than the page failing.
+subtest '--metrics-path with --user: the process metrics, less the master\'s descriptors' => sub {
+    require Serow::Test::Prometheus;
+    my $server = start_server(app => $app, options => ['--workers', 1, '--user', 'nobody', '--group', 'nogroup',
+        '--metrics-path', '/metrics']);
+    my $m;
+    ok wait_until(sub {
+        my $res = http_get($server, '/metrics') or return 0;
+        $m = eval { Serow::Test::Prometheus::parse($res->{body}) } or return 0;
+        return grep { $_->{labels}{role} eq 'worker' }
+            @{ $m->{families}{serow_process_open_fds}{samples} || [] };
+    }), 'the metrics parse, with the worker\'s descriptors' or return;
+    my %fds = map { $_->{labels}{role} => $_->{value} } @{ $m->{families}{serow_process_open_fds}{samples} };
+    ok !exists $fds{master}, 'no master sample of open_fds';
+    cmp_ok $fds{holder}, '>', 0, "the holder's, a sibling of the same user";
+    my %rss = map { $_->{labels}{role} => $_->{value} }
+        @{ $m->{families}{serow_process_resident_memory_bytes}{samples} };
+    cmp_ok $rss{master}, '>', 0, "the master's memory (/proc/PID/stat is anyone's to read)";
+    is $server->stop, 0;
+};
+
 subtest 'workers that can no longer read a directory of @INC still serve' => sub {
     # An app started from a directory only root may enter (a home, a
     # build tree): what the server needs must be loaded before the switch.

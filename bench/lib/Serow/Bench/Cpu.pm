@@ -38,8 +38,11 @@ sub group_ticks {
         my $stat = slurp($stat_file) // next;
         $stat =~ /\) (.*)$/s or next;
         my @f = split ' ', $1;
-        # after the command: state ppid pgrp ... utime (12th) stime (13th)
-        $ticks += $f[11] + $f[12] if $pg{ $f[2] };
+        # after the command: state ppid pgrp ... utime (12th) stime (13th),
+        # then cutime and cstime, the children's that were waited for: a
+        # worker that exits during the measurement (Starlet's end after 100
+        # requests) leaves the sum, and its parent's cutime brings its time back.
+        $ticks += $f[11] + $f[12] + $f[13] + $f[14] if $pg{ $f[2] };
     }
     return $ticks;
 }

@@ -18,7 +18,7 @@ use Serow::Bench::Util qw(ensure);
 
 # (a) IDLE idle keep-alive connections while 32 connections load the server.
 sub idle_10k {
-    my @servers = servers_for(qw(serow starman uwsgi nginx));
+    my @servers = servers_for('idle_10k');
     rounds('idle_10k', \@servers, sub {
         my ($server) = @_;
         my ($p, $err) = start($server, app => 'hello', workers => 4, keepalive => 120,
@@ -118,11 +118,11 @@ sub measure_client {
     return $r;
 }
 
-# The rounds of (b) or (c): Serow, Starman and uWSGI in turn, each started
-# with %$start, measured by $body->($p) and stopped.
+# The rounds of (b) or (c): each server in turn, started with %$start,
+# measured by $body->($p) and stopped.
 sub rounds_with_server {
     my ($scenario, $start, $body) = @_;
-    rounds($scenario, [servers_for(qw(serow starman uwsgi))], sub { with_server($_[0], $start, $body) });
+    rounds($scenario, [servers_for($scenario)], sub { with_server($_[0], $start, $body) });
 }
 
 # (b) Every request blocks for 10 ms; 200 clients, 8 workers: 800 req/s ideal.
@@ -160,7 +160,7 @@ sub slow_2pct {
 
 # (d) nginx in front (upstream keep-alive 32), 64 clients, 4 workers.
 sub nginx_front {
-    my @servers = servers_for(qw(serow starman uwsgi nginx));
+    my @servers = servers_for('nginx_front');
     rounds('nginx_front', \@servers, sub {
         my ($server) = @_;
         return measure_behind_nginx($server, app => 'hello', conns => $QUICK ? 16 : 64, workers => 4);

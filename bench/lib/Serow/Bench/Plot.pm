@@ -30,7 +30,7 @@ sub plot {
     close $fh;
     my $n = @servers;
     my $script = <<"EOF";
-set terminal pngcairo size 1400,700 font "sans,10"
+set terminal pngcairo size 1600,700 font "sans,10"
 set output "$png"
 set title "Serow benchmark: requests/s per server core (median of $ROUNDS round(s) of ${DURATION} s); server on CPU 0, load generator on CPU 1"
 set datafile missing "-"
@@ -46,7 +46,7 @@ set key top right
 set xtics rotate by -25 noenhanced
 set key noenhanced
 set bmargin 7
-set label 1 "No bar: the server was not run in that scenario, or answered nothing (idle 10k: Starman and uWSGI, whose workers all hold idle connections)" at screen 0.01, screen 0.02 font "sans,9" noenhanced
+set label 1 "No bar: the server was not run in that scenario (not installed, or the scenario does not apply: latest.md says which), or answered nothing (idle 10k: prefork servers whose workers all hold idle connections)" at screen 0.01, screen 0.02 font "sans,9" noenhanced
 plot for [i=2:${\ ($n + 1)}] "$data" using i:xtic(1) title columnheader(i)
 EOF
     open my $g, '|-', 'gnuplot' or do { note("gnuplot did not run: $!"); return };

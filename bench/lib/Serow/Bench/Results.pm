@@ -2,21 +2,24 @@ package Serow::Bench::Results;
 use strict;
 use warnings;
 
-# The results of a run: each scenario's rounds per server, the failures and
-# the load average seen; running the rounds of a scenario (rounds), and the
-# medians the report reads (med_of).
+# The results of a run: each scenario's rounds per server, the failures, the
+# servers left out and why, and the load average seen; choosing a scenario's
+# servers (servers_for), running its rounds (rounds), and the medians the
+# report reads (med_of).
 
 use Serow::Bench::Config qw(%opt $ROUNDS);
 use Serow::Bench::Process qw(alive);
-use Serow::Bench::Servers qw(%TITLE);
+use Serow::Bench::Servers qw(@SERVERS %TITLE missing not_applicable);
 use Serow::Bench::Util qw(note logf median slurp loadavg);
 
 use Exporter 'import';
-our @EXPORT_OK = qw(%RESULTS %FAILED %LOAD rs failed med_of rounds servers_for check_alive any_failure);
+our @EXPORT_OK = qw(%RESULTS %FAILED %LEFT_OUT %LOAD rs failed left_out selected med_of rounds servers_for
+    check_alive any_failure);
 
 # $RESULTS{scenario}{server} = [ per-round hashes ]
 our %RESULTS;
 our %FAILED;      # "server in scenario" => reason
+our %LEFT_OUT;    # scenario => server => [kind ('not installed' or 'does not apply'), why]
 our %LOAD;        # scenario => [load averages seen]
 my $ANY_FAILURE = 0;
 
@@ -25,6 +28,7 @@ sub any_failure { $ANY_FAILURE }
 # Lookups that create nothing (no autovivification).
 sub rs { $RESULTS{ $_[0] } ? $RESULTS{ $_[0] }{ $_[1] } : undef }
 sub failed { $FAILED{ $_[0] } ? $FAILED{ $_[0] }{ $_[1] } : undef }
+sub left_out { $LEFT_OUT{ $_[0] } ? $LEFT_OUT{ $_[0] }{ $_[1] } : undef }
 
 sub med_of {
     my ($scenario, $server, $key) = @_;
@@ -39,11 +43,28 @@ sub fail {
     logf("  %s: FAILED: %s", $TITLE{$server}, $why);
 }
 
-# The servers of a scenario that --servers leaves in.
-sub servers_for {
-    my (@list) = @_;
+# The servers --servers names (all by default), in the order of every table.
+sub selected {
     my %only = map { $_ => 1 } split /,/, $opt{servers} // '';
-    return grep { !%only || $only{$_} } @list;
+    return grep { !%only || $only{$_} } @SERVERS;
+}
+
+# The selected servers that run in a scenario; the others, not installed or
+# not applicable, are logged and kept with the reason for the report.
+sub servers_for {
+    my ($scenario) = @_;
+    my @run;
+    for my $server (selected()) {
+        my ($kind, $why) = ('not installed', missing($server));
+        ($kind, $why) = ('does not apply', not_applicable($server, $scenario)) unless $why;
+        if (!$why) {
+            push @run, $server;
+            next;
+        }
+        $LEFT_OUT{$scenario}{$server} = [$kind, $why];
+        logf("  %s: %s: %s", $TITLE{$server}, $kind, $why);
+    }
+    return @run;
 }
 
 # Runs $measure->($server, $round) for each round and server in turn; a round
@@ -51,6 +72,7 @@ sub servers_for {
 # once.
 sub rounds {
     my ($scenario, $servers, $measure) = @_;
+    local $Serow::Bench::Servers::SCENARIO = $scenario;
     for my $round (1 .. $ROUNDS) {
         push @{ $LOAD{$scenario} }, loadavg();
         for my $server (@$servers) {

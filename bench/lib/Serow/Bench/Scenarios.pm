@@ -14,7 +14,7 @@ use Serow::Bench::Cpu qw(probe_start probe_end);
 use Serow::Bench::Load qw(wrk passive_opens);
 use Serow::Bench::Process qw(stop group_processes);
 use Serow::Bench::Results qw(rounds servers_for check_alive);
-use Serow::Bench::Servers qw(@SERVERS workers_of with_server start_behind_nginx);
+use Serow::Bench::Servers qw(workers_of with_server start_behind_nginx);
 use Serow::Bench::Util qw(median ensure);
 
 use Exporter 'import';
@@ -60,7 +60,7 @@ sub measure_behind_nginx {
 
 sub throughput {
     my ($scenario, %o) = @_;
-    my @servers = servers_for(@{ $o{servers} // \@SERVERS });
+    my @servers = servers_for($scenario);
     rounds($scenario, \@servers, sub {
         my ($server) = @_;
         my %start = (app => $o{app}, close_mode => $o{close_mode}, path => $o{path},
@@ -135,11 +135,11 @@ sub post_64k {
 }
 
 sub streaming {
-    throughput('streaming', app => 'stream', close_mode => 1, servers => [qw(serow starman uwsgi hsp)]);
+    throughput('streaming', app => 'stream', close_mode => 1);
 }
 
 sub behind_nginx_unix {
-    my @servers = servers_for(qw(serow starman uwsgi nginx));
+    my @servers = servers_for('behind_nginx_unix');
     rounds('behind_nginx_unix', \@servers, sub {
         my ($server) = @_;
         return measure_behind_nginx($server, app => 'hello', unix => 1, conns => 16, workers => 4);
