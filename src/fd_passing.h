@@ -6,13 +6,15 @@
  * Two such channels exist: the ready channel (holder -> any free worker; all
  * workers wait on the same receiving end, so the kernel hands each message
  * to exactly one of them) and the hand-back channel (a stopping worker ->
- * holder).
+ * holder).  A third kind carries short messages with a few descriptors: the
+ * master's requests to a generation process (lib/Serow/Generation.pm).
  */
 #ifndef SEROW_FD_PASSING_H
 #define SEROW_FD_PASSING_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* The kernel's limit of descriptors in one SCM_RIGHTS message is 253. */
 #define FD_PASSING_BATCH 64
@@ -30,6 +32,17 @@ int serow_send_connections(int channel, const int *fds, const struct passed_conn
 /* Receives one message.  Returns the number of connections (0 when there was
  * nothing to receive), or -1 with errno. */
 int serow_receive_connections(int channel, int *fds, struct passed_connection *info, size_t max);
+
+/* Sends one message of len bytes with n (<= FD_PASSING_BATCH) descriptors
+ * (none when n is 0).  0 sent, -1 with errno.  The caller still closes its
+ * copies. */
+int serow_send_message(int channel, const void *data, size_t len, const int *fds, size_t n);
+
+/* Receives one message of at most len bytes, and up to *n descriptors
+ * (close-on-exec; more are closed), *n set to how many came.  Returns the
+ * message's length (0 at the end of the stream), or -1 with errno (EAGAIN
+ * when there is none yet). */
+ssize_t serow_receive_message(int channel, void *data, size_t len, int *fds, size_t *n);
 
 /* Makes the pair of SOCK_SEQPACKET sockets of a channel (non-blocking). */
 int serow_make_channel(int fds[2]);

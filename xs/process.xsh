@@ -174,3 +174,54 @@ set_ptracer(int pid)
 #endif
   OUTPUT:
     RETVAL
+
+int
+set_child_subreaper()
+  CODE:
+    /* Orphaned descendants are re-parented to this process (not to init):
+     * the master, so that the workers a generation process forks through
+     * an intermediate process are the master's children (waitpid). */
+    RETVAL = prctl(PR_SET_CHILD_SUBREAPER, 1UL) == 0;
+  OUTPUT:
+    RETVAL
+
+void
+make_message_channel()
+  PPCODE:
+    /* A pair of connected SOCK_SEQPACKET sockets (non-blocking, close-on-exec). */
+    int fds[2];
+    if (serow_make_channel(fds) != 0)
+        croak("cannot make a channel: %s", strerror(errno));
+    mXPUSHi(fds[0]);
+    mXPUSHi(fds[1]);
+
+int
+send_message(int channel, SV *data, ...)
+  CODE:
+    /* Sends data with the descriptors that follow it; false with $! set. */
+    int fds[FD_PASSING_BATCH];
+    size_t n = items - 2;
+    if (n > FD_PASSING_BATCH)
+        croak("send_message: too many descriptors");
+    for (size_t i = 0; i < n; i++)
+        fds[i] = (int)SvIV(ST(2 + i));
+    STRLEN len;
+    const char *p = SvPV(data, len);
+    RETVAL = serow_send_message(channel, p, len, fds, n) == 0;
+  OUTPUT:
+    RETVAL
+
+void
+receive_message(int channel)
+  PPCODE:
+    /* (data, descriptors...); ('') at the end of the stream; () when there
+     * is nothing yet or on an error ($! says which). */
+    char buf[4096];
+    int fds[FD_PASSING_BATCH];
+    size_t n = FD_PASSING_BATCH;
+    ssize_t r = serow_receive_message(channel, buf, sizeof(buf), fds, &n);
+    if (r < 0)
+        XSRETURN_EMPTY;
+    mXPUSHp(buf, (STRLEN)r);
+    for (size_t i = 0; i < n; i++)
+        mXPUSHi(fds[i]);

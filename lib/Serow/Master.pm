@@ -6,6 +6,7 @@ use Time::HiRes ();
 
 use Serow ();
 use Serow::ConnectionHolder ();
+use Serow::Generation ();
 use Serow::Worker ();
 use Serow::Log ();
 
@@ -63,6 +64,9 @@ sub early_signal_handlers {
 
 sub _early_signal { push @EARLY_SIGNALS, $_[0] }
 
+# The signals the master handles (and blocks across its forks).
+sub signal_names { @SIGNALS }
+
 sub new {
     my ($class, %args) = @_;
     my $workers = $args{options}{workers};
@@ -75,6 +79,12 @@ sub new {
         app        => $args{app},
         # --lazy-app: no app; each worker calls load_app after the fork.
         load_app   => $args{load_app},
+        # serow FILE: no app either; a generation process (Serow::Generation)
+        # calls preload_app and forks the workers.
+        preload_app => $args{preload_app},
+        generations => {}, # pid => Serow::Generation, every one still running
+        serving    => undef, # the generation whose workers are current
+        loading    => undef, # the one loading the app after a HUP (or at the start)
         app_file   => $args{app_file},
         # --lazy-app: no worker has loaded the app yet.  Until one has, the
         # master starts no replacement, and if every worker of the first
@@ -89,6 +99,7 @@ sub new {
         on_ready   => $args{on_ready}, # called once the signal handlers are in place
         notify     => $args{notify}, # Serow::Notify (systemd's NOTIFY_SOCKET), or undef
         awaiting_ready => 1, # READY=1 is owed once the current generation has started
+        announced  => 0,     # on_ready has run
         target     => $args{options}{workers},
         # pid => { generation, started, stopping_since, killed, slot, wake_fd,
         #          recycled (over --max-worker-rss) }
@@ -130,20 +141,28 @@ sub run {
     local $SIG{PIPE} = 'IGNORE';
     unshift @{ $self->{pending} }, splice(@EARLY_SIGNALS);
     $self->{pid} = $$;
-    $self->{on_ready}->() if $self->{on_ready};
+    # serow FILE: the workers a generation process forks (through a process
+    # that exits at once) become the master's children.
+    Serow::set_child_subreaper() if $self->{preload_app};
+    # (serow FILE: once the first generation has loaded the app.)
+    $self->announce unless $self->{preload_app};
 
     $self->handle_signals; # those that came early: after a stop, nothing starts
     if (!$self->{stopping}) {
         $self->spawn_holder;
+        # (An early HUP may have started it.)
+        $self->start_generation if $self->{preload_app} && !$self->{loading};
         $self->spawn_missing_workers;
     }
-    until ($self->{stopping} && !%{ $self->{workers} } && !$self->{holder_pid}) {
+    until ($self->{stopping} && !%{ $self->{workers} } && !$self->{holder_pid}
+            && !%{ $self->{generations} }) {
         $self->wait_for_event;
         # Signals first: a TERM or INT sent to the whole process group (^C in
         # a terminal) also stops the holder and the workers, and their exits
         # must be read as part of the stop, not as crashes to recover from.
         $self->handle_signals;
         $self->reap_workers;
+        $self->check_loading_generation;
         $self->kill_overdue_workers;
         if ($self->{stopping}) {
             # The workers have handed their idle connections over: now the
@@ -164,6 +183,14 @@ sub run {
     return $self->{exit_status};
 }
 
+# Says the server is up (the start-up line): once, when the master's
+# signal handlers are in place, and with serow FILE once the app has loaded.
+sub announce {
+    my ($self) = @_;
+    return if $self->{announced}++;
+    $self->{on_ready}->() if $self->{on_ready};
+}
+
 # --lazy-app, until a worker has loaded the app: true while the master
 # waits for the first generation (it starts no worker meanwhile).  A worker
 # has loaded it once one has started (its pid is in its slot) or exited for
@@ -171,6 +198,7 @@ sub run {
 # master stops, to exit 2.
 sub awaiting_first_load {
     my ($self) = @_;
+    return !$self->{serving} if $self->{preload_app};
     my $first = $self->{first_load} or return 0;
     if ($first->{loaded} || @{ $self->{shared}->status->{workers} }) {
         $self->{first_load} = undef;
@@ -192,7 +220,10 @@ sub wait_for_event {
         my $watchdog = $notify->watchdog;
         $timeout = $watchdog if defined $watchdog && $watchdog < $timeout;
     }
-    select(undef, undef, undef, $timeout);
+    # (A generation loading the app says when it is done.)
+    my $rin;
+    vec($rin, $self->{loading}->channel, 1) = 1 if $self->{loading};
+    select($rin, undef, undef, $timeout);
 }
 
 # Under systemd's Type=notify: READY=1 once the workers are up (after the
@@ -203,8 +234,12 @@ sub notify_systemd {
     my $status = $self->{shared}->status;
     if ($self->{awaiting_ready} && $self->generation_ready($status)) {
         $self->{awaiting_ready} = 0;
+        $self->{ready_once} = 1;
         $notify->ready;
     }
+    # READY=1 first: the workers of serow FILE start only once the
+    # generation has loaded the app.
+    return $notify->watchdog unless $self->{ready_once};
     my $workers = @{ $status->{workers} };
     $notify->status("$workers workers: $status->{processing} busy, "
         . ($workers - $status->{processing}) . " idle; $status->{queued} connections queued, "
@@ -218,7 +253,7 @@ sub notify_systemd {
 # in the listen backlog).
 sub generation_ready {
     my ($self, $status) = @_;
-    return 0 unless $status->{holder_pid};
+    return 0 if !$status->{holder_pid} || $self->{loading};
     my @current = $self->current_workers;
     return 0 if @current < $self->{target};
     my %started = map { $_->{pid} => 1 } @{ $status->{workers} };
@@ -239,6 +274,10 @@ sub handle_signals {
 sub stop {
     my ($self, $sig) = @_;
     $self->begin_stop;
+    # serow FILE, the app still loading: as serow says when a stop comes
+    # before the master runs (script/serow).
+    return Serow::Log->info("received SIG$sig before the server started: exiting")
+        unless $self->{announced};
     # Said once it is so: whoever reads the line may count on it (a response
     # from now on closes its connection, even from a worker that takes its
     # stop request only after the request it is busy with).
@@ -251,6 +290,7 @@ sub begin_stop {
     $self->{notify}->stopping if $self->{notify};
     $self->{shared}->set_server_stopping;
     $self->stop_worker($_) for keys %{ $self->{workers} };
+    $self->stop_generations;
     # After the stop requests: an idle worker woken by its listener closing
     # finds its request already, and stops instead of accepting on it again.
     $_->stop_accepting for @{ $self->{listeners} };
@@ -260,11 +300,19 @@ sub begin_stop {
 # sockets never go unserved.
 sub restart_workers {
     my ($self, $sig) = @_;
+    # serow FILE, the first generation still loading: it reads the file as
+    # it is now, and there is nothing to replace.
+    if ($self->{preload_app} && !$self->{serving} && $self->{loading}) {
+        return Serow::Log->info("received SIG$sig while the app loads: nothing to replace yet");
+    }
     Serow::Log->info("received SIG$sig: replacing workers gracefully");
     if ($self->{notify}) {
         $self->{notify}->reloading;
         $self->{awaiting_ready} = 1;
     }
+    # serow FILE: a new generation loads the app; its workers start once it
+    # has (check_loading_generation).
+    return $self->start_generation if $self->{preload_app};
     my @old = keys %{ $self->{workers} };
     $self->{generation}++;
     $self->spawn_missing_workers;
@@ -275,14 +323,86 @@ sub restart_workers {
     $self->stop_worker($_) for @old;
 }
 
-# --lazy-app, after a HUP: once the new generation has started, the workers
-# of the older ones finish and leave.
+# --lazy-app and serow FILE, after a HUP: once the new generation has
+# started, the workers of the older ones finish and leave, and so do the
+# older generation processes.
 sub retire_old_generation {
     my ($self) = @_;
     return unless $self->{retire_old_when_ready} && $self->generation_ready($self->{shared}->status);
     $self->{retire_old_when_ready} = 0;
     my $w = $self->{workers};
     $self->stop_worker($_) for grep { $w->{$_}{generation} != $self->{generation} } keys %$w;
+    my $serving = $self->{serving};
+    $_->retire for grep { !$serving || $_ != $serving } values %{ $self->{generations} };
+}
+
+# serow FILE: forks a generation process to load the app (at the start, on
+# HUP, or when the serving one died).  A HUP that comes while one is
+# loading starts over with the file as it is now.
+sub start_generation {
+    my ($self) = @_;
+    if (my $loading = delete $self->{loading}) {
+        Serow::Log->info("generation " . $loading->number . " has not loaded the app yet: "
+            . "a new one loads it afresh");
+        $loading->retire;
+        kill 'KILL', $loading->pid; # (it ignores the master's signals)
+    }
+    my $generation = Serow::Generation->start(master => $self, number => ++$self->{generations_started},
+        load_app => $self->{preload_app}) or return;
+    $self->{generations}{ $generation->pid } = $generation;
+    $self->{loading} = $generation;
+}
+
+# serow FILE: the generation loading the app has loaded it (its workers
+# become the current ones, and replace the old ones once they have all
+# started) or could not (it logged why; the old generation keeps serving,
+# or, at the start, serow exits 2).
+sub check_loading_generation {
+    my ($self) = @_;
+    my $loading = $self->{loading} or return;
+    my $result = $loading->read_load_result or return;
+    $self->{loading} = undef;
+    if ($result eq 'loaded') {
+        $self->{serving} = $loading;
+        $self->{generation}++;
+        $self->{retire_old_when_ready} = 1;
+        $self->announce;
+        return;
+    }
+    $loading->retire;
+    if (!$self->{serving}) {
+        Serow::Log->error("could not load the app $self->{app_file}: exiting");
+        $self->{exit_status} = 2;
+        return $self->begin_stop;
+    }
+    # (READY=1 again: notify_systemd, the old generation being ready.)
+    Serow::Log->error("generation " . $loading->number . " could not load the app $self->{app_file}: "
+        . "the workers of generation " . $self->{serving}->number . " keep serving");
+}
+
+# The stop: generation processes fork no more workers.
+sub stop_generations {
+    my ($self) = @_;
+    for my $generation (values %{ $self->{generations} }) {
+        $generation->retire;
+        # (One still loading the app would finish loading first; it
+        # ignores the master's signals.)
+        kill 'KILL', $generation->pid if $generation->loading;
+    }
+    $self->{loading} = $self->{serving} = undef;
+}
+
+# In a generation process: what the master keeps for its own children is
+# not this process's (their descriptors were closed by fork_child), nor are
+# systemd's socket, the ids to drop (dropped) or the access log it had (each
+# worker gets the master's current one with the request to fork it).
+sub forget_in_generation {
+    my ($self) = @_;
+    $self->{workers} = {};
+    $self->{generations} = {};
+    $self->{notify} = $self->{privileges} = undef;
+    close $self->{access_log_fh} if $self->{access_log_fh};
+    $self->{access_log_fh} = undef;
 }
 
 sub add_worker {
@@ -326,6 +446,7 @@ sub current_workers {
 
 sub spawn_missing_workers {
     my ($self) = @_;
+    return if $self->{preload_app} && !$self->{serving}; # (no app loaded yet)
     my $missing = $self->{target} - $self->current_workers;
     for (1 .. $missing) {
         return if $self->{throttled_until} && Time::HiRes::time < $self->{throttled_until};
@@ -359,8 +480,10 @@ sub fork_child {
     }
     if ($pid == 0) {
         $SIG{$_} = 'DEFAULT' for @SIGNALS;
-        # The other workers' doorbells are the master's, not this child's.
+        # The other workers' doorbells are the master's, not this child's,
+        # and so are its channels to the generation processes.
         Serow::close_fd($_->{wake_fd}) for values %{ $self->{workers} };
+        $_->close_in_child for values %{ $self->{generations} };
         $self->{notify}->close_in_child if $self->{notify};
         if ($self->{privileges} && !eval { $self->{privileges}->drop }) {
             Serow::Log->error("cannot drop privileges: $@");
@@ -425,9 +548,7 @@ sub spawn_worker {
         $self->{throttled_until} = Time::HiRes::time + FAST_DEATH_SECONDS;
         return;
     }
-    # A worker takes USR2 for its master's death: it ignores TERM
-    # (Serow::Worker, install_signal_handlers).
-    my $pid = $self->fork_child(sub { $self->run_worker($limit, $slot, $wake_fd, @_) }, 'USR2');
+    my $pid = $self->fork_worker($limit, $slot, $wake_fd);
     if (!$pid) {
         Serow::close_fd($wake_fd);
         return;
@@ -436,6 +557,21 @@ sub spawn_worker {
                                slot => $slot, wake_fd => $wake_fd };
     Serow::Log->debug("forked worker $pid in slot $slot (generation $self->{generation}"
         . ($limit ? ", max requests $limit" : '') . ')');
+}
+
+# Forks a worker (serow FILE: has the serving generation fork it); its pid,
+# or undef.
+sub fork_worker {
+    my ($self, $limit, $slot, $wake_fd) = @_;
+    if (my $serving = $self->{serving}) {
+        my @access_log = $self->{access_log_fh} ? fileno $self->{access_log_fh} : ();
+        my $pid = $serving->spawn_worker($slot, $limit, $wake_fd, @access_log);
+        $self->{throttled_until} = Time::HiRes::time + FAST_DEATH_SECONDS unless $pid;
+        return $pid;
+    }
+    # A worker takes USR2 for its master's death: it ignores TERM
+    # (Serow::Worker, install_signal_handlers).
+    return $self->fork_child(sub { $self->run_worker($limit, $slot, $wake_fd, @_) }, 'USR2');
 }
 
 # In the child: becomes a worker and never returns.
@@ -601,6 +737,10 @@ sub reap_workers {
                 unless $self->{stopping};
             next;
         }
+        if (my $generation = delete $self->{generations}{$pid}) {
+            $self->generation_exited($generation, $status);
+            next;
+        }
         my $w = delete $self->{workers}{$pid} or next;
         Serow::close_fd($w->{wake_fd});
         $self->answer_stuck_client($pid, $w);
@@ -624,6 +764,26 @@ sub reap_workers {
             $self->{throttled_until} = Time::HiRes::time + FAST_DEATH_SECONDS;
         }
     }
+}
+
+# A generation process has exited: it was told to (retired, or stopping),
+# or could not load the app (check_loading_generation says so), or died
+# while serving: then a new generation loads the app, and replaces its
+# workers once ready.
+sub generation_exited {
+    my ($self, $generation, $status) = @_;
+    my $number = $generation->number;
+    # (One loading the app: check_loading_generation reads its end.)
+    return if $self->{loading} && $generation == $self->{loading};
+    $generation->retire;
+    if (!$self->{serving} || $generation != $self->{serving}) {
+        Serow::Log->info("generation $number (pid " . $generation->pid . ") exited") if $status == 0;
+        return;
+    }
+    $self->{serving} = undef;
+    Serow::Log->error("generation $number (pid " . $generation->pid . ") exited with status $status: "
+        . "a new generation loads the app");
+    $self->start_generation unless $self->{loading};
 }
 
 sub log_worker_exit {
@@ -655,9 +815,9 @@ Serow::Master - the master process: forks workers, replaces them, handles signal
 
 =head1 DESCRIPTION
 
-The master holds the listen sockets and the loaded app, forks the
-connection holder (L<Serow::ConnectionHolder>, see F<docs/keepalive.md>) and
-C<--workers> workers, and replaces any that exits (C<--max-requests>, C<psgix.harakiri>,
+The master holds the listen sockets, forks the connection holder
+(L<Serow::ConnectionHolder>, see F<docs/keepalive.md>) and C<--workers>
+workers, and replaces any that exits (C<--max-requests>, C<psgix.harakiri>,
 an app that calls C<exit>, a crash; see F<docs/hardening.md>), and the holder if it dies.
 With C<--max-worker-rss>, it reads each worker's resident memory once a second
 and replaces one over the limit as on HUP (C<worker PID uses N MiB, over
@@ -666,6 +826,29 @@ status N> or C<was killed by signal N>); the worker itself logs when it is
 ready (C<worker PID started>, with its own request limit under
 C<--max-requests>) and when it stops accepting (C<worker PID stopping>; a
 busy worker, once its request is answered).
+
+How a worker gets the app depends on how the master got it:
+
+=over
+
+=item serow FILE (C<preload_app>)
+
+The master never loads the app. A generation process (L<Serow::Generation>)
+loads it and forks the workers, each through an intermediate process, so
+that they are the master's children (it is a child subreaper) and the
+master manages them as any other. HUP starts a new generation; a file that
+cannot be loaded leaves the old one serving.
+
+=item --lazy-app (C<load_app>)
+
+Each worker loads the file after the fork; after a HUP, the old workers
+serve until the new ones have started.
+
+=item a loaded app (C<app>: C<plackup -s Serow>, C<< Serow::Server->run($app) >>)
+
+The workers are forked from the master; HUP replaces them with the same code.
+
+=back
 
 The master tells a worker to stop, or to reopen its logs, through the
 shared memory (a flag in the worker's slot, then a ring of an eventfd the
@@ -678,8 +861,8 @@ A worker whose master dies (even by SIGKILL) gets SIGUSR2 from the kernel
 (it ignores SIGTERM) and finishes its requests, so no worker outlives its
 master for long.
 
-With C<--user> or C<--group>, every child (workers and holder) switches
-ids right after the fork (L<Serow::Privileges>), before it sets that
+With C<--user> or C<--group>, every child (workers, holder, generation
+processes) switches ids right after the fork (L<Serow::Privileges>), before it sets that
 parent-death signal: a change of uid clears it. The master keeps its ids.
 
 =head2 Signals
@@ -703,7 +886,10 @@ are ignored from then on.
 =item HUP
 
 Start a new set of workers, then ask the old ones to finish and exit (each
-within C<--graceful-timeout>).
+within C<--graceful-timeout>). With serow FILE, a new generation process
+loads the app afresh first, and the old workers go once every new one has
+started; with C<--lazy-app> too, the new workers loading the file. See
+F<docs/operations.md>, "Deploying new code: HUP".
 
 =item TTIN, TTOU
 
@@ -722,7 +908,8 @@ neither option it ignores USR1).
 
 Under C<Type=notify> (C<$NOTIFY_SOCKET> set; L<Serow::Notify>) the master
 tells systemd C<READY=1> once the holder and every worker run,
-C<RELOADING=1> and C<READY=1> again around a HUP, C<STOPPING=1> on stop,
+C<RELOADING=1> and C<READY=1> again around a HUP (also when the new
+generation could not load the app), C<STOPPING=1> on stop,
 C<STATUS=> when the counts of busy and idle workers and of queued and idle
 connections change, and C<WATCHDOG=1> every half C<WATCHDOG_USEC>. See
 F<docs/operations.md>.

@@ -103,7 +103,8 @@ sub not_an_app {
 
 # Loads and checks the app file: the app, or a die "cannot load FILE: ..."
 # with perl's error (its file and line) or what the file returned instead.
-# serow calls it in the master; with --lazy-app, each worker (Serow::Master).
+# A generation process calls it (Serow::Generation); with --lazy-app, each
+# worker (Serow::Master).
 sub load_app_file {
     my ($file) = @_;
     require Plack::Util;
@@ -118,7 +119,18 @@ sub load_app_file {
     return $app;
 }
 
-# $app is the loaded app; with --lazy-app, the file each worker loads.
+# Serves the app file $file (serow): loaded afresh by a generation process
+# at the start and on every HUP (Serow::Generation), never by the master;
+# with --lazy-app, by each worker.
+sub run_file {
+    my ($self, $file) = @_;
+    return $self->run($file) if $self->{options}{lazy_app};
+    require Plack::Util; # once, here: the generations share it
+    return $self->start_master(preload_app => sub { load_app_file($file) }, app_file => $file);
+}
+
+# $app is the loaded app (a HUP replaces the workers, with the same app);
+# with --lazy-app, the file each worker loads.
 sub run {
     my ($self, $app) = @_;
     my $options = $self->{options};
@@ -135,6 +147,14 @@ sub run {
     } else {
         @app = (app => $app);
     }
+    return $self->start_master(@app);
+}
+
+# Opens the logs, the listen sockets and the pid file, and runs the master
+# with @app (how it gets the app: Serow::Master->new); its exit status.
+sub start_master {
+    my ($self, @app) = @_;
+    my $options = $self->{options};
     # Until the master sets its own handlers, signals wait for it (a stop
     # then stops it before it starts any process) instead of killing this
     # process with the pid file and sockets left behind.
@@ -219,6 +239,7 @@ Serow::Server - a Serow server: options, listen sockets, master
 
     use Serow::Server;
     Serow::Server->new(listen => ['127.0.0.1:5000'], workers => 4)->run($app);
+    Serow::Server->new(listen => ['127.0.0.1:5000'], workers => 4)->run_file('app.psgi');
 
 =head1 DESCRIPTION
 
@@ -231,5 +252,10 @@ logs the start-up line: version (and commit, from a git checkout:
 L<Serow::Version>), listen URLs and UNIX paths, workers,
 master pid, keep-alive, user and pid file. The pid file is removed when the
 master stops cleanly.
+
+C<run($app)> takes a loaded app (a code reference): a HUP then replaces the
+workers with the same code. C<run_file($file)> (what C<serow> calls) has a
+generation process load the file (L<Serow::Generation>), at the start and
+afresh on each HUP; with C<lazy_app>, each worker loads it.
 
 =cut

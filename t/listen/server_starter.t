@@ -4,7 +4,7 @@ use Test::More;
 use Net::EmptyPort qw(empty_port wait_port);
 use File::Temp ();
 use lib 't/lib';
-use Serow::Test qw(start_server http_get hammer find_command child_pids wait_until process_alive);
+use Serow::Test qw(start_server http_get hammer find_command child_pids wait_until process_alive generation_pids);
 
 # Under the real start_server (Server::Starter): Serow serves every socket
 # it is handed, TCP and UNIX at once, and a HUP to start_server (a new
@@ -48,14 +48,16 @@ my $banner = $starter->wait_for_log(qr/listening on .* \(master pid \d+\)/);
 ok $banner, 'Serow started' or diag $starter->log;
 like $banner, qr/listening on http:\/\/127\.0\.0\.1:$port, \Q$path\E with $workers workers/, 'on both sockets it was handed';
 my ($first_master) = $banner =~ /master pid (\d+)/;
+# (The app is loaded by the master's generation process, not the master.)
+my ($first_loader) = generation_pids($first_master);
 
 subtest 'both sockets are served' => sub {
     my $tcp = http_get({ port => $port }, '/');
     is $tcp->{status}, 200, 'TCP';
-    like $tcp->{body}, qr/ loaded-in $first_master server 127\.0\.0\.1:$port$/, 'by the Serow start_server started';
+    like $tcp->{body}, qr/ loaded-in $first_loader server 127\.0\.0\.1:$port$/, 'by the Serow start_server started';
     my $unix = http_get({ path => $path }, '/');
     is $unix->{status}, 200, 'UNIX';
-    like $unix->{body}, qr/ loaded-in $first_master /;
+    like $unix->{body}, qr/ loaded-in $first_loader /;
 };
 
 subtest 'HUP to start_server: a new Serow takes over, no request fails' => sub {
@@ -74,8 +76,9 @@ subtest 'HUP to start_server: a new Serow takes over, no request fails' => sub {
     ok $starter->wait_for_log(qr/\[pid $first_master\] stopped/, undef, $mark), 'which stops gracefully';
     ok $starter->wait_for_log(qr/old worker $first_master died, status:0/, undef, $mark), 'and exits 0';
     # Requests after the switch, on both sockets, meet the new Serow.
-    like http_get({ port => $port }, '/')->{body}, qr/ loaded-in $new_master /, 'TCP is served by the new Serow';
-    like http_get({ path => $path }, '/')->{body}, qr/ loaded-in $new_master /, 'UNIX too';
+    my ($new_loader) = generation_pids($new_master);
+    like http_get({ port => $port }, '/')->{body}, qr/ loaded-in $new_loader /, 'TCP is served by the new Serow';
+    like http_get({ path => $path }, '/')->{body}, qr/ loaded-in $new_loader /, 'UNIX too';
     for my $clients ($tcp_clients, $unix_clients) {
         my $result = $clients->stop;
         cmp_ok $result->{ok}, '>', 0, "$result->{ok} requests answered";

@@ -3,7 +3,7 @@ use warnings;
 use Test::More;
 use File::Temp ();
 use lib 't/lib';
-use Serow::Test qw(start_server run_serow http_get wait_until);
+use Serow::Test qw(start_server run_serow http_get wait_until generation_pids);
 
 # --lazy-app: each worker loads the app file after the fork, the master
 # never does; a file no worker can load stops serow with status 2; a HUP
@@ -59,12 +59,12 @@ subtest 'with --lazy-app each worker loads the app, the master never' => sub {
     is $server->stop, 0;
 };
 
-subtest 'without it the master loads the app, once' => sub {
+subtest 'without it the generation process loads the app, once (t/process/deploy.t)' => sub {
     unlink $marker;
     write_app($app_file, 'v1');
     my $server = start_server(app_file => $app_file, options => ['--workers', 2], env => \%env);
     is scalar($server->wait_for_log_all(qr/worker (\d+) started/, 2)), 2, 'two workers started';
-    is_deeply [loaded_in()], [$server->pid], 'loaded in the master alone';
+    is_deeply [loaded_in()], [generation_pids($server->pid)], 'loaded in the generation process alone';
     is $server->stop, 0;
 };
 

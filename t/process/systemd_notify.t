@@ -147,6 +147,41 @@ subtest 'serow: the app does not see NOTIFY_SOCKET when it loads either' => sub 
     is $server->stop, 0;
 };
 
+subtest 'serow FILE: READY=1 after a HUP once the new generation has started, or failed to load' => sub {
+    my $dir = File::Temp->newdir;
+    my $systemd = notify_socket("$dir/notify");
+    my $file = "$dir/app.psgi";
+    my $write = sub {
+        open my $fh, '>', "$file.new" or die $!;
+        print {$fh} $_[0];
+        close $fh;
+        rename "$file.new", $file or die $!;
+    };
+    $write->('sub { [200, [], ["v1"]] }');
+    my $server = start_server(app_file => $file, options => ['--workers', 2],
+        env => { NOTIFY_SOCKET => "$dir/notify" });
+    ok wait_for_message($systemd, qr/\AREADY=1\n\z/), 'READY=1' or return diag $server->log;
+
+    $write->("my \$x = ;\n");
+    my $mark = $server->log_mark;
+    $server->signal('HUP');
+    ok wait_for_message($systemd, qr/\ARELOADING=1\n/, $STATUS), 'RELOADING=1 on HUP' or return diag $server->log;
+    ok wait_for_message($systemd, qr/\AREADY=1\n\z/, $STATUS), 'READY=1 again';
+    like $server->log, qr/generation 2 could not load the app/, 'sent once the new code had failed to load';
+    is http_get($server, '/')->{body}, 'v1', 'the old code serves';
+
+    $write->('sub { [200, [], ["v3"]] }');
+    $mark = $server->log_mark;
+    $server->signal('HUP');
+    ok wait_for_message($systemd, qr/\ARELOADING=1\n/, $STATUS), 'RELOADING=1 on the next HUP';
+    ok wait_for_message($systemd, qr/\AREADY=1\n\z/, $STATUS), 'READY=1 again';
+    # (Each worker publishes its pid before it logs "started".)
+    is scalar($server->wait_for_log_all(qr/worker (\d+) started/, 2, undef, $mark)), 2,
+        'sent once both new workers had started';
+    is http_get($server, '/')->{body}, 'v3', 'the new code serves';
+    is $server->stop, 0;
+};
+
 subtest 'without NOTIFY_SOCKET, nothing is sent' => sub {
     my $dir = File::Temp->newdir;
     my $systemd = notify_socket("$dir/notify");

@@ -2,10 +2,11 @@ use strict;
 use warnings;
 use Test::More;
 use lib 't/lib';
-use Serow::Test qw(start_server http_get wait_until child_pids process_alive);
+use Serow::Test qw(start_server http_get wait_until child_pids process_alive generation_pids);
 
-# The app is loaded once, in the master, before any worker forks; --workers
-# N forks N workers, and a worker that dies is replaced.
+# The app is loaded once, by the generation process (not the master),
+# before it forks the workers; --workers N forks N workers, which are the
+# master's children, and a worker that dies is replaced.
 
 sub started_workers {
     my ($server, $n) = @_;
@@ -17,19 +18,21 @@ sub started_workers {
     return @pids;
 }
 
-subtest 'the app is loaded in the master, once; --workers 4 forks four workers' => sub {
+subtest 'the app is loaded by the generation process, once; --workers 4 forks four workers' => sub {
     my $server = start_server(app_file => 't/apps/pid.psgi', options => ['--workers', 4]);
     my @workers = started_workers($server, 4);
     is scalar(@workers), 4, 'four workers started' or return diag $server->log;
     my @loads = $server->log =~ /test app loaded in pid (\d+)/g;
-    is_deeply \@loads, [$server->pid], 'the app was loaded once, by the master process';
+    my @generations = generation_pids($server->pid);
+    is scalar(@generations), 1, 'the master has one generation process';
+    is_deeply \@loads, \@generations, 'the app was loaded once, by the generation process';
     is_deeply [child_pids($server->pid)], [sort { $a <=> $b } @workers], 'the master has exactly these four children';
     for (1 .. 8) {
         my $res = http_get($server, '/');
         my ($pid, $loaded_in) = ($res->{body} // '') =~ /^pid (\d+) loaded-in (\d+)/
             or fail "request $_: $res->{status} $res->{body}";
         ok +(grep { $_ == $pid } @workers), "request $_ is answered by a worker ($pid)";
-        is $loaded_in, $server->pid, '  with the app the master loaded';
+        is $loaded_in, $generations[0], '  with the app the generation loaded';
     }
     is $server->stop, 0;
     ok !grep({ process_alive($_) } @workers), 'no worker is left after the stop';

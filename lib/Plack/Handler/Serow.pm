@@ -63,6 +63,11 @@ C<host> and C<port> (as L<Plack::Loader> passes them) work as well as
 C<listen>, and so does C<listen_sock>, a listening socket already open (as
 L<Plack::Test::Server> passes it).
 
+plackup loads the app itself and hands it over, so a HUP to the master
+replaces the workers with the same code; C<serow app.psgi> loads the file
+afresh on HUP (a deploy: see F<docs/operations.md>). Under plackup, deploy
+with Server::Starter or a restart.
+
 =head1 TESTING AN APP THROUGH SEROW
 
 An app's own tests can run it under a real Serow (forked workers, real

@@ -13,7 +13,7 @@ use Time::HiRes ();
 use Serow::Test::Common qw(READ_TIMEOUT);
 
 our @EXPORT_OK = qw(wait_until proc_stat_fields process_alive all_child_pids child_pids
-                    is_connection_holder fork_group wait_for_exit kill_group run_command);
+                    is_connection_holder is_generation generation_pids fork_group wait_for_exit kill_group run_command);
 
 # Polls $cond until it is true or $timeout seconds pass.  For conditions no
 # event announces (a process count in /proc); returns the last value.
@@ -64,25 +64,40 @@ sub _cmdline {
 # itself in $0 ("serow worker", "serow connection holder") just after fork;
 # until then it shows the master's name, so this waits (bounded) for a child
 # that still does.
-sub is_connection_holder {
+sub is_connection_holder { _settled_cmdline($_[0]) =~ /\Aserow connection holder/ }
+
+# Whether $pid is a generation process (serow FILE: it loaded the app and
+# forks the workers; Serow::Generation).
+sub is_generation { _settled_cmdline($_[0]) =~ /\Aserow generation/ }
+
+# The generation processes of the master $pid, oldest first.
+sub generation_pids {
+    my ($pid) = @_;
+    return sort { $a <=> $b } grep { is_generation($_) } all_child_pids($pid);
+}
+
+# $pid's command line, once it has named itself: a child the master has
+# just forked is still called "serow master" for a moment.
+sub _settled_cmdline {
     my ($pid) = @_;
     my $cmdline = _cmdline($pid);
     if ($cmdline =~ /\Aserow master/ && _cmdline(_parent_pid($pid)) =~ /\Aserow master/) {
         wait_until(sub { $cmdline = _cmdline($pid); $cmdline !~ /\Aserow master/ });
     }
-    return $cmdline =~ /\Aserow connection holder/;
+    return $cmdline;
 }
 
-# The pids whose parent is $pid (from /proc), zombies and the connection
-# holder left out (for a Serow master: its workers); in scalar context, how
-# many.
+# The pids whose parent is $pid (from /proc), zombies, the connection
+# holder and generation processes left out (for a Serow master: its
+# workers); in scalar context, how many.
 sub child_pids {
     my ($pid) = @_;
     my @children;
     for my $dir (glob '/proc/[0-9]*') {
         my ($child) = $dir =~ /(\d+)\z/;
         my ($state, $ppid) = proc_stat_fields($child) or next; # the process may be gone already
-        push @children, $child if $ppid == $pid && $state ne 'Z' && !is_connection_holder($child);
+        push @children, $child
+            if $ppid == $pid && $state ne 'Z' && !is_connection_holder($child) && !is_generation($child);
     }
     @children = sort { $a <=> $b } @children;
     return wantarray ? @children : scalar @children;

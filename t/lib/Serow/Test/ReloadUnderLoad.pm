@@ -12,8 +12,12 @@ use warnings;
 #             on the same sockets and sends TERM to the old one
 #   hup       Serow's master gets HUP: new workers, the old ones finish
 #   ttin-ttou TTIN (a worker more), then TTOU (one less)
+#   deploy    the app file is rewritten, then Serow's master gets HUP: a new
+#             generation loads the new code (issue 21, item 2); every body
+#             must be one version's, whole (count-statuses.lua's "versions")
 
 use Exporter 'import';
+use File::Temp ();
 use Net::EmptyPort ();
 use Time::HiRes ();
 use Serow::Test::Common qw(root);
@@ -32,13 +36,20 @@ use constant REQUEST_TIMEOUT => '10s';
 # Bound of each wait for a reload's effect in the log (never a pace).
 use constant RELOAD_WAIT => 60;
 
-my %KINDS = (starter => \&_start_under_starter, hup => \&_start_serow, 'ttin-ttou' => \&_start_serow);
-my %RELOAD = (starter => \&_reload_starter, hup => \&_reload_hup, 'ttin-ttou' => \&_reload_ttin_ttou);
+my %KINDS = (starter => \&_start_under_starter, hup => \&_start_serow, 'ttin-ttou' => \&_start_serow,
+             deploy => \&_start_deploying);
+my %RELOAD = (starter => \&_reload_starter, hup => \&_reload_hup, 'ttin-ttou' => \&_reload_ttin_ttou,
+              deploy => \&_reload_deploy);
+
+# deploy: each version's body, "vN;" this many times, in this many parts.
+use constant VERSION_MARKERS => 512;
+use constant VERSION_PARTS => 8;
 
 sub kinds { sort keys %KINDS }
 
 # reload_under_load(kind => K, seconds => S, reloads => R, connections => C, workers => W)
 # Returns { requests, responses, non2xx, connect, read, write, timeout, p99_ms,
+#           mixed and versions ('1,2,3': the versions served; deploy only),
 #           reloads (done while wrk ran), reload_failures => [...], server_errors => [...],
 #           wrk_output, log }.
 sub reload_under_load {
@@ -54,7 +65,7 @@ sub reload_under_load {
     if (!$wrk_pid) {
         open(STDERR, '>&', \*STDOUT);
         exec 'wrk', '-t2', '-c' . ($args{connections} // 64), "-d${seconds}s", '--timeout', REQUEST_TIMEOUT,
-            '-s', $LUA, "http://127.0.0.1:$state->{port}/";
+            '-s', $LUA, "http://127.0.0.1:$state->{port}/", $kind eq 'deploy' ? ('--', 'versions') : ();
         die "cannot run wrk: $!\n";
     }
     # The reloads are spread over the run (pacing, not synchronisation: each
@@ -84,17 +95,26 @@ sub reload_under_load {
     return \%result;
 }
 
-# The socket and status failures of a result, added up.
+# The socket and status failures of a result, added up (and the bodies of
+# no single version, for deploy).
 sub failed_requests {
     my ($result) = @_;
     my $n = 0;
-    $n += $result->{$_} // 0 for qw(non2xx connect read write timeout);
+    $n += $result->{$_} // 0 for qw(non2xx connect read write timeout mixed);
     return $n;
 }
 
+# deploy: the versions of the app (1 and one per reload) that no response
+# came from.
+sub unserved_versions {
+    my ($result, $reloads) = @_;
+    my %served = map { $_ => 1 } split /,/, $result->{versions} // '';
+    return grep { !$served{$_} } 1 .. $reloads + 1;
+}
+
 sub _start_serow {
-    my ($workers) = @_;
-    my $server = start_server(app_file => $APP, options => ['--workers', $workers]);
+    my ($workers, $app) = @_;
+    my $server = start_server(app_file => $app // $APP, options => ['--workers', $workers]);
     my @pids = $server->wait_for_log_all(qr/worker (\d+) started/, $workers, RELOAD_WAIT);
     return undef unless @pids == $workers;
     return { server => $server, port => $server->port, workers => \@pids, count => $workers };
@@ -143,6 +163,39 @@ sub _reload_hup {
     return 'not every old worker exited 0' unless @left == $state->{count};
     $state->{workers} = \@new;
     return undef;
+}
+
+sub _start_deploying {
+    my ($workers) = @_;
+    my $dir = File::Temp->newdir;
+    my $file = "$dir/app.psgi";
+    _write_version($file, 1);
+    my $state = _start_serow($workers, $file) or return undef;
+    @$state{qw(dir file version)} = ($dir, $file, 1);
+    return $state;
+}
+
+# The app of version $n: its body is "v$n;" repeated, sent in parts.
+sub _write_version {
+    my ($file, $n) = @_;
+    open(my $fh, '>', "$file.new") or die "$file.new: $!";
+    printf $fh <<'APP', $n, VERSION_MARKERS / VERSION_PARTS, VERSION_PARTS;
+my ($part, $parts) = ('v%d;' x %d, %d);
+my $length = length($part) * $parts;
+sub { [200, ['Content-Type' => 'text/plain', 'Content-Length' => $length], [($part) x $parts]] };
+APP
+    close $fh;
+    rename "$file.new", $file or die "rename $file: $!"; # whole, never half written
+}
+
+sub _reload_deploy {
+    my ($state) = @_;
+    _write_version($state->{file}, ++$state->{version});
+    my $mark = $state->{server}->log_mark;
+    my $failure = _reload_hup($state);
+    return $failure if $failure;
+    return $state->{server}->wait_for_log(qr/generation \d+ loaded the app/, RELOAD_WAIT, $mark)
+        ? undef : 'no new generation loaded the app';
 }
 
 sub _reload_ttin_ttou {

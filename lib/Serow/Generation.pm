@@ -1,0 +1,266 @@
+package Serow::Generation;
+use strict;
+use warnings;
+
+use Time::HiRes ();
+
+use Serow ();
+use Serow::Log ();
+
+# How long the master waits for a generation process to say which worker it
+# forked.  It answers at once (two forks); past this it is taken for hung.
+use constant SPAWN_REPLY_SECONDS => 10;
+
+# A generation of `serow FILE` (the app preloaded): a process, forked by the
+# master, that loads the app file and then forks that generation's workers,
+# which share its compiled app copy-on-write.  The master never loads the
+# app, so that a HUP can load it afresh from disk in a new generation while
+# the old one serves.
+#
+# The master keeps managing every worker itself (Serow::Master: slots,
+# reaping, stopping, killing): the generation process forks each worker
+# through an intermediate process that exits at once, so that the worker is
+# re-parented to the master (a child subreaper), and says the worker's pid.
+# The master asks for one worker at a time and waits for the answer before
+# it reaps again, so no worker can exit before the master knows it.
+#
+# Messages on the channel (SOCK_SEQPACKET, Serow::send_message):
+#   master -> generation: "spawn SLOT LIMIT" with the worker's doorbell
+#                         (eventfd) and, if any, the access log; "exit"
+#   generation -> master: "loaded" once the app is; "pid PID" or
+#                         "error WHY" for each spawn.
+# A generation that cannot load the app logs why and exits: the master reads
+# the end of the stream.
+
+# Master side: forks the generation process (through $master->fork_child:
+# privileges dropped, parent-death signal KILL).  Returns the object, or
+# undef when the fork failed.
+sub start {
+    my ($class, %args) = @_;
+    my $master = $args{master};
+    my ($master_end, $generation_end) = Serow::make_message_channel();
+    my $self = bless { number => $args{number}, channel => $master_end, state => 'loading' }, $class;
+    # It ignores the master's signals (below): the master's death kills it.
+    my $pid = $master->fork_child(sub {
+        my ($signal_mask) = @_;
+        Serow::close_fd($master_end);
+        $self->{channel} = $generation_end;
+        $self->run_process($master, $args{load_app}, $signal_mask);
+    }, 'KILL');
+    Serow::close_fd($generation_end);
+    if (!$pid) {
+        Serow::close_fd($master_end);
+        return undef;
+    }
+    $self->{pid} = $pid;
+    return $self;
+}
+
+sub pid     { $_[0]{pid} }
+sub number  { $_[0]{number} }
+sub channel { $_[0]{channel} }
+sub loading { $_[0]{state} eq 'loading' }
+
+# Master side, once the channel is readable while loading: 'loaded', or
+# 'failed' (the process ended the stream: it logged why), or '' when there
+# was nothing to read after all.
+sub read_load_result {
+    my ($self) = @_;
+    my ($message) = Serow::receive_message($self->{channel});
+    return '' if !defined $message && $!{EAGAIN};
+    $self->{state} = defined $message && $message eq 'loaded' ? 'serving' : 'failed';
+    return $self->{state} eq 'serving' ? 'loaded' : 'failed';
+}
+
+# Master side: asks for a worker.  Returns its pid, or undef (logged).
+sub spawn_worker {
+    my ($self, $slot, $limit, @fds) = @_;
+    if (!defined $self->{channel} || !Serow::send_message($self->{channel}, "spawn $slot $limit", @fds)) {
+        Serow::Log->error("cannot ask generation $self->{number} (pid $self->{pid}) for a worker: "
+            . ($! || 'it has exited'));
+        return undef;
+    }
+    my $reply = $self->wait_for_reply(SPAWN_REPLY_SECONDS) // '';
+    return $1 if $reply =~ /\Apid (\d+)\z/;
+    Serow::Log->error("generation $self->{number} (pid $self->{pid}) could not fork a worker: "
+        . ($reply =~ /\Aerror (.*)/s ? $1 : $reply eq '' ? 'no answer' : "it said '$reply'"));
+    return undef;
+}
+
+# Master side: the next message, waiting up to $seconds; undef when none came
+# (or the stream ended).
+sub wait_for_reply {
+    my ($self, $seconds) = @_;
+    my $deadline = Time::HiRes::time + $seconds;
+    while ((my $left = $deadline - Time::HiRes::time) > 0) {
+        my $rin = '';
+        vec($rin, $self->{channel}, 1) = 1;
+        select(my $rout = $rin, undef, undef, $left); # (a signal cuts it short: again)
+        my ($message) = Serow::receive_message($self->{channel});
+        return $message if defined $message && length $message;
+        return undef if defined $message || !$!{EAGAIN};
+    }
+    return undef;
+}
+
+# Master side: the generation has no more workers to fork: its process
+# exits (its workers, the master's children, go on until they are stopped).
+sub retire {
+    my ($self) = @_;
+    my $channel = delete $self->{channel} // return;
+    Serow::send_message($channel, 'exit');
+    Serow::close_fd($channel);
+}
+
+# In a child of the master (any): the generation's channel is not its own.
+sub close_in_child {
+    my ($self) = @_;
+    Serow::close_fd($self->{channel}) if defined $self->{channel};
+}
+
+# ---- In the generation process ----
+
+# Loads the app, says so, then forks workers when asked until the master
+# says exit (or is gone).  Never returns.
+sub run_process {
+    my ($self, $master, $load_app, $signal_mask) = @_;
+    $0 = "serow generation $self->{number}";
+    # Like a worker, it ignores the master's signals, so that one sent to
+    # the whole process group (^C, systemd's stop) acts once, through the
+    # master, which ends this process by closing the channel (or, while it
+    # loads the app, with SIGKILL).
+    $SIG{$_} = 'IGNORE' for grep { $_ ne 'CHLD' } Serow::Master->signal_names, 'USR2';
+    $master->forget_in_generation;
+    Serow::set_signal_mask($signal_mask);
+    my $app = eval { $load_app->() } // do {
+        Serow::Log->error("generation $self->{number}: $@");
+        Serow::exit_now(1);
+    };
+    $master->{app} = $app;
+    Serow::send_message($self->{channel}, 'loaded') or Serow::exit_now(1);
+    Serow::Log->info("generation $self->{number} loaded the app");
+    while (defined(my $request = $self->next_request)) {
+        my ($message, @fds) = @$request;
+        last if $message eq 'exit';
+        my $reply = $message =~ /\Aspawn (\d+) (\d+)\z/
+            ? $self->fork_worker($master, $1, $2, @fds) : "error unknown request '$message'";
+        Serow::close_fd($_) for @fds;
+        Serow::send_message($self->{channel}, $reply) or last;
+    }
+    Serow::exit_now(0);
+}
+
+# The master's next request ([message, descriptors...]), or undef at the
+# end of the stream.
+sub next_request {
+    my ($self) = @_;
+    for (;;) {
+        my $rin = '';
+        vec($rin, $self->{channel}, 1) = 1;
+        select(my $rout = $rin, undef, undef, undef);
+        my ($message, @fds) = Serow::receive_message($self->{channel});
+        return undef if defined $message && $message eq '';
+        return [$message, @fds] if defined $message;
+        return undef unless $!{EAGAIN} || $!{EINTR};
+    }
+}
+
+# Forks a worker through an intermediate process, so that the worker's
+# parent is the master (a subreaper) once the intermediate has exited.
+# Returns "pid PID" or "error WHY".
+sub fork_worker {
+    my ($self, $master, $slot, $limit, $wake_fd, $log_fd) = @_;
+    pipe(my $pid_from, my $pid_to) or return "error pipe: $!";
+    # As in Serow::Master::fork_child: the worker unblocks them once its
+    # own handlers are set.
+    my $old = Serow::block_signals(Serow::Master->signal_names);
+    my $middle = fork;
+    if (!defined $middle) {
+        Serow::set_signal_mask($old);
+        return "error cannot fork: $!";
+    }
+    if ($middle == 0) {
+        close $pid_from;
+        pipe(my $gone_from, my $gone_to) or Serow::exit_now(1);
+        my $middle = $$;
+        my $pid = fork;
+        if (defined $pid && $pid == 0) {
+            # Named at once: by the time the master is its parent, nobody
+            # can take it for a generation process.
+            $0 = "serow worker";
+            close $gone_to;
+            close $pid_to;
+            wait_for_new_parent($gone_from, $middle);
+            $self->become_worker($master, $slot, $limit, $wake_fd, $log_fd, $old);
+        }
+        syswrite($pid_to, defined $pid ? "$pid\n" : "0 $!\n");
+        Serow::exit_now(0);
+    }
+    Serow::set_signal_mask($old);
+    close $pid_to;
+    my $answer = <$pid_from> // '';
+    close $pid_from;
+    waitpid($middle, 0);
+    return $answer =~ /\A([1-9]\d*)\n/ ? "pid $1" : "error cannot fork: " . ($answer =~ s/\A0 //r || 'no answer');
+}
+
+# In the worker: returns once the intermediate process, its parent, has
+# exited and the worker has been re-parented (to the master, or, if the
+# master is gone, to another process).  The end of the pipe comes first:
+# the kernel closes an exiting process's files before it re-parents its
+# children, so the last microseconds are waited for by looking.
+sub wait_for_new_parent {
+    my ($gone, $middle) = @_;
+    sysread($gone, my $byte, 1);
+    close $gone;
+    select(undef, undef, undef, 0.001) while getppid() == $middle;
+}
+
+# In the worker, once the master is its parent: never returns.
+sub become_worker {
+    my ($self, $master, $slot, $limit, $wake_fd, $log_fd, $signal_mask) = @_;
+    $SIG{$_} = 'DEFAULT' for Serow::Master->signal_names, 'USR2';
+    Serow::close_fd($self->{channel});
+    # As for every child of the master (fork_child): a worker whose master is
+    # gone finishes and leaves.  Set only now: it fires when the parent
+    # exits, and until a moment ago the parent was the intermediate.
+    Serow::set_parent_death_signal(Serow::signal_number('USR2'));
+    Serow::exit_now(0) if getppid() != $master->{pid};
+    $master->{access_log_fh} = undef;
+    if (defined $log_fd) {
+        open(my $fh, '>>&=', $log_fd) or do {
+            Serow::Log->error("worker $$: cannot use the access log descriptor: $!");
+            Serow::exit_now(1);
+        };
+        $master->{access_log_fh} = $fh;
+    }
+    $master->run_worker($limit, $slot, $wake_fd, $signal_mask);
+}
+
+1;
+__END__
+
+=head1 NAME
+
+Serow::Generation - the process that loads the app and forks its workers
+
+=head1 DESCRIPTION
+
+With C<serow FILE> (the app preloaded, no C<--lazy-app>) the master never
+loads the app. It forks a generation process (after dropping privileges,
+like every child), which loads the file and forks that generation's
+workers, so that they share the compiled app copy-on-write. On HUP the
+master starts a new generation, which loads the file afresh; only once all
+its workers have started do the old workers finish and leave and the old
+generation process exit. A file that cannot be loaded leaves the old
+generation serving (the error is logged with its file and line); the first
+generation failing stops serow with status 2.
+
+Each worker is forked through an intermediate process that exits at once:
+the master is a child subreaper (C<PR_SET_CHILD_SUBREAPER>), so the worker
+becomes the master's child, and the master reaps, counts, stops and kills
+it as any other worker (L<Serow::Master>). The worker sets its parent-death
+signal once its parent is the master. The generation process ignores the
+master's signals (as workers do) and gets SIGKILL when the master dies.
+
+=cut
