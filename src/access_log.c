@@ -518,7 +518,6 @@ static inline void put_uint(struct out *o, uint64_t v)
     }
 }
 
-/* Bytes written as they are in a field: printable ASCII but '"' and '\'. */
 /* Bytes written as they are: printable ASCII but '"' and '\\' (PLAIN), and
  * of those all but ' ' in a field that is not quoted (PLAIN_UNQUOTED).  A
  * table: one load a byte, where the comparisons took four. */
@@ -540,11 +539,29 @@ static inline int is_plain(unsigned char c)
 
 static const char hex[] = "0123456789ABCDEF";
 
+/* The bytes Apache escapes with a backslash and a letter rather than \xHH
+ * (ap_escape_logitem): log readers made for Apache's lines undo these. */
+static char backslash_letter(unsigned char c)
+{
+    switch (c) {
+    case '"': return '"';
+    case '\\': return '\\';
+    case '\b': return 'b';
+    case '\n': return 'n';
+    case '\r': return 'r';
+    case '\t': return 't';
+    case '\v': return 'v';
+    default: return 0;
+    }
+}
+
 /*
- * Writes s as it may appear in the log: printable ASCII as is, anything else
- * (control bytes, DEL, bytes above 0x7F) and '"' and '\' as \xHH, so that a
- * field never ends early and never carries a line end; with escape_space,
- * ' ' too (for a field that is not quoted).  At most budget bytes; a cut
+ * Writes s as it may appear in the log, escaped as Apache escapes it:
+ * printable ASCII as is; '"' and '\' as \" and \\; backspace, newline,
+ * carriage return, tab and vertical tab as \b \n \r \t \v; anything else
+ * (other control bytes, DEL, bytes above 0x7F) as \xHH, so that a field
+ * never ends early and never carries a line end; with escape_space, ' ' as
+ * \x20 too (for a field that is not quoted).  At most budget bytes; a cut
  * field ends in "...".  Empty or NULL: "-".
  */
 static void put_escaped(struct out *o, const char *s, size_t n, size_t budget, int escape_space)
@@ -585,7 +602,14 @@ static void put_escaped(struct out *o, const char *s, size_t n, size_t budget, i
             return;
         }
         unsigned char c = (unsigned char)s[i++];
+        char letter = backslash_letter(c);
         o->p[0] = '\\';
+        if (letter) {
+            o->p[1] = letter;
+            o->p += 2;
+            budget -= 2;
+            continue;
+        }
         o->p[1] = 'x';
         o->p[2] = hex[c >> 4];
         o->p[3] = hex[c & 15];

@@ -16,11 +16,11 @@
  * line is at most ACCESS_LOG_MAX_LINE bytes, which also keeps it whole on a
  * pipe (standard error under systemd or a supervisor).
  *
- * What comes from the client is escaped: in a text format every byte that is
- * not printable ASCII, and '"' and '\', is written as \xHH (Apache writes
- * \" and \\ for those two; one form for all keeps a field trivially
- * reversible and the combined line what it always was), so that a request
- * cannot forge a line or a field (log injection).  In the json format
+ * What comes from the client is escaped as Apache escapes it, so that a
+ * request cannot forge a line or a field (log injection): in a text format
+ * '"' and '\' are written \" and \\, backspace, newline, carriage return,
+ * tab and vertical tab \b \n \r \t \v, and every other byte that is not
+ * printable ASCII \xHH.  In the json format
  * values are JSON strings: '"' '\' and control bytes escaped as JSON says,
  * valid UTF-8 kept, any other byte written as \u00HH.
  *

@@ -7,7 +7,8 @@ use Serow::Test qw(start_server raw_request wait_until);
 
 # No request can forge an access log line: whatever bytes a client sends,
 # each request gives exactly one line of printable ASCII, whose quoted
-# request line gives back the bytes sent once its \xHH escapes are undone.
+# request line gives back the bytes sent once its escapes are undone: Apache's,
+# \" \\ \b \n \r \t \v and \xHH.
 # Long fields are cut so that a line stays under 4,096 bytes (PIPE_BUF).
 
 my $dir = File::Temp->newdir;
@@ -22,12 +23,13 @@ sub lines {
 }
 
 my $TIME = qr{\[\d\d/[A-Z][a-z]{2}/\d{4}:\d\d:\d\d:\d\d [+-]\d{4}\]};
-my $FIELD = qr{"((?:[\x20-\x21\x23-\x5b\x5d-\x7e]|\\x[0-9A-F]{2})*)"};
+my $FIELD = qr{"((?:[\x20-\x21\x23-\x5b\x5d-\x7e]|\\x[0-9A-F]{2}|\\["\\bnrtv])*)"};
 my $LINE = qr{\A127\.0\.0\.1 - - $TIME $FIELD ([1-5]\d\d) (\d+|-) $FIELD $FIELD\n\z};
 
 sub unescape {
     my ($field) = @_;
-    (my $bytes = $field) =~ s/\\x([0-9A-F]{2})/chr hex $1/ge;
+    my %letter = ('"' => '"', '\\' => '\\', b => "\b", n => "\n", r => "\r", t => "\t", v => "\013");
+    (my $bytes = $field) =~ s/\\(?:x([0-9A-F]{2})|(["\\bnrtv]))/defined $1 ? chr hex $1 : $letter{$2}/ge;
     return $bytes;
 }
 

@@ -77,7 +77,7 @@ subtest 'every directive, parsed back' => sub {
     is $f{'%{Missing}i'}, '-', '%{NAME}i absent: -';
     is $f{'%{X-Out}o'}, 'out value', '%{NAME}o';
     is $f{'%{Content-Type}o'}, 'text/plain', '%{NAME}o, any case';
-    is $f{'%{app.note}e'}, 'a \x22note\x22', '%{NAME}e: a value the app left, escaped';
+    is $f{'%{app.note}e'}, 'a \\"note\\"', '%{NAME}e: a value the app left, escaped';
     is $f{'%{app.number}e'}, '42', '%{NAME}e: a number';
     is $f{'%{app.ref}e'}, '-', '%{NAME}e: a reference is not logged';
     is $f{'%{REMOTE_USER}e'}, 'bob', '%{REMOTE_USER}e';
