@@ -54,12 +54,13 @@ my %ON_SIGNAL = (
 # behind) and TTIN, TTOU stop it.  The handlers early_signal_handlers
 # returns (name => handler), set from the start, queue them instead, and run
 # handles them before anything else: a stop that came early stops the master
-# before it has started any process.
+# before it has started any process.  USR2 (the workers' parent-death
+# signal, which is nothing to the master) is ignored from the start.
 my @EARLY_SIGNALS;
 
 sub early_signal_handlers {
     my ($class) = @_;
-    return map { $_ => \&_early_signal } grep { $_ ne 'CHLD' } @SIGNALS;
+    return (USR2 => 'IGNORE', map { $_ => \&_early_signal } grep { $_ ne 'CHLD' } @SIGNALS);
 }
 
 sub _early_signal { push @EARLY_SIGNALS, $_[0] }
@@ -139,6 +140,10 @@ sub run {
     local $0 = "serow master";
     local @SIG{@SIGNALS} = map { my $sig = $_; sub { push @{ $self->{pending} }, $sig } } @SIGNALS;
     local $SIG{PIPE} = 'IGNORE';
+    # USR2 is what the kernel sends a worker when its master dies
+    # (set_parent_death_signal): one sent to the whole process group must not
+    # kill the master by its default action.
+    local $SIG{USR2} = 'IGNORE';
     unshift @{ $self->{pending} }, splice(@EARLY_SIGNALS);
     $self->{pid} = $$;
     # serow FILE: the workers a generation process forks (through a process

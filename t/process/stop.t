@@ -174,4 +174,16 @@ subtest 'workers leave when their master is killed' => sub {
         'each stopped on its own, as its master was gone';
 };
 
+subtest 'a USR2 (the workers\' parent-death signal) does not kill the master' => sub {
+    my $server = start_server(app => $app, options => ['--workers', 1]);
+    ok $server->wait_for_log(qr/worker \d+ started/), 'the server has started';
+    $server->signal('USR2');
+    # A TTIN after it: once its worker started, the master has handled both.
+    $server->signal('TTIN');
+    ok $server->wait_for_log(qr/received SIGTTIN/), 'the master handles the next signal';
+    ok process_alive($server->pid), 'the master lives';
+    is http_get($server, '/')->{status}, 200, 'and serves';
+    is $server->stop, 0, 'and stops cleanly';
+};
+
 done_testing;
