@@ -4,6 +4,7 @@ use Test::More;
 use IO::Select ();
 use File::Temp ();
 use Time::HiRes ();
+use JSON::PP ();
 use lib 't/lib';
 use Serow::Test qw(start_server raw_connect get_on read_response read_until_close http_get gate gated_app
     wait_until);
@@ -58,6 +59,25 @@ subtest 'with --max-queue-wait: 503 from the holder while the worker is held' =>
     is shed_total($server), 1, 'serow_requests_shed_total counts it';
     ok wait_until(sub { slurp($log) =~ m{^127\.0\.0\.1 - - \[[^]]+\] "GET /queued HTTP/1.1" 503 \d+ "-" "-"$}m }, 10),
         'the access log has the 503 (the holder writes it)' or diag slurp($log);
+    is $server->stop, 0, 'clean stop';
+};
+
+subtest "the holder's 503 line is in the format asked for (json)" => sub {
+    my $dir = File::Temp->newdir;
+    my $log = "$dir/access.log";
+    my ($server, $gate, $held, $kept) = one_worker_held('--max-queue-wait', 300, '--access-log', $log,
+        '--access-log-format', 'json');
+    my $res = read_response($kept, timeout => 15);
+    is $res && $res->{status}, 503, 'the queued request: 503';
+    my $line;
+    ok wait_until(sub { ($line) = grep { /queued/ } split /\n/, slurp($log); defined $line }, 10),
+        'the holder wrote its line' or diag slurp($log);
+    my $entry = eval { JSON::PP->new->decode($line // '') };
+    is ref $entry, 'HASH', 'a JSON object' or diag "$line: $@";
+    is $entry->{status}, 503, 'its status';
+    is $entry->{request}, 'GET /queued HTTP/1.1', 'its request line';
+    $gate->open(1);
+    is read_response($held)->{status}, 200, 'the held request completes';
     is $server->stop, 0, 'clean stop';
 };
 
