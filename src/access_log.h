@@ -48,6 +48,10 @@
 #define ACCESS_LOG_MAX_OPS 128
 #define ACCESS_LOG_MAX_NAMED 8
 #define ACCESS_LOG_MAX_NAME 64
+/* Literals up to this long are copied in one constant-size move
+ * (access_log.c, put_literal), so a compiled format keeps this many bytes
+ * of room after its last literal (access_log_format.c). */
+#define ACCESS_LOG_LITERAL_CHUNK 16
 /* Room a request keeps for the response header and env values it logs
  * (%{NAME}o, %{NAME}e), copied while they exist; longer ones are cut. */
 #define ACCESS_LOG_VALUES_ROOM 1024
