@@ -4,7 +4,7 @@ use Test::More;
 use File::Temp ();
 use lib 't/lib';
 use Serow::Test qw(start_server run_serow http_get raw_connect get_on wait_until generation_pids
-                   child_pids process_alive);
+                   child_pids process_alive write_file_whole file_lines);
 
 # serow FILE (the app preloaded): a generation process loads the app and
 # forks the workers; the master never loads it.  HUP deploys: a new
@@ -19,17 +19,9 @@ my $marker = "$dir/loaded-in";
 my $app_file = "$dir/app.psgi";
 my %env = (SEROW_TEST_MARKER => $marker);
 
-sub write_file {
-    my ($file, $text) = @_;
-    open(my $fh, '>', "$file.new") or die "$file.new: $!";
-    print $fh $text;
-    close $fh;
-    rename "$file.new", $file or die "rename: $!"; # whole, never half written
-}
-
 sub write_app {
     my ($version) = @_;
-    write_file($app_file, <<"APP");
+    write_file_whole($app_file, <<"APP");
 open(my \$marker, '>>', \$ENV{SEROW_TEST_MARKER}) or die "marker: \$!";
 print \$marker "\$\$\\n";
 close \$marker;
@@ -37,10 +29,7 @@ sub { [200, ['Content-Type' => 'text/plain'], ["$version"]] };
 APP
 }
 
-sub loaded_in {
-    open(my $fh, '<', $marker) or return ();
-    return map { chomp; $_ } <$fh>;
-}
+sub loaded_in { file_lines($marker) }
 
 sub body { (http_get($_[0]) // {})->{body} // '' }
 
@@ -97,7 +86,7 @@ subtest 'a broken file on HUP: the old generation keeps serving; once mended, HU
         or return diag $server->log;
     my @workers = child_pids($server->pid);
 
-    write_file($app_file, "my \$app = sub { [200, [], ['broken']] };\nmy \$x = ;\n\$app;\n");
+    write_file_whole($app_file, "my \$app = sub { [200, [], ['broken']] };\nmy \$x = ;\n\$app;\n");
     my $mark = $server->log_mark;
     $server->signal('HUP');
     ok $server->wait_for_log(qr/\[error\] .*generation 2: cannot load \Q$app_file\E: .*syntax error at \Q$app_file\E line 2\b/,
@@ -107,7 +96,7 @@ subtest 'a broken file on HUP: the old generation keeps serving; once mended, HU
     is body($server), 'v1', 'v1 still answers';
     is_deeply [child_pids($server->pid)], \@workers, 'from the same workers';
 
-    write_file($app_file, "sub { [200, [], ['not a code ref']] };\n42;\n");
+    write_file_whole($app_file, "sub { [200, [], ['not a code ref']] };\n42;\n");
     $mark = $server->log_mark;
     $server->signal('HUP');
     ok $server->wait_for_log(qr/generation 3: cannot load \Q$app_file\E: it returned '42', not a PSGI app/,
@@ -133,7 +122,7 @@ subtest 'a HUP while a generation loads: a new one loads the file as it is now' 
     # v2 says it is loading, then waits for a writer on a FIFO: none comes.
     my $fifo = "$dir/fifo";
     system('mkfifo', $fifo) == 0 or die "mkfifo: $?";
-    write_file($app_file, <<"APP");
+    write_file_whole($app_file, <<"APP");
 open(my \$marker, '>>', \$ENV{SEROW_TEST_MARKER}) or die;
 print \$marker "\$\$\\n";
 close \$marker;
@@ -195,7 +184,7 @@ subtest '--access-log: the workers a generation forks write to the master\'s log
 
 subtest 'the first generation cannot load the app: serow exits 2, naming the file and line' => sub {
     my $broken = "$dir/broken.psgi";
-    write_file($broken, "my \$app = sub { [200, [], ['ok']] };\nmy \$x = ;\n\$app;\n");
+    write_file_whole($broken, "my \$app = sub { [200, [], ['ok']] };\nmy \$x = ;\n\$app;\n");
     my ($status, $text) = run_serow('--workers', 2, '--listen', "$dir/broken.sock", $broken);
     is $status, 2, 'exit status 2';
     like $text, qr/cannot load \Q$broken\E: .*syntax error at \Q$broken\E line 2\b/, 'perl\'s error, with file and line';

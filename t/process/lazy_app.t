@@ -3,7 +3,7 @@ use warnings;
 use Test::More;
 use File::Temp ();
 use lib 't/lib';
-use Serow::Test qw(start_server run_serow http_get wait_until generation_pids);
+use Serow::Test qw(start_server run_serow http_get wait_until generation_pids write_file_whole file_lines);
 
 # --lazy-app: each worker loads the app file after the fork, the master
 # never does; a file no worker can load stops serow with status 2; a HUP
@@ -19,28 +19,16 @@ my %env = (SEROW_TEST_MARKER => $marker);
 
 sub write_app {
     my ($file, $version) = @_;
-    open(my $fh, '>', "$file.new") or die "$file.new: $!";
-    print $fh <<"APP";
+    write_file_whole($file, <<"APP");
 open(my \$marker, '>>', \$ENV{SEROW_TEST_MARKER}) or die "marker: \$!";
 print \$marker "\$\$\\n";
 close \$marker;
 sub { [200, ['Content-Type' => 'text/plain'], ["$version \$\$"]] };
 APP
-    close $fh;
-    rename "$file.new", $file or die "rename: $!"; # whole, never half written
 }
 
-sub write_file {
-    my ($file, $text) = @_;
-    open(my $fh, '>', $file) or die "$file: $!";
-    print $fh $text;
-    close $fh;
-}
 
-sub loaded_in {
-    open(my $fh, '<', $marker) or return ();
-    return map { chomp; $_ } <$fh>;
-}
+sub loaded_in { file_lines($marker) }
 
 sub body { (http_get($_[0]) // {})->{body} // '' }
 
@@ -70,7 +58,7 @@ subtest 'without it the generation process loads the app, once (t/process/deploy
 
 subtest 'an app file no worker can load: serow exits 2, naming the file and line' => sub {
     my $broken = "$dir/broken.psgi";
-    write_file($broken, "my \$app = sub { [200, [], ['ok']] };\nmy \$x = ;\n\$app;\n");
+    write_file_whole($broken, "my \$app = sub { [200, [], ['ok']] };\nmy \$x = ;\n\$app;\n");
     my ($status, $text) = run_serow('--lazy-app', '--workers', 2, '--listen', "$dir/broken.sock", $broken);
     is $status, 2, 'exit status 2';
     like $text, qr/cannot load \Q$broken\E: .*syntax error at \Q$broken\E line 2\b/, 'perl\'s error, with file and line';
@@ -79,7 +67,7 @@ subtest 'an app file no worker can load: serow exits 2, naming the file and line
     is $failed, 2, 'each worker of the first generation failed once: none was started in its place';
 
     my $not_an_app = "$dir/forty-two.psgi";
-    write_file($not_an_app, "42;\n");
+    write_file_whole($not_an_app, "42;\n");
     ($status, $text) = run_serow('--lazy-app', '--workers', 1, '--listen', "$dir/42.sock", $not_an_app);
     is $status, 2, 'a file that returns no app: exit status 2';
     like $text, qr/cannot load \Q$not_an_app\E: it returned '42', not a PSGI app/, 'with what it returned';
@@ -97,7 +85,7 @@ subtest 'HUP with --lazy-app loads the changed file; a broken one leaves the old
     ok wait_until(sub { body($server) =~ /\Av2 / }), 'after HUP the new workers answer with v2';
     ok $server->wait_for_log(qr/worker \d+ exited with status 0/), 'the old workers leave';
 
-    write_file($app_file, "my \$x = ;\n");
+    write_file_whole($app_file, "my \$x = ;\n");
     kill 'HUP', $server->pid;
     is scalar($server->wait_for_log_all(qr/worker \d+ exited with status 3: it could not load the app; starting a new one in a second/, 2)),
         2, 'the new workers cannot load the broken file, and are retried';

@@ -5,7 +5,7 @@ use warnings;
 # Helpers for Serow's own tests, one module per concern under Serow::Test::,
 # each loading only the ones below it:
 #
-#   Common      root(), READ_TIMEOUT, STOP_TIMEOUT (and SIGPIPE ignored)
+#   Common      root(), READ_TIMEOUT, STOP_TIMEOUT, write_file_whole, file_lines (and SIGPIPE ignored)
 #   Process     wait_until, /proc (child_pids, all_child_pids, process_alive,
 #               proc_stat_fields, is_connection_holder), processes a test
 #               starts (fork_group, wait_for_exit, kill_group, run_command)
