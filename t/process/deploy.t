@@ -165,6 +165,7 @@ subtest '--access-log: the workers a generation forks write to the master\'s log
     my $log = "$dir/access.log";
     my $server = start_server(app_file => $app_file, options => ['--workers', 1, '--access-log', $log], env => \%env);
     ok $server->wait_for_log(qr/worker \d+ started/), 'started' or return diag $server->log;
+    my ($old) = $server->log =~ /worker (\d+) started/;
     is body($server), 'v1', 'a request';
     ok wait_until(sub { -s $log }), 'is logged';
     rename $log, "$log.1" or die "rename: $!";
@@ -174,6 +175,8 @@ subtest '--access-log: the workers a generation forks write to the master\'s log
     write_app('v2');
     $server->signal('HUP');
     ok wait_until(sub { body($server) eq 'v2' }), 'HUP: the new generation serves';
+    # (until it has left, the old worker may still take a request)
+    ok wait_until(sub { !process_alive($old) }), 'the old worker has left';
     my $size = -s "$log.1";
     is body($server), 'v2', 'another request';
     ok wait_until(sub { open(my $fh, '<', $log) or return 0; grep { m{"GET / HTTP/1\.1" 200} } <$fh> }),

@@ -5,7 +5,8 @@ use lib 't/lib';
 use File::Temp ();
 use IO::Select ();
 use Socket qw(AF_UNIX SOCK_DGRAM pack_sockaddr_un);
-use Serow::Test qw(start_server raw_connect read_response http_get gate all_child_pids READ_TIMEOUT);
+use Serow::Test qw(start_server raw_connect read_response http_get gate all_child_pids wait_until process_alive
+                   READ_TIMEOUT);
 
 # Under a Type=notify unit systemd sets NOTIFY_SOCKET: the master sends it
 # READY=1 once its workers have started, RELOADING=1 then READY=1 around a
@@ -161,6 +162,7 @@ subtest 'serow FILE: READY=1 after a HUP once the new generation has started, or
     my $server = start_server(app_file => $file, options => ['--workers', 2],
         env => { NOTIFY_SOCKET => "$dir/notify" });
     ok wait_for_message($systemd, qr/\AREADY=1\n\z/), 'READY=1' or return diag $server->log;
+    my @old = $server->wait_for_log_all(qr/worker (\d+) started/, 2);
 
     $write->("my \$x = ;\n");
     my $mark = $server->log_mark;
@@ -178,6 +180,9 @@ subtest 'serow FILE: READY=1 after a HUP once the new generation has started, or
     # (Each worker publishes its pid before it logs "started".)
     is scalar($server->wait_for_log_all(qr/worker (\d+) started/, 2, undef, $mark)), 2,
         'sent once both new workers had started';
+    # The old workers are asked to leave once the new ones are ready: until
+    # they have, one of them may still take a request.
+    ok wait_until(sub { !grep { process_alive($_) } @old }), 'the old workers have left';
     is http_get($server, '/')->{body}, 'v3', 'the new code serves';
     is $server->stop, 0;
 };
