@@ -58,6 +58,9 @@ subtest 'syslog:local3, at debug' => sub {
     ok receive_until($sock, qr/worker \d+ started/, \@got), "the worker's line came" or diag explain \@got;
     is http_get($server, '/die')->{status}, 500, 'the app dies';
     ok receive_until($sock, qr{GET /die}, \@got), 'the error came';
+    # The holder starts beside the worker: its line may come after both.
+    ok receive_until($sock, qr/connection holder \d+ started/, \@got), "the holder's line came"
+        or diag explain \@got;
     my $pri = sub { $FACILITY{local3} * 8 + $PRIORITY{ $_[0] } };
     my $master = $server->pid;
     ok((grep { /\A<${\ $pri->('info')}>$HEAD\[info\] Serow .* listening on/ && $1 == $master } @got),
