@@ -106,9 +106,11 @@ subtest '--metrics-path with --user: the process metrics, less the master\'s des
     ok wait_until(sub {
         my $res = http_get($server, '/metrics') or return 0;
         $m = eval { Serow::Test::Prometheus::parse($res->{body}) } or return 0;
-        return grep { $_->{labels}{role} eq 'worker' }
-            @{ $m->{families}{serow_process_open_fds}{samples} || [] };
-    }), 'the metrics parse, with the worker\'s descriptors' or return;
+        # The holder starts beside the worker (and drops its privileges
+        # itself): a first scrape may come before it has.
+        my %roles = map { $_->{labels}{role} => 1 } @{ $m->{families}{serow_process_open_fds}{samples} || [] };
+        return $roles{worker} && $roles{holder};
+    }), 'the metrics parse, with the worker\'s and the holder\'s descriptors' or return;
     my %fds = map { $_->{labels}{role} => $_->{value} } @{ $m->{families}{serow_process_open_fds}{samples} };
     ok !exists $fds{master}, 'no master sample of open_fds';
     cmp_ok $fds{holder}, '>', 0, "the holder's, a sibling of the same user";
