@@ -37,7 +37,7 @@ sub ids {
     my ($pid) = @_;
     open(my $fh, '<', "/proc/$pid/status") or return {};
     my %ids;
-    while (<$fh>) { $ids{$1} = join ' ', split ' ', $2 if /\A(Uid|Gid):\s*(.*)/ }
+    while (my $line = <$fh>) { $ids{$1} = join " ", split " ", $2 if $line =~ /\A(Uid|Gid):\s*(.*)/ }
     return \%ids;
 }
 
@@ -68,13 +68,24 @@ subtest '--user nobody --group nogroup: workers and holder switch, the master do
     is_deeply [(stat $path)[4, 5]], [$uid, $gid], 'so does the UNIX socket Serow made';
     is http_get({ path => $path }, '/from-unix')->{status}, 200, 'which is served';
 
-    # (the second worker may still be starting when the first has answered)
+    # (the second worker may still be starting when the first has answered,
+    # and a child forked by the master drops its privileges just after the
+    # fork: wait until each has, or the time is up)
+    my $nobody = { Uid => "$uid $uid $uid $uid", Gid => "$gid $gid $gid $gid" };
     my @children;
-    wait_until(sub { @children = all_child_pids($server->pid); @children == 3 });
+    wait_until(sub {
+        @children = all_child_pids($server->pid);
+        return 0 unless @children == 3;
+        for my $pid (@children) {
+            my $ids = ids($pid);
+            return 0 if ($ids->{Uid} // '') ne $nobody->{Uid} || ($ids->{Gid} // '') ne $nobody->{Gid};
+        }
+        return 1;
+    });
     is scalar(@children), 3, 'two workers and the holder';
     for my $pid (@children) {
         my $what = is_connection_holder($pid) ? 'holder' : 'worker';
-        is_deeply ids($pid), { Uid => "$uid $uid $uid $uid", Gid => "$gid $gid $gid $gid" },
+        is_deeply ids($pid), $nobody,
             "$what $pid: real, effective, saved and filesystem ids are nobody:nogroup";
     }
     is ids($server->pid)->{Uid}, '0 0 0 0', 'the master stays root (it removes what it made when it stops)';
