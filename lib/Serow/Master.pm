@@ -10,6 +10,12 @@ use Serow::Generation ();
 use Serow::Worker ();
 use Serow::Log ();
 
+# The master is one object; each of its other concerns is a module of its
+# methods, which says which of the object's fields it owns.
+use parent qw(
+    Serow::Master::Signals
+);
+
 # How long the master sleeps between looks at its workers when no signal
 # wakes it: signals and child exits interrupt the sleep at once.
 use constant IDLE_WAKE_SECONDS => 1;
@@ -34,39 +40,6 @@ use constant RSS_CHECK_SECONDS => 1;
 # Worker slots in the shared memory: room for TTIN and for old workers that
 # finish while their replacements run.
 use constant MIN_WORKER_SLOTS => 64;
-
-my @SIGNALS = qw(TERM INT QUIT HUP TTIN TTOU USR1 CHLD);
-
-# What each signal asks of the master (CHLD only wakes it up to reap).
-my %ON_SIGNAL = (
-    TERM => 'stop',
-    INT  => 'stop',
-    QUIT => 'stop',
-    HUP  => 'restart_workers',
-    TTIN => 'add_worker',
-    TTOU => 'remove_worker',
-    USR1 => 'reopen_logs',
-);
-
-# Signals that came before run set the master's handlers (while the app
-# loads, the sockets open, the pid file is written): without a handler, TERM,
-# INT, QUIT, HUP and USR1 would kill the process (leaving the pid file
-# behind) and TTIN, TTOU stop it.  The handlers early_signal_handlers
-# returns (name => handler), set from the start, queue them instead, and run
-# handles them before anything else: a stop that came early stops the master
-# before it has started any process.  USR2 (the workers' parent-death
-# signal, which is nothing to the master) is ignored from the start.
-my @EARLY_SIGNALS;
-
-sub early_signal_handlers {
-    my ($class) = @_;
-    return (USR2 => 'IGNORE', map { $_ => \&_early_signal } grep { $_ ne 'CHLD' } @SIGNALS);
-}
-
-sub _early_signal { push @EARLY_SIGNALS, $_[0] }
-
-# The signals the master handles (and blocks across its forks).
-sub signal_names { @SIGNALS }
 
 sub new {
     my ($class, %args) = @_;
@@ -138,13 +111,13 @@ sub access_log_for_worker {
 sub run {
     my ($self) = @_;
     local $0 = "serow master";
-    local @SIG{@SIGNALS} = map { my $sig = $_; sub { push @{ $self->{pending} }, $sig } } @SIGNALS;
+    local @SIG{ $self->signal_names } = $self->queueing_signal_handlers;
     local $SIG{PIPE} = 'IGNORE';
     # USR2 is what the kernel sends a worker when its master dies
     # (set_parent_death_signal): one sent to the whole process group must not
     # kill the master by its default action.
     local $SIG{USR2} = 'IGNORE';
-    unshift @{ $self->{pending} }, splice(@EARLY_SIGNALS);
+    $self->take_early_signals;
     $self->{pid} = $$;
     # serow FILE: the workers a generation process forks (through a process
     # that exits at once) become the master's children.
@@ -263,17 +236,6 @@ sub generation_ready {
     return 0 if @current < $self->{target};
     my %started = map { $_->{pid} => 1 } @{ $status->{workers} };
     return !grep { !$started{$_} } @current;
-}
-
-sub handle_signals {
-    my ($self) = @_;
-    while (defined(my $sig = shift @{ $self->{pending} })) {
-        my $method = $ON_SIGNAL{$sig} or next;
-        # Once stopping, only the exit is left: a HUP or TTIN must not start
-        # workers that nobody would stop.
-        next if $self->{stopping};
-        $self->$method($sig);
-    }
 }
 
 sub stop {
@@ -475,7 +437,7 @@ sub fork_child {
     my ($self, $child_main, $death_signal) = @_;
     # Signals stay blocked across fork so that the child never runs the
     # master's handlers; the child unblocks them once its own are set.
-    my $old = Serow::block_signals(@SIGNALS);
+    my $old = Serow::block_signals($self->signal_names);
     my $pid = fork;
     if (!defined $pid) {
         Serow::set_signal_mask($old);
@@ -484,7 +446,7 @@ sub fork_child {
         return undef;
     }
     if ($pid == 0) {
-        $SIG{$_} = 'DEFAULT' for @SIGNALS;
+        $SIG{$_} = 'DEFAULT' for $self->signal_names;
         # The other workers' doorbells are the master's, not this child's,
         # and so are its channels to the generation processes.
         Serow::close_fd($_->{wake_fd}) for values %{ $self->{workers} };
