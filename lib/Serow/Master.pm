@@ -14,6 +14,7 @@ use Serow::Log ();
 # methods, which says which of the object's fields it owns.
 use parent qw(
     Serow::Master::Signals
+    Serow::Master::Logs
 );
 
 # How long the master sleeps between looks at its workers when no signal
@@ -83,29 +84,6 @@ sub new {
     }, $class;
     $self->open_access_log or die "--access-log: cannot open '$args{options}{access_log}' for appending: $!\n";
     return $self;
-}
-
-# --access-log FILE is opened here, in the master, and each worker writes on
-# a copy of the descriptor: a worker never fails to start for want of the
-# right to open the file (as it may after dropping privileges).  The master
-# opens it again on USR1, so that workers started after a rotation write to
-# the new file; the workers reopen it themselves.  Returns false (with $!)
-# when it cannot be opened.
-sub open_access_log {
-    my ($self) = @_;
-    my $file = $self->{options}{access_log};
-    return 1 if !defined $file || $file eq '-' || $file eq 'stderr';
-    open(my $fh, '>>', $file) or return 0;
-    $self->{access_log_fh} = $fh;
-    return 1;
-}
-
-# (path, handle) for a worker, or (undef, undef) for standard error.
-sub access_log_for_worker {
-    my ($self) = @_;
-    my $file = $self->{options}{access_log} // return;
-    return (undef, undef) unless $self->{access_log_fh};
-    return ($file, $self->{access_log_fh});
 }
 
 sub run {
@@ -382,27 +360,6 @@ sub remove_worker {
     my ($self, $sig) = @_;
     $self->{target}-- if $self->{target} > 1;
     Serow::Log->info("received SIG$sig: $self->{target} workers");
-}
-
-# logrotate has moved the logs away: the master opens them again (for the
-# workers it starts from now on), and so does every worker, and the
-# connection holder.
-sub reopen_logs {
-    my ($self, $sig) = @_;
-    my $options = $self->{options};
-    my $error_log = Serow::Log->file($options->{error_log}); # (syslog has no file)
-    return unless defined $options->{access_log} || defined $error_log;
-    if (defined $error_log) {
-        Serow::Log->open_file($error_log) or Serow::Log->warn("cannot reopen the "
-            . "error log $error_log: $!; still writing to the old file");
-    }
-    Serow::Log->info("received SIG$sig: the master and the workers reopen their logs");
-    if (defined $options->{access_log}) {
-        $self->open_access_log or Serow::Log->warn("cannot reopen the access log "
-            . "$options->{access_log}: $!; new workers write to the old file");
-    }
-    $self->ask_worker($_, 'reopen_logs') for keys %{ $self->{workers} };
-    kill 'USR1', $self->{holder_pid} if $self->{holder_pid};
 }
 
 sub current_workers {
