@@ -15,6 +15,7 @@ use Serow::Log ();
 use parent qw(
     Serow::Master::Signals
     Serow::Master::Logs
+    Serow::Master::Fork
 );
 
 # How long the master sleeps between looks at its workers when no signal
@@ -378,6 +379,13 @@ sub spawn_missing_workers {
     }
 }
 
+# A worker, or the fork of one, failed: spawn_missing_workers starts none
+# for FAST_DEATH_SECONDS.
+sub throttle_spawning {
+    my ($self) = @_;
+    $self->{throttled_until} = Time::HiRes::time + FAST_DEATH_SECONDS;
+}
+
 # This worker's --max-requests: drawn between --min-requests (by default
 # MAX_REQUESTS_SPREAD below the maximum) and --max-requests.
 sub request_limit {
@@ -385,43 +393,6 @@ sub request_limit {
     my $max = $self->{options}{max_requests} or return 0;
     my $min = $self->{options}{min_requests} // $max - int($max * MAX_REQUESTS_SPREAD);
     return $max - int(rand($max - $min + 1));
-}
-
-# Forks a child that runs $child_main (which never returns); returns the pid,
-# or undef when fork failed.  The kernel sends the child $death_signal when
-# the master dies.
-sub fork_child {
-    my ($self, $child_main, $death_signal) = @_;
-    # Signals stay blocked across fork so that the child never runs the
-    # master's handlers; the child unblocks them once its own are set.
-    my $old = Serow::block_signals($self->signal_names);
-    my $pid = fork;
-    if (!defined $pid) {
-        Serow::set_signal_mask($old);
-        Serow::Log->error("cannot fork: $!");
-        $self->{throttled_until} = Time::HiRes::time + FAST_DEATH_SECONDS;
-        return undef;
-    }
-    if ($pid == 0) {
-        $SIG{$_} = 'DEFAULT' for $self->signal_names;
-        # The other workers' doorbells are the master's, not this child's,
-        # and so are its channels to the generation processes.
-        Serow::close_fd($_->{wake_fd}) for values %{ $self->{workers} };
-        $_->close_in_child for values %{ $self->{generations} };
-        $self->{notify}->close_in_child if $self->{notify};
-        if ($self->{privileges} && !eval { $self->{privileges}->drop }) {
-            Serow::Log->error("cannot drop privileges: $@");
-            Serow::exit_now(1);
-        }
-        # A child whose master is gone finishes its work and leaves; the
-        # master may have died before this line, leaving nobody to signal it.
-        # (After dropping privileges: a change of uid clears this setting.)
-        Serow::set_parent_death_signal(Serow::signal_number($death_signal));
-        Serow::exit_now(0) if getppid() != $self->{pid};
-        $child_main->($old);
-    }
-    Serow::set_signal_mask($old);
-    return $pid;
 }
 
 # The connection holder (Serow::ConnectionHolder): keeps idle connections.
@@ -469,7 +440,7 @@ sub spawn_worker {
     my $wake_fd = Serow::make_eventfd();
     if ($wake_fd < 0) {
         Serow::Log->error("cannot make an eventfd for a worker: $!");
-        $self->{throttled_until} = Time::HiRes::time + FAST_DEATH_SECONDS;
+        $self->throttle_spawning;
         return;
     }
     my $pid = $self->fork_worker($limit, $slot, $wake_fd);
@@ -490,7 +461,7 @@ sub fork_worker {
     if (my $serving = $self->{serving}) {
         my @access_log = $self->{access_log_fh} ? fileno $self->{access_log_fh} : ();
         my $pid = $serving->spawn_worker($slot, $limit, $wake_fd, @access_log);
-        $self->{throttled_until} = Time::HiRes::time + FAST_DEATH_SECONDS unless $pid;
+        $self->throttle_spawning unless $pid;
         return $pid;
     }
     # A worker takes USR2 for its master's death: it ignores TERM
@@ -685,7 +656,7 @@ sub reap_workers {
         # compile) will fail again until the file is mended.
         if (!$w->{stopping_since} && $status != 0
                 && ($load_failed || Time::HiRes::time - $w->{started} < FAST_DEATH_SECONDS)) {
-            $self->{throttled_until} = Time::HiRes::time + FAST_DEATH_SECONDS;
+            $self->throttle_spawning;
         }
     }
 }
