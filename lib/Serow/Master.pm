@@ -16,6 +16,7 @@ use parent qw(
     Serow::Master::Signals
     Serow::Master::Logs
     Serow::Master::Fork
+    Serow::Master::Holder
 );
 
 # How long the master sleeps between looks at its workers when no signal
@@ -118,7 +119,7 @@ sub run {
         # a terminal) also stops the holder and the workers, and their exits
         # must be read as part of the stop, not as crashes to recover from.
         $self->handle_signals;
-        $self->reap_workers;
+        $self->reap_children;
         $self->check_loading_generation;
         $self->kill_overdue_workers;
         if ($self->{stopping}) {
@@ -395,25 +396,6 @@ sub request_limit {
     return $max - int(rand($max - $min + 1));
 }
 
-# The connection holder (Serow::ConnectionHolder): keeps idle connections.
-sub spawn_holder {
-    my ($self) = @_;
-    $self->{holder_pid} = $self->fork_child(sub {
-        close $_->{socket} for @{ $self->{listeners} }; # it accepts nothing
-        # The master's signals stay blocked until the holder's C loop has
-        # its own handlers, and unblocks them: a TERM or USR1 that comes
-        # meanwhile waits for them instead of killing it.
-        # (it logs the requests it sheds: --max-queue-wait)
-        Serow::exit_now($self->{holder}->run($self->{access_log_fh}) == 0 ? 0 : 1);
-    }, 'TERM');
-}
-
-sub stop_holder {
-    my ($self) = @_;
-    return if !$self->{holder_pid} || $self->{holder_stopping}++;
-    kill 'TERM', $self->{holder_pid};
-}
-
 sub free_worker_slot {
     my ($self) = @_;
     my %used = map { $_->{slot} => 1 } values %{ $self->{workers} };
@@ -622,42 +604,46 @@ sub kill_worker {
     $self->{workers}{$pid}{killed} = 1;
 }
 
-sub reap_workers {
+# The children that have exited: the holder, generation processes, workers.
+sub reap_children {
     my ($self) = @_;
     while ((my $pid = waitpid(-1, Serow::WNOHANG())) > 0) {
         my $status = $?;
-        if ($self->{holder_pid} && $pid == $self->{holder_pid}) {
-            $self->{holder_pid} = undef;
-            Serow::Log->error("the connection holder $pid exited with status $status; starting a new one")
-                unless $self->{stopping};
-            next;
-        }
-        if (my $generation = delete $self->{generations}{$pid}) {
+        if ($self->is_holder($pid)) {
+            $self->holder_exited($pid, $status);
+        } elsif (my $generation = delete $self->{generations}{$pid}) {
             $self->generation_exited($generation, $status);
-            next;
+        } else {
+            $self->worker_exited($pid, $status);
         }
-        my $w = delete $self->{workers}{$pid} or next;
-        Serow::close_fd($w->{wake_fd});
-        $self->answer_stuck_client($pid, $w);
-        $self->{shared}->reset_worker($w->{slot}); # (its counts stay: src/request_metrics.h)
-        # Replaced: it left on its own (--max-requests, harakiri, a crash), a
-        # HUP or --max-worker-rss replaced it; not one that TTOU or the
-        # server's stop retired.
-        $self->{shared}->count_worker_restart
-            if !$self->{stopping} && (!$w->{stopping_since} || $w->{recycled}
-                || $w->{generation} != $self->{generation});
-        $self->log_worker_exit($pid, $w, $status);
-        my $load_failed = $self->{load_app} && $status == APP_LOAD_FAILED << 8;
-        if (my $first = $self->{first_load}) {
-            $first->{$load_failed ? 'failed' : 'loaded'}++;
-        }
-        # One that fails right after it started would fail again at once, and
-        # one that could not load the app (it may take more than that to
-        # compile) will fail again until the file is mended.
-        if (!$w->{stopping_since} && $status != 0
-                && ($load_failed || Time::HiRes::time - $w->{started} < FAST_DEATH_SECONDS)) {
-            $self->throttle_spawning;
-        }
+    }
+}
+
+# A worker has exited (reaped): its slot and doorbell are freed, its exit
+# counted and logged, and replacements held off if it failed at once.
+sub worker_exited {
+    my ($self, $pid, $status) = @_;
+    my $w = delete $self->{workers}{$pid} or return;
+    Serow::close_fd($w->{wake_fd});
+    $self->answer_stuck_client($pid, $w);
+    $self->{shared}->reset_worker($w->{slot}); # (its counts stay: src/request_metrics.h)
+    # Replaced: it left on its own (--max-requests, harakiri, a crash), a
+    # HUP or --max-worker-rss replaced it; not one that TTOU or the
+    # server's stop retired.
+    $self->{shared}->count_worker_restart
+        if !$self->{stopping} && (!$w->{stopping_since} || $w->{recycled}
+            || $w->{generation} != $self->{generation});
+    $self->log_worker_exit($pid, $w, $status);
+    my $load_failed = $self->{load_app} && $status == APP_LOAD_FAILED << 8;
+    if (my $first = $self->{first_load}) {
+        $first->{$load_failed ? 'failed' : 'loaded'}++;
+    }
+    # One that fails right after it started would fail again at once, and
+    # one that could not load the app (it may take more than that to
+    # compile) will fail again until the file is mended.
+    if (!$w->{stopping_since} && $status != 0
+            && ($load_failed || Time::HiRes::time - $w->{started} < FAST_DEATH_SECONDS)) {
+        $self->throttle_spawning;
     }
 }
 
