@@ -17,14 +17,12 @@ use parent qw(
     Serow::Master::Logs
     Serow::Master::Fork
     Serow::Master::Holder
+    Serow::Master::Systemd
 );
 
 # How long the master sleeps between looks at its workers when no signal
 # wakes it: signals and child exits interrupt the sleep at once.
 use constant IDLE_WAKE_SECONDS => 1;
-# How often the master looks whether its new workers have all started while
-# systemd waits for READY=1 (only then, and only under Type=notify).
-use constant READY_POLL_SECONDS => 0.05;
 # A worker that dies this soon after it started is probably failing at start:
 # replacements are then spawned no faster than one per this many seconds.
 use constant FAST_DEATH_SECONDS => 1;
@@ -172,37 +170,11 @@ sub awaiting_first_load {
 sub wait_for_event {
     my ($self) = @_;
     return if @{ $self->{pending} };
-    my $timeout = IDLE_WAKE_SECONDS;
-    if (my $notify = $self->{notify}) {
-        $timeout = READY_POLL_SECONDS if $self->{awaiting_ready} && !$self->{stopping};
-        my $watchdog = $notify->watchdog;
-        $timeout = $watchdog if defined $watchdog && $watchdog < $timeout;
-    }
+    my $timeout = $self->systemd_timeout(IDLE_WAKE_SECONDS);
     # (A generation loading the app says when it is done.)
     my $rin;
     vec($rin, $self->{loading}->channel, 1) = 1 if $self->{loading};
     select($rin, undef, undef, $timeout);
-}
-
-# Under systemd's Type=notify: READY=1 once the workers are up (after the
-# start, after a HUP), STATUS= when it changes, and the watchdog's ping.
-sub notify_systemd {
-    my ($self) = @_;
-    my $notify = $self->{notify} or return;
-    my $status = $self->{shared}->status;
-    if ($self->{awaiting_ready} && $self->generation_ready($status)) {
-        $self->{awaiting_ready} = 0;
-        $self->{ready_once} = 1;
-        $notify->ready;
-    }
-    # READY=1 first: the workers of serow FILE start only once the
-    # generation has loaded the app.
-    return $notify->watchdog unless $self->{ready_once};
-    my $workers = @{ $status->{workers} };
-    $notify->status("$workers workers: $status->{processing} busy, "
-        . ($workers - $status->{processing}) . " idle; $status->{queued} connections queued, "
-        . "$status->{waiting} idle");
-    $notify->watchdog;
 }
 
 # Ready: the connection holder runs, and every worker of the current
@@ -253,10 +225,7 @@ sub restart_workers {
         return Serow::Log->info("received SIG$sig while the app loads: nothing to replace yet");
     }
     Serow::Log->info("received SIG$sig: replacing workers gracefully");
-    if ($self->{notify}) {
-        $self->{notify}->reloading;
-        $self->{awaiting_ready} = 1;
-    }
+    $self->notify_reloading;
     # serow FILE: a new generation loads the app; its workers start once it
     # has (check_loading_generation).
     return $self->start_generation if $self->{preload_app};
