@@ -17,7 +17,7 @@ use constant SPAWN_REPLY_SECONDS => 10;
 # app, so that a HUP can load it afresh from disk in a new generation while
 # the old one serves.
 #
-# The master keeps managing every worker itself (Serow::Master: slots,
+# The master keeps managing every worker itself (Serow::Master::Workers: slots,
 # reaping, stopping, killing): the generation process forks each worker
 # through an intermediate process that exits at once, so that the worker is
 # re-parented to the master (a child subreaper), and says the worker's pid.
@@ -171,7 +171,7 @@ sub next_request {
 sub fork_worker {
     my ($self, $master, $slot, $limit, $wake_fd, $log_fd) = @_;
     pipe(my $pid_from, my $pid_to) or return "error pipe: $!";
-    # As in Serow::Master::fork_child: the worker unblocks them once its
+    # As in Serow::Master::Fork's fork_child: the worker unblocks them once its
     # own handlers are set.
     my $old = Serow::block_signals(Serow::Master->signal_names);
     my $middle = fork;

@@ -104,7 +104,7 @@ sub not_an_app {
 # Loads and checks the app file: the app, or a die "cannot load FILE: ..."
 # with perl's error (its file and line) or what the file returned instead.
 # A generation process calls it (Serow::Generation); with --lazy-app, each
-# worker (Serow::Master).
+# worker (Serow::Master::Workers, run_worker).
 sub load_app_file {
     my ($file) = @_;
     require Plack::Util;

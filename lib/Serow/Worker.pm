@@ -95,7 +95,7 @@ sub new {
         slot          => $args{slot},
         channels      => $args{channels},
         # The eventfd the master rings when it asks something of this
-        # worker (stop, reopen the logs: Serow::Master, ask_worker), and
+        # worker (stop, reopen the logs: Serow::Master::Workers, ask_worker), and
         # the master's pid.
         wake_fd       => $args{wake_fd} // -1,
         master_pid    => $args{master_pid},
@@ -218,7 +218,7 @@ sub open_access_log {
     close $fh if $fh; # the loop has its own copy
 }
 
-# What the master asked (Serow::Master, ask_worker): between requests.
+# What the master asked (Serow::Master::Workers, ask_worker): between requests.
 sub do_as_the_master_asks {
     my ($self, $what) = @_;
     if ($what eq 'stop') {
@@ -276,7 +276,7 @@ sub install_signal_handlers {
     # a piped open give their child these signals' default actions back (an
     # ignored signal stays ignored across exec).
     Serow::default_signals_in_children(MASTERS_SIGNALS);
-    # The kernel's word that the master died (Serow::Master, fork_child):
+    # The kernel's word that the master died (Serow::Master::Fork, fork_child):
     # nobody is left to ask for the stop.  (A USR2 from anyone else, while
     # the master lives, changes nothing.)
     my ($pid, $master) = ($$, $self->{master_pid});

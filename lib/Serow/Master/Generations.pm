@@ -1,0 +1,157 @@
+package Serow::Master::Generations;
+use strict;
+use warnings;
+
+use Serow::Generation ();
+use Serow::Log ();
+
+# Generations of workers: HUP's new set replacing the old once it runs, and
+# with serow FILE the generation processes (Serow::Generation) that load the
+# app and fork each generation's workers: started, promoted once loaded,
+# retired, stopped.  Methods of the master object (Serow::Master); the
+# fields they own are 'generation' (the number of the current workers),
+# 'generations' (pid => Serow::Generation, every one still running),
+# 'serving', 'loading', 'generations_started' and 'retire_old_when_ready'.
+
+# New workers first, then the old ones finish what they have: the listen
+# sockets never go unserved.
+sub restart_workers {
+    my ($self, $sig) = @_;
+    # serow FILE, the first generation still loading: it reads the file as
+    # it is now, and there is nothing to replace.
+    if ($self->{preload_app} && !$self->{serving} && $self->{loading}) {
+        return Serow::Log->info("received SIG$sig while the app loads: nothing to replace yet");
+    }
+    Serow::Log->info("received SIG$sig: replacing workers gracefully");
+    $self->notify_reloading;
+    # serow FILE: a new generation loads the app; its workers start once it
+    # has (check_loading_generation).
+    return $self->start_generation if $self->{preload_app};
+    my @old = keys %{ $self->{workers} };
+    $self->{generation}++;
+    $self->spawn_missing_workers;
+    # --lazy-app: the new workers load the app file afresh, which may have
+    # been broken by the deploy the HUP is for: the old ones serve until
+    # every new one has started (retire_old_generation).
+    return $self->{retire_old_when_ready} = 1 if $self->{load_app};
+    $self->stop_worker($_) for @old;
+}
+
+# --lazy-app and serow FILE, after a HUP: once the new generation has
+# started, the workers of the older ones finish and leave, and so do the
+# older generation processes.
+sub retire_old_generation {
+    my ($self) = @_;
+    return unless $self->{retire_old_when_ready} && $self->generation_ready($self->{shared}->status);
+    $self->{retire_old_when_ready} = 0;
+    my $w = $self->{workers};
+    $self->stop_worker($_) for grep { $w->{$_}{generation} != $self->{generation} } keys %$w;
+    my $serving = $self->{serving};
+    $_->retire for grep { !$serving || $_ != $serving } values %{ $self->{generations} };
+}
+
+# serow FILE: forks a generation process to load the app (at the start, on
+# HUP, or when the serving one died).  A HUP that comes while one is
+# loading starts over with the file as it is now.
+sub start_generation {
+    my ($self) = @_;
+    if (my $loading = delete $self->{loading}) {
+        Serow::Log->info("generation " . $loading->number . " has not loaded the app yet: "
+            . "a new one loads it afresh");
+        $loading->retire;
+        kill 'KILL', $loading->pid; # (it ignores the master's signals)
+    }
+    my $generation = Serow::Generation->start(master => $self, number => ++$self->{generations_started},
+        load_app => $self->{preload_app}) or return;
+    $self->{generations}{ $generation->pid } = $generation;
+    $self->{loading} = $generation;
+}
+
+# serow FILE: the generation loading the app has loaded it (its workers
+# become the current ones, and replace the old ones once they have all
+# started) or could not (it logged why; the old generation keeps serving,
+# or, at the start, serow exits 2).
+sub check_loading_generation {
+    my ($self) = @_;
+    my $loading = $self->{loading} or return;
+    my $result = $loading->read_load_result or return;
+    $self->{loading} = undef;
+    if ($result eq 'loaded') {
+        $self->{serving} = $loading;
+        $self->{generation}++;
+        $self->{retire_old_when_ready} = 1;
+        $self->announce;
+        return;
+    }
+    $loading->retire;
+    if (!$self->{serving}) {
+        Serow::Log->error("could not load the app $self->{app_file}: exiting");
+        $self->{exit_status} = 2;
+        return $self->begin_stop;
+    }
+    # (READY=1 again: notify_systemd, the old generation being ready.)
+    Serow::Log->error("generation " . $loading->number . " could not load the app $self->{app_file}: "
+        . "the workers of generation " . $self->{serving}->number . " keep serving");
+}
+
+# A generation process has exited: it was told to (retired, or stopping),
+# or could not load the app (check_loading_generation says so), or died
+# while serving: then a new generation loads the app, and replaces its
+# workers once ready.
+sub generation_exited {
+    my ($self, $generation, $status) = @_;
+    my $number = $generation->number;
+    # (One loading the app: check_loading_generation reads its end.)
+    return if $self->{loading} && $generation == $self->{loading};
+    $generation->retire;
+    if (!$self->{serving} || $generation != $self->{serving}) {
+        Serow::Log->info("generation $number (pid " . $generation->pid . ") exited") if $status == 0;
+        return;
+    }
+    $self->{serving} = undef;
+    Serow::Log->error("generation $number (pid " . $generation->pid . ") exited with status $status: "
+        . "a new generation loads the app");
+    $self->start_generation unless $self->{loading};
+}
+
+# The stop: generation processes fork no more workers.
+sub stop_generations {
+    my ($self) = @_;
+    for my $generation (values %{ $self->{generations} }) {
+        $generation->retire;
+        # (One still loading the app would finish loading first; it
+        # ignores the master's signals.)
+        kill 'KILL', $generation->pid if $generation->loading;
+    }
+    $self->{loading} = $self->{serving} = undef;
+}
+
+# In a generation process: what the master keeps for its own children is
+# not this process's (their descriptors were closed by fork_child), nor are
+# systemd's socket, the ids to drop (dropped) or the access log it had (each
+# worker gets the master's current one with the request to fork it).
+sub forget_in_generation {
+    my ($self) = @_;
+    $self->{workers} = {};
+    $self->{generations} = {};
+    $self->{notify} = $self->{privileges} = undef;
+    close $self->{access_log_fh} if $self->{access_log_fh};
+    $self->{access_log_fh} = undef;
+}
+
+1;
+__END__
+
+=head1 NAME
+
+Serow::Master::Generations - HUP's new workers and the generation processes (L<Serow::Master>)
+
+=head1 DESCRIPTION
+
+Part of the master: on HUP a new generation of workers starts, and the old
+one finishes and leaves (at once, or with C<--lazy-app> and C<serow FILE>
+once every new worker has started). With C<serow FILE> each generation is
+a process (L<Serow::Generation>) that loads the app and forks its workers;
+one that cannot load it leaves the old generation serving.
+
+=cut

@@ -1,0 +1,127 @@
+package Serow::Master::Limits;
+use strict;
+use warnings;
+
+use Time::HiRes ();
+
+use Serow::Log ();
+
+# The limits the master enforces on a worker from outside, on its own
+# clock: --max-worker-rss (the worker replaced), --graceful-timeout (a
+# stopping worker killed), and --request-timeout's last resort (a worker
+# whose app outlived it killed, its client answered 503).  Methods of the
+# master object (Serow::Master); the fields they own are 'rss_checked', and
+# in a worker's entry 'killed', 'recycled' and 'stuck_client'.
+
+# --max-worker-rss: how often the master reads its workers' resident memory.
+# The master does it, on its own clock, so that a worker spends nothing on it;
+# a worker over the limit may answer requests for up to this long more.
+use constant RSS_CHECK_SECONDS => 1;
+
+# --max-worker-rss: a worker whose resident memory passed the limit is asked
+# to stop, as on HUP: its replacement starts at once (it is no longer a
+# current worker), it finishes its request and hands its idle connections
+# to the holder.  Read from /proc by the master, at most every
+# RSS_CHECK_SECONDS (the loop also wakes for signals and exits).
+sub recycle_large_workers {
+    my ($self) = @_;
+    my $limit = $self->{options}{max_worker_rss} or return;
+    my $now = Time::HiRes::time;
+    return if $self->{rss_checked} && $now - $self->{rss_checked} < RSS_CHECK_SECONDS;
+    $self->{rss_checked} = $now;
+    for my $pid ($self->current_workers) {
+        my $mib = worker_rss_mib($pid) // next;
+        next if $mib <= $limit;
+        Serow::Log->info("worker $pid uses $mib MiB, over --max-worker-rss $limit: replaced");
+        $self->{workers}{$pid}{recycled} = 1;
+        $self->{shared}->count_worker_recycled('rss');
+        $self->stop_worker($pid);
+    }
+}
+
+# A process's resident memory in whole MiB (VmRSS, which counts the pages it
+# still shares with the master), or undef when it is gone.
+sub worker_rss_mib {
+    my ($pid) = @_;
+    open(my $fh, '<', "/proc/$pid/status") or return undef;
+    while (my $line = <$fh>) {
+        return int($1 / 1024) if $line =~ /\AVmRSS:\s*(\d+)\s*kB/;
+    }
+    return undef;
+}
+
+sub kill_overdue_workers {
+    my ($self) = @_;
+    my $limit = $self->{options}{graceful_timeout};
+    my $now = Time::HiRes::time;
+    for my $pid (keys %{ $self->{workers} }) {
+        my $w = $self->{workers}{$pid};
+        next if $w->{killed};
+        if ($w->{stopping_since} && $now - $w->{stopping_since} > $limit) {
+            $self->kill_worker($pid, "did not finish within --graceful-timeout ${limit}s");
+        } elsif (my $stuck = $self->stuck_request($w)) {
+            # The die of --request-timeout did not end the app (a blocking C
+            # call, SIGALRM ignored, an eval that swallowed it): nothing in
+            # the worker can, so the master does.
+            $self->{shared}->count_request_timeout;
+            $self->take_from_stuck_worker($w);
+            $self->kill_worker($pid, $stuck);
+        }
+    }
+}
+
+# Why the worker's app has outlived --request-timeout and its grace, or ''.
+sub stuck_request {
+    my ($self, $w) = @_;
+    my $timeout = $self->{options}{request_timeout} or return '';
+    my $grace = $self->{options}{request_timeout_grace};
+    my ($ms, $request) = $self->{shared}->app_running($w->{slot}) or return '';
+    return '' if $ms <= ($timeout + $grace) * 1000;
+    return sprintf "ran %s for %.1fs, past --request-timeout ${timeout}s and "
+        . "--request-timeout-grace ${grace}s; its client gets 503 unless its response had begun",
+        $request, $ms / 1000;
+}
+
+# Before a stuck worker is killed: the connection of the stuck request, to
+# answer once it is dead (answer_stuck_client).  Its parked connections are
+# with the holder already: it takes those idle in a worker for
+# IDLE_HANDOFF_MS (Serow::ConnectionHolder), less than any --request-timeout.
+# Connections it was reading (a partial head, pipelined requests) close
+# with it.
+sub take_from_stuck_worker {
+    my ($self, $w) = @_;
+    my $fd = $self->{shared}->take_app_connection($w->{slot});
+    $w->{stuck_client} = $fd if $fd >= 0;
+}
+
+sub kill_worker {
+    my ($self, $pid, $why) = @_;
+    Serow::Log->error("worker $pid $why: killed");
+    kill 'KILL', $pid;
+    $self->{workers}{$pid}{killed} = 1;
+}
+
+# A killed worker is dead (its slot not reset yet): the client of its stuck
+# request gets 503 unless bytes of the response had gone out.
+sub answer_stuck_client {
+    my ($self, $pid, $w) = @_;
+    my $fd = delete $w->{stuck_client} // return;
+    return if $self->{shared}->answer_app_connection($w->{slot}, $fd);
+    Serow::Log->error("worker $pid: its stuck request had begun its response: the client's "
+        . "connection is closed, the response cut");
+}
+
+1;
+__END__
+
+=head1 NAME
+
+Serow::Master::Limits - the limits the master enforces on its workers (L<Serow::Master>)
+
+=head1 DESCRIPTION
+
+Part of the master: C<--max-worker-rss>, C<--graceful-timeout>, and the
+kill of a worker whose app outlived C<--request-timeout> and
+C<--request-timeout-grace> (see F<docs/hardening.md>).
+
+=cut
