@@ -53,6 +53,8 @@ struct response_framing {
 #define RESPONSE_BAD_HEADER_LIST (-5)  /* no array, or an odd number of elements */
 #define RESPONSE_WIDE_CHARACTER  (-6)  /* a header or body string is not bytes */
 #define RESPONSE_TOO_LATE        (-7)  /* a 1xx after the final response started */
+#define RESPONSE_CODING_FOR_HTTP10 (-8) /* a transfer coding other than chunked alone,
+                                         * to an HTTP/1.0 client (RFC 9112 6.1) */
 
 /*
  * Checks the status (100-599) and the headers and decides the framing.
