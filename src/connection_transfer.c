@@ -101,6 +101,11 @@ int serow_take_parked_connection(struct shared_state *shared, struct worker_hand
     info->listener_index = s->listener_index;
     info->idle_since_ms = atomic_load(&s->idle_since_ms);
     atomic_fetch_sub(&w->idle_connections, 1);
+    /* No longer the worker's from here, though its copy stays open until it
+     * reads the ring (a busy worker reads it after its request): were the
+     * worker to die first, the master would take its connections off the
+     * open count (serow_shared_reset_worker), and this one lives on here. */
+    atomic_fetch_sub(&w->connections, 1);
     /* stolen before the worker can read the entry: it drops only those */
     atomic_store(&s->state, SLOT_STOLEN);
     atomic_store(&w->stolen[head % SHARED_STOLEN_RING], slot_index + 1);

@@ -88,7 +88,10 @@ struct worker_slot {
     _Atomic uint64_t requests_served;
     _Atomic uint32_t slots_high_water; /* slots in use are below this */
     _Atomic uint32_t idle_connections; /* its slots in SLOT_IDLE, roughly */
-    _Atomic uint32_t connections;      /* all it owns */
+    _Atomic uint32_t connections;      /* all it owns (one taken from it stops
+                                        * counting when taken, before the worker
+                                        * closes its copy: its death closes only
+                                        * these; serow_shared_reset_worker) */
     _Atomic int32_t wake_fd;          /* its eventfd (the master made it): the holder
                                          rings it after a steal, the master when it asks */
     /* What the master asks of the worker (serow_shared_ask_worker): set by
