@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -504,6 +505,18 @@ static void put_decoded_path(struct out *o, const struct access_log_op *op,
     if (path.p)
         memcpy(decoded, path.p, len);
     put_text(o, op, path.p ? decoded : NULL, path.p ? serow_percent_decode(decoded, len) : 0);
+}
+
+void serow_access_log_id_as_request_header(const struct access_log_format *f,
+                                           struct access_log_entry *e, const char *name,
+                                           size_t name_len)
+{
+    if (e->request_id.len == 0)
+        return;
+    for (int i = 0; i < f->num_request_headers; i++)
+        if (f->request_headers[i].len == name_len &&
+            strncasecmp(f->request_headers[i].name, name, name_len) == 0)
+            e->request_headers[i] = e->request_id;
 }
 
 /* A number; "-" (text) or null (json) when absent. */

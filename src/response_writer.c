@@ -368,7 +368,7 @@ const char *serow_continue_response(size_t *len)
 }
 
 size_t serow_format_error_response(char *out, size_t size, int status, int omit_body,
-                             size_t *body_bytes)
+                                   const struct response_header *id_header, size_t *body_bytes)
 {
     const char *reason = serow_status_reason(status);
     if (*reason == '\0')
@@ -378,9 +378,13 @@ size_t serow_format_error_response(char *out, size_t size, int status, int omit_
      * elsewhere or here (RFC 9110 10.2.3): --max-queue-wait, --request-timeout. */
     int n = snprintf(out, size,
                      "HTTP/1.1 %d %s\r\nDate: %s\r\nContent-Type: text/plain\r\n"
-                     "Content-Length: %zu\r\n%sConnection: close\r\n\r\n%s%s",
+                     "Content-Length: %zu\r\n%s%.*s%s%.*s%sConnection: close\r\n\r\n%s%s",
                      status, reason, serow_http_date_now(), body,
                      status == 503 ? "Retry-After: " SEROW_RETRY_AFTER_SECONDS "\r\n" : "",
+                     id_header ? (int)id_header->name_len : 0, id_header ? id_header->name : "",
+                     id_header ? ": " : "",
+                     id_header ? (int)id_header->value_len : 0, id_header ? id_header->value : "",
+                     id_header ? "\r\n" : "",
                      omit_body ? "" : reason, omit_body ? "" : "\n");
     *body_bytes = omit_body ? 0 : body;
     return n < 0 ? 0 : (size_t)n < size ? (size_t)n : size - 1;

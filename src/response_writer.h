@@ -91,13 +91,14 @@ const char *serow_status_reason(int status);
 /*
  * A complete error response, as the worker sends when it answers a request
  * itself: the status and its reason, Date, a text/plain body of the reason
- * and Connection: close (a 503 also Retry-After).  omit_body: a response to HEAD, which keeps the
+ * and Connection: close (a 503 also Retry-After; --request-id-header's
+ * id_header unless NULL).  omit_body: a response to HEAD, which keeps the
  * Content-Length but sends no content (RFC 9110 9.3.2).  Writes at most
  * size - 1 bytes into out (512 is plenty) and returns their count;
  * *body_bytes gets the bytes of content sent.
  */
 size_t serow_format_error_response(char *out, size_t size, int status, int omit_body,
-                             size_t *body_bytes);
+                                   const struct response_header *id_header, size_t *body_bytes);
 
 /* The Retry-After of the server's own 503s (seconds): soon, since what it
  * says is "overloaded now", not "down". */
