@@ -49,6 +49,22 @@ static SV *given_setting(pTHX_ HV *settings, const char *who, const char *name)
     return *sv;
 }
 
+/* The request_id_header setting ("": off) into out (size bytes, with its
+ * NUL); returns its length. */
+static size_t id_header_setting(pTHX_ HV *settings, const char *who, char *out, size_t size)
+{
+    SV *sv = given_setting(aTHX_ settings, who, "request_id_header");
+    if (!SvOK(sv))
+        croak("%s: no 'request_id_header' setting", who);
+    STRLEN len;
+    const char *name = SvPV(sv, len);
+    if (len >= size)
+        croak("%s: request_id_header is longer than %d bytes", who, (int)size - 1);
+    memcpy(out, name, len);
+    out[len] = '\0';
+    return len;
+}
+
 static double setting(pTHX_ HV *settings, const char *who, const char *name)
 {
     SV *sv = given_setting(aTHX_ settings, who, name);
@@ -99,16 +115,8 @@ loop_new(const char *class, HV *settings)
     s.request_timeout = setting(aTHX_ settings, who, "request_timeout");
     s.max_queue_wait_ms = (uint64_t)setting(aTHX_ settings, who, "max_queue_wait");
     s.slow_request_us = (uint64_t)(setting(aTHX_ settings, who, "slow_request_log") * 1000);
-    SV *id_header = given_setting(aTHX_ settings, who, "request_id_header"); /* "": off */
-    if (!SvOK(id_header))
-        croak("%s: no 'request_id_header' setting", who);
-    STRLEN id_len;
-    const char *id_name = SvPV(id_header, id_len);
-    if (id_len >= sizeof(s.request_id_header))
-        croak("%s: request_id_header is longer than %d bytes", who, (int)sizeof(s.request_id_header) - 1);
-    memcpy(s.request_id_header, id_name, id_len);
-    s.request_id_header[id_len] = '\0';
-    s.request_id_header_len = id_len;
+    s.request_id_header_len = id_header_setting(aTHX_ settings, who, s.request_id_header,
+                                                sizeof(s.request_id_header)); /* "": off */
     RETVAL = serow_worker_loop_new(&s);
     if (RETVAL == NULL)
         croak("cannot create the event loop: %s", strerror(errno));
@@ -481,14 +489,21 @@ shared_count_worker_recycled(Serow::Shared shared, const char *reason)
 void
 shared_app_running(Serow::Shared shared, unsigned int index)
   PPCODE:
-    /* (milliseconds, request line) while the app of the worker in slot
-     * index runs under --request-timeout; empty when it does not. */
+    /* (milliseconds, request line, request id or undef) while the app of
+     * the worker in slot index runs under --request-timeout; empty when it
+     * does not. */
     char request[SHARED_REQUEST_TEXT];
-    uint64_t ms = serow_shared_app_running_ms(shared, index, request);
+    char id[REQUEST_ID_MAX];
+    size_t id_len = 0;
+    uint64_t ms = serow_shared_app_running_ms(shared, index, request, id, &id_len);
     if (ms > 0) {
-        EXTEND(SP, 2);
+        EXTEND(SP, 3);
         mPUSHn((double)ms);
         mPUSHp(request, strlen(request));
+        if (id_len)
+            mPUSHp(id, id_len);
+        else
+            PUSHs(&PL_sv_undef);
     }
 
 int
@@ -501,11 +516,13 @@ shared_take_app_connection(Serow::Shared shared, unsigned int index)
     RETVAL
 
 int
-shared_answer_app_connection(Serow::Shared shared, unsigned int index, int fd)
+shared_answer_app_connection(Serow::Shared shared, unsigned int index, int fd, SV *id_name)
   CODE:
     /* Once it is dead: 503 on that copy (1), or only a close when bytes of
-     * the response went out (0). */
-    RETVAL = serow_answer_app_connection(shared, index, fd);
+     * the response went out (0).  id_name: --request-id-header ("": off). */
+    STRLEN id_name_len;
+    const char *name = SvPV(id_name, id_name_len);
+    RETVAL = serow_answer_app_connection(shared, index, fd, name, id_name_len);
   OUTPUT:
     RETVAL
 
@@ -549,6 +566,8 @@ shared_run_holder(Serow::Shared shared, int ready_channel, int handback_channel,
         if (s.access_log == NULL)
             croak("%s: cannot use the access log: %s", who, error);
     }
+    s.request_id_header_len = id_header_setting(aTHX_ settings, who, s.request_id_header,
+                                                sizeof(s.request_id_header)); /* "": off */
     RETVAL = serow_run_connection_holder(shared, ready_channel, handback_channel, &s);
     if (s.access_log)
         serow_access_log_close(s.access_log);

@@ -17,8 +17,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "http_parser.h" /* serow_percent_decode: %U is the decoded path */
 
 /* "[22/Nov/2026:05:40:18 +0000]" */
 #define TIME_FIELD_SIZE 64 /* 28 used; room for any int the compiler imagines */
@@ -478,6 +481,44 @@ static void put_span(struct out *o, const struct access_log_op *op, struct acces
     put_text(o, op, s.p, s.len);
 }
 
+/*
+ * %U as Apache writes it: the path percent-decoded (its r->uri; an
+ * absolute-form target's path alone), then escaped as any field is, so
+ * "/a%20b%2Fc%00" is logged "/a b/c\x00".  Only the first
+ * ACCESS_LOG_MAX_LINE bytes of a longer path are decoded: they decode to
+ * more than the field's budget, which cuts it anyway.
+ */
+static void put_decoded_path(struct out *o, const struct access_log_op *op,
+                             struct access_log_span path)
+{
+    if (path.p && path.len && path.p[0] != '/') {
+        const char *scheme_end = memmem(path.p, path.len, "://", 3);
+        if (scheme_end) { /* absolute-form: from the path after the authority */
+            const char *authority = scheme_end + 3;
+            const char *slash = memchr(authority, '/', (size_t)(path.p + path.len - authority));
+            path = slash ? (struct access_log_span){slash, (size_t)(path.p + path.len - slash)}
+                         : (struct access_log_span){"/", 1};
+        }
+    }
+    char decoded[ACCESS_LOG_MAX_LINE];
+    size_t len = path.len < sizeof(decoded) ? path.len : sizeof(decoded);
+    if (path.p)
+        memcpy(decoded, path.p, len);
+    put_text(o, op, path.p ? decoded : NULL, path.p ? serow_percent_decode(decoded, len) : 0);
+}
+
+void serow_access_log_id_as_request_header(const struct access_log_format *f,
+                                           struct access_log_entry *e, const char *name,
+                                           size_t name_len)
+{
+    if (e->request_id.len == 0)
+        return;
+    for (int i = 0; i < f->num_request_headers; i++)
+        if (f->request_headers[i].len == name_len &&
+            strncasecmp(f->request_headers[i].name, name, name_len) == 0)
+            e->request_headers[i] = e->request_id;
+}
+
 /* A number; "-" (text) or null (json) when absent. */
 static inline void put_number(struct out *o, const struct access_log_op *op, int present, uint64_t v)
 {
@@ -569,9 +610,10 @@ size_t serow_access_log_format(char *line, const struct access_log_format *forma
                     put(&o, parts.method.p ? "\"\"" : "null", parts.method.p ? 2 : 4);
                 break;
             }
-            put_span(&o, op, op->kind == LOG_METHOD ? parts.method
-                             : op->kind == LOG_PATH ? parts.path
-                                                    : parts.protocol);
+            if (op->kind == LOG_PATH)
+                put_decoded_path(&o, op, parts.path);
+            else
+                put_span(&o, op, op->kind == LOG_METHOD ? parts.method : parts.protocol);
             break;
         case LOG_SERVER_NAME:
             put_text(&o, op, e->server_name, e->server_name ? strlen(e->server_name) : 0);

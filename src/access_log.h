@@ -205,6 +205,13 @@ void serow_access_log_note_request(const struct access_log_format *format,
  * line that is not empty, without its line end (up to len bytes). */
 const char *serow_access_log_raw_request_line(const char *buffer, size_t len, size_t *line_len);
 
+/* --request-id-header: the entry's request_id is also what %{NAME}i of
+ * that header shows, whether the client sent the id or not (the header is
+ * named name, name_len bytes). */
+void serow_access_log_id_as_request_header(const struct access_log_format *format,
+                                           struct access_log_entry *e, const char *name,
+                                           size_t name_len);
+
 /* Formats the entry and writes it in one write(2).  Returns the length of
  * the line (also when the write failed: a full disk must not stop serving). */
 size_t serow_access_log_write(struct access_log *log, const struct access_log_entry *entry);

@@ -29,6 +29,8 @@
 #include "connection_transfer.h"
 #include "fd_passing.h"
 #include "log.h"
+#include "request_id.h"
+#include "response_writer.h"
 
 #define EPOLL_BATCH 256
 /* epoll tags besides connection descriptors */
@@ -79,6 +81,7 @@ struct holder {
     struct worker_handle workers[SHARED_MAX_WORKERS];
     struct worker_look looks[SHARED_MAX_WORKERS];
     uint64_t last_handoff_scan_ms;
+    struct serow_id_maker ids; /* --request-id-header: the ids of the 503s made here */
 };
 
 static volatile sig_atomic_t stop_requested;
@@ -239,7 +242,8 @@ static int pass_to_worker(struct holder *h, int fd)
 
 /* The access log's line for a request shed here, as a worker writes it for a
  * request it rejects (its raw request line; what was peeked of it). */
-static void log_shed(struct holder *h, int fd, const char *head, size_t len, size_t body)
+static void log_shed(struct holder *h, int fd, const char *head, size_t len, size_t body,
+                     const char *id, size_t id_len)
 {
     struct sockaddr_storage addr;
     socklen_t addr_len = sizeof(addr);
@@ -250,27 +254,48 @@ static void log_shed(struct holder *h, int fd, const char *head, size_t len, siz
     struct access_log_entry e = {.remote_addr = remote, .status = 503, .body_bytes = body,
                                  .pid = (int)getpid()};
     e.request_line = serow_access_log_raw_request_line(head, len, &e.request_line_len);
+    e.request_id = (struct access_log_span){id_len ? id : NULL, id_len};
+    serow_access_log_id_as_request_header(&h->settings.access_log->format, &e,
+                                          h->settings.request_id_header,
+                                          h->settings.request_id_header_len);
     serow_access_log_write(h->settings.access_log, &e);
 }
+
+/* What shed peeks of a request: its line for the log, and with
+ * --request-id-header as much of its head as a request id may be found in. */
+#define SHED_PEEK_LINE (ACCESS_LOG_MAX_REQUEST_LINE + 2)
+#define SHED_PEEK_HEAD 16384
 
 /*
  * --max-queue-wait: a request that waited that long for a free worker is
  * answered 503 here, and its connection closed (after what the client sent
  * is read: serow_answer_and_shut).  Only "HEAD " is looked for, to send no
- * body; the request is not parsed.
+ * body, and the id header; the request is not parsed.
  */
 static void shed(struct holder *h, struct held_connection *c)
 {
-    char head[ACCESS_LOG_MAX_REQUEST_LINE + 2];
-    ssize_t n = recv(c->fd, head, h->settings.access_log ? sizeof(head) : 5,
-                     MSG_PEEK | MSG_DONTWAIT);
+    char head[SHED_PEEK_HEAD];
+    size_t want = h->settings.request_id_header_len ? SHED_PEEK_HEAD
+                  : h->settings.access_log          ? SHED_PEEK_LINE
+                                                    : 5;
+    ssize_t n = recv(c->fd, head, want, MSG_PEEK | MSG_DONTWAIT);
     size_t len = n > 0 ? (size_t)n : 0;
-    size_t body = serow_answer_and_shut(c->fd, 503, len >= 5 && memcmp(head, "HEAD ", 5) == 0);
+    char id[REQUEST_ID_MAX];
+    size_t id_len = 0;
+    struct response_header id_header;
+    if (h->settings.request_id_header_len) {
+        id_len = serow_request_id_of_raw_head(&h->ids, head, len, h->settings.request_id_header,
+                                              h->settings.request_id_header_len, id);
+        id_header = (struct response_header){h->settings.request_id_header,
+                                             h->settings.request_id_header_len, id, id_len};
+    }
+    size_t body = serow_answer_and_shut(c->fd, 503, len >= 5 && memcmp(head, "HEAD ", 5) == 0,
+                                        id_len ? &id_header : NULL);
     atomic_fetch_add(&h->shared->requests_shed, 1);
     serow_log_debug("connection holder: a request waited longer than --max-queue-wait %llu ms for a "
                     "free worker: answered 503", (unsigned long long)h->settings.max_queue_wait_ms);
     if (h->settings.access_log)
-        log_shed(h, c->fd, head, len, body);
+        log_shed(h, c->fd, head, len < SHED_PEEK_LINE ? len : SHED_PEEK_LINE, body, id, id_len);
     close_held(h, c);
 }
 

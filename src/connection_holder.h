@@ -22,6 +22,8 @@ struct holder_settings {
     const char *error_log; /* --error-log, reopened on SIGUSR1; NULL: none */
     struct access_log *access_log; /* --access-log, for the 503s of --max-queue-wait;
                                       reopened on SIGUSR1; NULL: none (the holder's own) */
+    char request_id_header[64];    /* --request-id-header, for those 503s ("": off) */
+    size_t request_id_header_len;
 };
 
 /*

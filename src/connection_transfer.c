@@ -101,6 +101,11 @@ int serow_take_parked_connection(struct shared_state *shared, struct worker_hand
     info->listener_index = s->listener_index;
     info->idle_since_ms = atomic_load(&s->idle_since_ms);
     atomic_fetch_sub(&w->idle_connections, 1);
+    /* No longer the worker's from here, though its copy stays open until it
+     * reads the ring (a busy worker reads it after its request): were the
+     * worker to die first, the master would take its connections off the
+     * open count (serow_shared_reset_worker), and this one lives on here. */
+    atomic_fetch_sub(&w->connections, 1);
     /* stolen before the worker can read the entry: it drops only those */
     atomic_store(&s->state, SLOT_STOLEN);
     atomic_store(&w->stolen[head % SHARED_STOLEN_RING], slot_index + 1);
@@ -132,7 +137,8 @@ void serow_wake_worker(struct shared_state *shared, struct worker_handle *handle
  * could lose the page with it.
  */
 #define ANSWER_DRAIN_BYTES 65536
-size_t serow_answer_and_shut(int fd, int status, int head_request)
+size_t serow_answer_and_shut(int fd, int status, int head_request,
+                             const struct response_header *id_header)
 {
     char buf[4096];
     for (size_t drained = 0; drained < ANSWER_DRAIN_BYTES;) {
@@ -144,7 +150,7 @@ size_t serow_answer_and_shut(int fd, int status, int head_request)
     char response[512];
     size_t body_bytes;
     size_t len = serow_format_error_response(response, sizeof(response), status, head_request,
-                                             &body_bytes);
+                                             id_header, &body_bytes);
     ssize_t ignored = send(fd, response, len, MSG_DONTWAIT | MSG_NOSIGNAL);
     (void)ignored;
     shutdown(fd, SHUT_WR);
@@ -182,14 +188,19 @@ int serow_take_app_connection(struct shared_state *shared, uint32_t worker_index
     return copy;
 }
 
-int serow_answer_app_connection(struct shared_state *shared, uint32_t worker_index, int fd)
+int serow_answer_app_connection(struct shared_state *shared, uint32_t worker_index, int fd,
+                                const char *id_name, size_t id_name_len)
 {
     struct worker_slot *w = &shared->workers[worker_index];
     if (worker_index >= shared->max_workers || atomic_load(&w->app_answered)) {
         close(fd); /* (the worker's copy is gone: this closes the connection) */
         return 0;
     }
-    serow_answer_and_shut(fd, 503, strncmp(w->current_request, "HEAD ", 5) == 0);
+    uint32_t id_len = atomic_load(&w->request_id_len);
+    struct response_header id = {id_name, id_name_len, w->request_id,
+                                 id_len < REQUEST_ID_MAX ? id_len : 0};
+    serow_answer_and_shut(fd, 503, strncmp(w->current_request, "HEAD ", 5) == 0,
+                          id_name_len && id.value_len ? &id : NULL);
     close(fd);
     return 1;
 }

@@ -18,6 +18,8 @@
 #include "fd_passing.h"
 #include "shared_state.h"
 
+struct response_header;
+
 /* What the taker keeps open to reach one worker: a pidfd to copy its
  * descriptors, and a copy of its eventfd to wake it.  Renewed when another
  * process takes the worker slot. */
@@ -54,9 +56,10 @@ void serow_wake_worker(struct shared_state *shared, struct worker_handle *handle
 /* Answers fd with the server's error page for status (Connection: close; no
  * body for a HEAD request) and shuts its sending side, after reading what
  * the client sent so far (without waiting): the caller closes it.  For a
- * connection nobody else writes on.  Returns the page's body bytes (for the
- * access log). */
-size_t serow_answer_and_shut(int fd, int status, int head_request);
+ * connection nobody else writes on.  id_header: --request-id-header's (NULL:
+ * none).  Returns the page's body bytes (for the access log). */
+size_t serow_answer_and_shut(int fd, int status, int head_request,
+                             const struct response_header *id_header);
 
 /*
  * For the master, about to kill the worker in slot worker_index because its
@@ -64,9 +67,12 @@ size_t serow_answer_and_shut(int fd, int status, int head_request);
  * a copy of the connection whose request the app runs (-1: none, or the app
  * returned meanwhile).  serow_answer_app_connection, once the worker is dead
  * (its slot not reset yet): answers that copy 503 if no byte of the response
- * went out (returns 1), else closes it (returns 0).
+ * went out (returns 1), else closes it (returns 0).  The 503 carries the
+ * request's id in header id_name (--request-id-header; id_name_len 0: off),
+ * the one the worker published for it.
  */
 int serow_take_app_connection(struct shared_state *shared, uint32_t worker_index);
-int serow_answer_app_connection(struct shared_state *shared, uint32_t worker_index, int fd);
+int serow_answer_app_connection(struct shared_state *shared, uint32_t worker_index, int fd,
+                                const char *id_name, size_t id_name_len);
 
 #endif

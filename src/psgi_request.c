@@ -58,6 +58,14 @@ static SV *response_error(pTHX_ int r, SV *bad_header)
     case RESPONSE_BAD_HEADER_NAME:
         why = "the name is undefined, empty or not a token";
         break;
+    case RESPONSE_CODING_FOR_HTTP10:
+        if (bad_header) /* (the value is the header's, for the log) */
+            return sv_2mortal(newSVpvf("response header '%" SVf "' to an HTTP/1.0 request: HTTP/1.0 "
+                                       "knows no transfer coding (RFC 9112 6.1) and only chunked can "
+                                       "be taken off, so the body would arrive still coded",
+                                       SVfARG(bad_header)));
+        why = "a transfer coding other than chunked to an HTTP/1.0 request";
+        break;
     default:
         why = "the value is undefined or holds CR, LF, NUL or another control character";
         break;

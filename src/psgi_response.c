@@ -113,6 +113,19 @@ static void free_header_list(struct header_list *list)
     list->items = list->stack;
 }
 
+/* The header a plan refused, as the error message names it: its name, and
+ * its value too when that is what is wrong with it (a transfer coding an
+ * HTTP/1.0 client cannot get).  NULL when no header is at fault. */
+static SV *header_at_fault(pTHX_ const struct header_list *list, size_t index, int r)
+{
+    if (index >= list->count)
+        return NULL;
+    const struct response_header *h = &list->items[index];
+    if (r == RESPONSE_CODING_FOR_HTTP10)
+        return newSVpvf("%.*s: %.*s", (int)h->name_len, h->name, (int)h->value_len, h->value);
+    return newSVpvn(h->name, h->name_len);
+}
+
 /* Names the header at index for the error message (NULL if it has no name). */
 static void report_bad_header(pTHX_ SV *name, SV **bad)
 {
@@ -346,8 +359,8 @@ static int prepare_head(pTHX_ struct worker_loop *loop, SV *status_sv, SV *heade
 
     r = serow_plan_response(&facts, list.items, list.count, &response->framing, &bad_index);
     if (r != RESPONSE_OK) {
-        if (bad_header && bad_index < list.count)
-            *bad_header = newSVpvn(list.items[bad_index].name, list.items[bad_index].name_len);
+        if (bad_header)
+            *bad_header = header_at_fault(aTHX_ &list, bad_index, r);
         free_header_list(&list);
         return r;
     }
@@ -684,8 +697,8 @@ int serow_send_informational_response(pTHX_ struct worker_loop *loop, SV *status
     struct response_framing framing;
     r = serow_plan_response(&facts, list.items, list.count, &framing, &bad_index);
     if (r != RESPONSE_OK) {
-        if (bad_header && bad_index < list.count)
-            *bad_header = newSVpvn(list.items[bad_index].name, list.items[bad_index].name_len);
+        if (bad_header)
+            *bad_header = header_at_fault(aTHX_ &list, bad_index, r);
         free_header_list(&list);
         return r;
     }

@@ -28,13 +28,12 @@
 
 #include "access_log.h"
 #include "http_parser.h"
+#include "request_id.h"
 #include "response_writer.h"
 
 struct connection;
 struct sv;
 
-/* The longest request id taken from a client; a longer one is replaced. */
-#define REQUEST_ID_MAX 128
 
 /* The app's response as it goes out (psgi_response.c). */
 struct serow_response {

@@ -16,68 +16,51 @@
 #include <stdint.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/random.h>
 #include <unistd.h>
 
 #include "access_log.h"
 #include "log.h"
+#include "request_id.h"
 #include "request_metrics.h"
 #include "response_writer.h"
 #include "worker_internal.h"
 
 /* ---- the request id ------------------------------------------------------ */
 
-/* An id a client sent is taken as it is if it is 1 to REQUEST_ID_MAX - 1
- * visible ASCII bytes (no space, no control byte): it is logged, echoed and
- * handed to the app, so anything else is replaced by one of ours. */
-static int acceptable_id(const char *p, size_t len)
-{
-    if (len == 0 || len >= REQUEST_ID_MAX)
-        return 0;
-    for (size_t i = 0; i < len; i++)
-        if ((unsigned char)p[i] < 0x21 || (unsigned char)p[i] > 0x7e)
-            return 0;
-    return 1;
-}
-
-/*
- * Our own ids: 32 hex digits, 16 of a random number the worker draws once
- * (getrandom) and 16 of a count of the ids it made.  Unique across workers
- * and restarts without any coordination (two workers draw the same 64 bits
- * once in 2^32 pairs of workers), and a request pays for a few stores only.
- */
-static void make_id(struct worker_loop *loop)
-{
-    static const char hex[] = "0123456789abcdef";
-    if (!loop->id_prefix_drawn) {
-        uint64_t r = 0;
-        if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
-            r = ((uint64_t)getpid() << 32) ^ serow_request_clock_ns();
-        for (int i = 15; i >= 0; i--, r >>= 4)
-            loop->id_prefix[i] = hex[r & 15];
-        loop->id_prefix_drawn = 1;
-    }
-    char *id = loop->request.id;
-    memcpy(id, loop->id_prefix, 16);
-    uint64_t n = ++loop->ids_made;
-    for (int i = 31; i >= 16; i--, n >>= 4)
-        id[i] = hex[n & 15];
-    loop->request.id_len = 32;
-    loop->request.id_made = 1;
-}
-
 static void take_or_make_id(struct worker_loop *loop)
 {
     const struct worker_settings *s = &loop->settings;
     const struct http_header *h =
         serow_find_header(&loop->request.head, s->request_id_header, s->request_id_header_len);
-    if (h && acceptable_id(h->value, h->value_len)) {
+    if (h && serow_request_id_acceptable(h->value, h->value_len)) {
         memcpy(loop->request.id, h->value, h->value_len);
         loop->request.id_len = h->value_len;
         loop->request.id_made = 0;
         return;
     }
-    make_id(loop);
+    loop->request.id_len = serow_request_id_make(&loop->ids, loop->request.id);
+    loop->request.id_made = 1;
+}
+
+size_t serow_request_accounting_rejected_id(struct worker_loop *loop, const struct connection *conn,
+                                            char *id)
+{
+    const struct worker_settings *s = &loop->settings;
+    if (s->request_id_header_len == 0)
+        return 0;
+    return serow_request_id_of_raw_head(&loop->ids, conn->buffer, conn->buffer_len,
+                                        s->request_id_header, s->request_id_header_len, id);
+}
+
+const struct response_header *serow_request_accounting_id_header(const struct worker_loop *loop,
+                                                                 const char *id, size_t id_len,
+                                                                 struct response_header *h)
+{
+    if (id_len == 0)
+        return NULL;
+    *h = (struct response_header){loop->settings.request_id_header,
+                                  loop->settings.request_id_header_len, id, id_len};
+    return h;
 }
 
 /* ---- a request's start ----------------------------------------------------- */
@@ -213,7 +196,8 @@ static inline uint64_t ns_between(uint64_t from, uint64_t to)
 }
 
 static void write_log_line(struct worker_loop *loop, struct connection *conn, int status,
-                           uint64_t body_bytes, int served, const struct access_log_times *times)
+                           uint64_t body_bytes, int served, const struct access_log_times *times,
+                           struct access_log_span rejected_id)
 {
     struct serow_request *r = &loop->request;
     const struct access_log_format *f = &loop->access_log->format;
@@ -228,7 +212,8 @@ static void write_log_line(struct worker_loop *loop, struct connection *conn, in
                                    ? &loop->listeners[conn->listener_index] : NULL;
     e.server_name = l ? l->server_name : NULL;
     e.server_port = l ? l->server_port : 0;
-    e.request_id = served && r->id_len ? (struct access_log_span){r->id, r->id_len}
+    e.request_id = !served ? rejected_id
+                           : r->id_len ? (struct access_log_span){r->id, r->id_len}
                                        : (struct access_log_span){NULL, 0};
     if (served) {
         const struct access_log_request *lr = &r->log_request;
@@ -239,13 +224,6 @@ static void write_log_line(struct worker_loop *loop, struct connection *conn, in
                                        ? (struct access_log_span){NULL, 0}
                                        : (struct access_log_span){conn->buffer + lr->header_offset[i],
                                                                   lr->header_len[i]};
-        /* The id is the request's, whether the client sent it or not. */
-        if (r->id_len)
-            for (int i = 0; i < f->num_request_headers; i++)
-                if (f->request_headers[i].len == loop->settings.request_id_header_len &&
-                    strncasecmp(f->request_headers[i].name, loop->settings.request_id_header,
-                                f->request_headers[i].len) == 0)
-                    e.request_headers[i] = e.request_id;
         for (int i = 0; i < f->num_response_headers; i++)
             e.response_headers[i] = r->response_headers[i];
         for (int i = 0; i < f->num_env; i++)
@@ -264,12 +242,15 @@ static void write_log_line(struct worker_loop *loop, struct connection *conn, in
         for (int i = 0; i < f->num_env; i++)
             e.env[i] = (struct access_log_span){NULL, 0};
     }
+    serow_access_log_id_as_request_header(f, &e, loop->settings.request_id_header,
+                                          loop->settings.request_id_header_len);
     serow_access_log_write(loop->access_log, &e);
 }
 
-/* The duration, the line if there is a log (see the header). */
-void serow_request_accounting_end(struct worker_loop *loop, struct connection *conn, int status,
-                                  uint64_t body_bytes, int served)
+/* The duration, the line if there is a log.  served: see the header;
+ * rejected_id: the id of a request that was not (none: {NULL, 0}). */
+static void account_end(struct worker_loop *loop, struct connection *conn, int status,
+                        uint64_t body_bytes, int served, struct access_log_span rejected_id)
 {
     uint64_t now = serow_request_clock_ns();
     /* A request rejected while its head arrived had no app and no head
@@ -293,5 +274,19 @@ void serow_request_accounting_end(struct worker_loop *loop, struct connection *c
         log_slow_request(loop, conn, status, &split);
     }
     if (loop->access_log)
-        write_log_line(loop, conn, status, body_bytes, served, &t);
+        write_log_line(loop, conn, status, body_bytes, served, &t, rejected_id);
+}
+
+void serow_request_accounting_end(struct worker_loop *loop, struct connection *conn, int status,
+                                  uint64_t body_bytes)
+{
+    account_end(loop, conn, status, body_bytes, 1, (struct access_log_span){NULL, 0});
+}
+
+void serow_request_accounting_rejected(struct worker_loop *loop, struct connection *conn,
+                                       int status, uint64_t body_bytes, const char *id,
+                                       size_t id_len)
+{
+    account_end(loop, conn, status, body_bytes, 0,
+                (struct access_log_span){id_len ? id : NULL, id_len});
 }

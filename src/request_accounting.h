@@ -36,14 +36,34 @@ static inline uint64_t serow_request_clock_ns(void)
 void serow_request_accounting_start(struct worker_loop *loop, struct connection *conn);
 
 /*
- * Records a request that has been answered.  served: it reached a worker's
- * request handling (serow_request_accounting_start), so its request line and
- * fields were noted and its duration runs from then; else it was rejected
- * while its head arrived, and the log shows its first line as sent, with a
- * duration of 0.  Call it before the connection's buffer is consumed.
+ * Records a request that has been answered.  _end: one that reached a
+ * worker's request handling (serow_request_accounting_start), so its request
+ * line, fields and id were noted and its duration runs from then.
+ * _rejected: one rejected while its head arrived (or before it went to the
+ * app), whose log shows its first line as sent, with a duration of 0, and
+ * the id it was answered with (id_len 0: none; see
+ * serow_request_accounting_rejected_id).  Call either before the
+ * connection's buffer is consumed.
  */
 void serow_request_accounting_end(struct worker_loop *loop, struct connection *conn, int status,
-                            uint64_t body_bytes, int served);
+                                  uint64_t body_bytes);
+void serow_request_accounting_rejected(struct worker_loop *loop, struct connection *conn,
+                                       int status, uint64_t body_bytes, const char *id,
+                                       size_t id_len);
+
+/* --request-id-header: the id of a request answered before it went to the
+ * app (400, 408, 413, 414, 431, 503...): the client's if the bytes of its
+ * head received so far carry a sane one, else made.  Into id
+ * (REQUEST_ID_MAX bytes); returns its length, 0 when the option is off. */
+size_t serow_request_accounting_rejected_id(struct worker_loop *loop, const struct connection *conn,
+                                            char *id);
+
+/* The id header for a response the server writes itself: h filled with the
+ * --request-id-header name and id[0..id_len), and returned; NULL when
+ * id_len is 0 (the option is off). */
+const struct response_header *serow_request_accounting_id_header(const struct worker_loop *loop,
+                                                                 const char *id, size_t id_len,
+                                                                 struct response_header *h);
 
 /* The status and body bytes of the response sent for the current request
  * (0: none sent through the server). */

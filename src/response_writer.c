@@ -157,10 +157,23 @@ static int ends_with_chunked(const char *v, size_t len)
     return len == 7 || v[len - 8] == ',' || v[len - 8] == ' ' || v[len - 8] == '\t';
 }
 
+/* Whether a Transfer-Encoding value is the chunked coding alone: the one
+ * coding the server can take off for an HTTP/1.0 client. */
+static int only_chunked(const char *v, size_t len)
+{
+    while (len > 0 && (*v == ' ' || *v == '\t'))
+        v++, len--;
+    while (len > 0 && (v[len - 1] == ' ' || v[len - 1] == '\t'))
+        len--;
+    return len == 7 && ends_with_chunked(v, len);
+}
+
 int serow_plan_response(const struct response_facts *facts, const struct response_header *headers,
                   size_t num_headers, struct response_framing *framing, size_t *bad_header)
 {
     int app_content_length = 0, app_transfer_encoding = 0, app_chunked = 0, app_close = 0;
+    int app_other_coding = 0;
+    size_t transfer_encoding_index = 0;
     uint64_t content_length = 0;
 
     /* RFC 9110 15: "Values outside the range 100..599 are invalid." */
@@ -191,6 +204,8 @@ int serow_plan_response(const struct response_facts *facts, const struct respons
         } else if (NAME_IS(h, "transfer-encoding")) {
             app_transfer_encoding = 1;
             app_chunked = ends_with_chunked(h->value, h->value_len);
+            app_other_coding |= !only_chunked(h->value, h->value_len);
+            transfer_encoding_index = i;
         } else if (NAME_IS(h, "connection")) {
             if (contains_token(h->value, h->value_len, "close"))
                 app_close = 1;
@@ -215,6 +230,15 @@ int serow_plan_response(const struct response_facts *facts, const struct respons
             return RESPONSE_BAD_CONTENT_LENGTH; /* the smuggling pair, from our side */
     } else if (no_body_status) {
         /* no body, nothing to add */
+    } else if (app_transfer_encoding && app_other_coding && facts->minor_version == 0) {
+        /* RFC 9112 6.1: no Transfer-Encoding to an HTTP/1.0 client.  The
+         * chunks can be taken off, but not a coding such as gzip: sent without
+         * the header that names it, the body would reach the client still
+         * coded, with nothing to say so.  Refused (a 500 and the reason in
+         * the log) rather than sent wrong.  (A response to HEAD too, so that
+         * it says what a GET would get.) */
+        *bad_header = transfer_encoding_index;
+        return RESPONSE_CODING_FOR_HTTP10;
     } else if (app_transfer_encoding) {
         /* The app framed the body itself (Plack::Middleware::Chunked does):
          * a Content-Length beside Transfer-Encoding is forbidden (RFC 9112
@@ -344,7 +368,7 @@ const char *serow_continue_response(size_t *len)
 }
 
 size_t serow_format_error_response(char *out, size_t size, int status, int omit_body,
-                             size_t *body_bytes)
+                                   const struct response_header *id_header, size_t *body_bytes)
 {
     const char *reason = serow_status_reason(status);
     if (*reason == '\0')
@@ -354,9 +378,13 @@ size_t serow_format_error_response(char *out, size_t size, int status, int omit_
      * elsewhere or here (RFC 9110 10.2.3): --max-queue-wait, --request-timeout. */
     int n = snprintf(out, size,
                      "HTTP/1.1 %d %s\r\nDate: %s\r\nContent-Type: text/plain\r\n"
-                     "Content-Length: %zu\r\n%sConnection: close\r\n\r\n%s%s",
+                     "Content-Length: %zu\r\n%s%.*s%s%.*s%sConnection: close\r\n\r\n%s%s",
                      status, reason, serow_http_date_now(), body,
                      status == 503 ? "Retry-After: " SEROW_RETRY_AFTER_SECONDS "\r\n" : "",
+                     id_header ? (int)id_header->name_len : 0, id_header ? id_header->name : "",
+                     id_header ? ": " : "",
+                     id_header ? (int)id_header->value_len : 0, id_header ? id_header->value : "",
+                     id_header ? "\r\n" : "",
                      omit_body ? "" : reason, omit_body ? "" : "\n");
     *body_bytes = omit_body ? 0 : body;
     return n < 0 ? 0 : (size_t)n < size ? (size_t)n : size - 1;

@@ -53,6 +53,8 @@ struct response_framing {
 #define RESPONSE_BAD_HEADER_LIST (-5)  /* no array, or an odd number of elements */
 #define RESPONSE_WIDE_CHARACTER  (-6)  /* a header or body string is not bytes */
 #define RESPONSE_TOO_LATE        (-7)  /* a 1xx after the final response started */
+#define RESPONSE_CODING_FOR_HTTP10 (-8) /* a transfer coding other than chunked alone,
+                                         * to an HTTP/1.0 client (RFC 9112 6.1) */
 
 /*
  * Checks the status (100-599) and the headers and decides the framing.
@@ -89,13 +91,14 @@ const char *serow_status_reason(int status);
 /*
  * A complete error response, as the worker sends when it answers a request
  * itself: the status and its reason, Date, a text/plain body of the reason
- * and Connection: close (a 503 also Retry-After).  omit_body: a response to HEAD, which keeps the
+ * and Connection: close (a 503 also Retry-After; --request-id-header's
+ * id_header unless NULL).  omit_body: a response to HEAD, which keeps the
  * Content-Length but sends no content (RFC 9110 9.3.2).  Writes at most
  * size - 1 bytes into out (512 is plenty) and returns their count;
  * *body_bytes gets the bytes of content sent.
  */
 size_t serow_format_error_response(char *out, size_t size, int status, int omit_body,
-                             size_t *body_bytes);
+                                   const struct response_header *id_header, size_t *body_bytes);
 
 /* The Retry-After of the server's own 503s (seconds): soon, since what it
  * says is "overloaded now", not "down". */

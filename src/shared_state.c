@@ -109,6 +109,7 @@ void serow_shared_reset_worker(struct shared_state *shared, uint32_t index)
     atomic_store(&w->stop_requested, 0);
     atomic_store(&w->reopen_logs_requested, 0);
     w->current_request[0] = '\0';
+    atomic_store(&w->request_id_len, 0);
 }
 
 int serow_shared_ask_worker(struct shared_state *shared, uint32_t index, int wake_fd,
@@ -176,7 +177,7 @@ void serow_shared_count_request_timeout(struct shared_state *shared)
 }
 
 uint64_t serow_shared_app_running_ms(struct shared_state *shared, uint32_t index,
-                                     char *request_text)
+                                     char *request_text, char *id, size_t *id_len)
 {
     if (index >= shared->max_workers)
         return 0;
@@ -186,6 +187,9 @@ uint64_t serow_shared_app_running_ms(struct shared_state *shared, uint32_t index
         return 0;
     memcpy(request_text, w->current_request, SHARED_REQUEST_TEXT);
     request_text[SHARED_REQUEST_TEXT - 1] = '\0';
+    uint32_t n = atomic_load(&w->request_id_len);
+    *id_len = n < REQUEST_ID_MAX ? n : 0;
+    memcpy(id, w->request_id, *id_len);
     uint64_t ms = serow_shared_ms_since(serow_shared_clock_ms(), since);
     return ms > 0 ? ms : 1;
 }

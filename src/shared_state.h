@@ -31,6 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "request_id.h"
 #include "request_metrics.h"
 
 /* Worker slots: more than anyone runs on one machine; TTIN stops here. */
@@ -88,7 +89,10 @@ struct worker_slot {
     _Atomic uint64_t requests_served;
     _Atomic uint32_t slots_high_water; /* slots in use are below this */
     _Atomic uint32_t idle_connections; /* its slots in SLOT_IDLE, roughly */
-    _Atomic uint32_t connections;      /* all it owns */
+    _Atomic uint32_t connections;      /* all it owns (one taken from it stops
+                                        * counting when taken, before the worker
+                                        * closes its copy: its death closes only
+                                        * these; serow_shared_reset_worker) */
     _Atomic int32_t wake_fd;          /* its eventfd (the master made it): the holder
                                          rings it after a steal, the master when it asks */
     /* What the master asks of the worker (serow_shared_ask_worker): set by
@@ -99,6 +103,10 @@ struct worker_slot {
     _Atomic uint32_t stop_requested;        /* stop accepting, finish, leave */
     _Atomic uint32_t reopen_logs_requested; /* logrotate moved the logs */
     char current_request[SHARED_REQUEST_TEXT];
+    /* --request-id-header: the id of that request (request_id_len 0: none),
+     * for the 503 the master sends if it has to kill the worker. */
+    char request_id[REQUEST_ID_MAX];
+    _Atomic uint32_t request_id_len;
     /* Slots taken from this worker, for it to close its copies.  Several
      * takers (the holder, gathering workers) may write at once: each reserves
      * an entry by advancing stolen_head, then writes the slot number + 1
@@ -221,9 +229,10 @@ void serow_shared_count_request_timeout(struct shared_state *shared);
 
 /* How long the app of the worker in slot index has been running for its
  * current request (0: not running), and that request's line (request_text,
- * SHARED_REQUEST_TEXT bytes).  For the master's kill after the grace. */
+ * SHARED_REQUEST_TEXT bytes) and id (--request-id-header: REQUEST_ID_MAX
+ * bytes, *id_len 0: none).  For the master's kill after the grace. */
 uint64_t serow_shared_app_running_ms(struct shared_state *shared, uint32_t index,
-                                     char *request_text);
+                                     char *request_text, char *id, size_t *id_len);
 
 /* The server's numbers at one look, for the metrics and the status page: its
  * own counters, and the workers counted (serow_shared_count_workers). */

@@ -49,8 +49,12 @@ static int parse_probe(struct worker_loop *loop, const struct connection *conn,
 void serow_reject_connection(struct worker_loop *loop, struct connection *conn, int status,
                              const struct http_request_head *head)
 {
-    size_t body = serow_send_error_response(conn, status, head);
-    serow_request_accounting_end(loop, conn, status, body, 0);
+    char id[REQUEST_ID_MAX];
+    size_t id_len = serow_request_accounting_rejected_id(loop, conn, id);
+    struct response_header h;
+    size_t body = serow_send_error_response(conn, status, head,
+                                            serow_request_accounting_id_header(loop, id, id_len, &h));
+    serow_request_accounting_rejected(loop, conn, status, body, id, id_len);
     serow_close_lingering(loop, conn);
 }
 

@@ -159,11 +159,9 @@ struct worker_loop {
 
     struct access_log *access_log;        /* NULL: no access log */
 
-    /* Request ids this worker makes (request_accounting.c): a random
-     * prefix drawn on first use, after the fork, and a count. */
-    char id_prefix[16];
-    int id_prefix_drawn;
-    uint64_t ids_made;
+    /* Request ids this worker makes (request_id.c, through
+     * request_accounting.c). */
+    struct serow_id_maker ids;
     int pid;                              /* the worker's, for the log (%P) */
 
     /* Non-zero while a signal has arrived that the embedding (Perl) has not
@@ -293,9 +291,11 @@ int serow_wait_for(int fd, short events, double timeout);
 /* Sends a complete error response (status, and Connection: close) without
  * waiting: for connections that are not being served, or whose client may
  * not read.  head is the request as far as it was parsed (NULL: not at
- * all).  Returns the body bytes sent (0 for HEAD). */
+ * all); id_header: --request-id-header's (NULL: none).  Returns the body
+ * bytes sent (0 for HEAD). */
 size_t serow_send_error_response(struct connection *conn, int status,
-                                 const struct http_request_head *head);
+                                 const struct http_request_head *head,
+                                 const struct response_header *id_header);
 
 /* ---- worker_slots.c ----------------------------------------------------- */
 

@@ -206,7 +206,8 @@ static void announce_done(struct worker_loop *loop)
     atomic_fetch_add(&loop->shared->requests_total, 1);
 }
 
-/* The method and target of the request being answered, for the status page. */
+/* The method and target of the request being answered, for the status page,
+ * and its id (--request-id-header) for the master's 503 should it kill us. */
 static void publish_current_request(struct worker_loop *loop)
 {
     if (loop->slot == NULL)
@@ -221,6 +222,8 @@ static void publish_current_request(struct worker_loop *loop)
     text[m] = ' ';
     memcpy(text + m + 1, loop->request.head.target, t);
     text[m + 1 + t] = '\0';
+    memcpy(loop->slot->request_id, loop->request.id, loop->request.id_len);
+    atomic_store(&loop->slot->request_id_len, (uint32_t)loop->request.id_len);
 }
 
 /* ---- the stop grace ------------------------------------------------------
@@ -476,7 +479,7 @@ void serow_worker_loop_finish_request(struct worker_loop *loop, int keep_alive)
     struct connection *conn = loop->request.conn;
     if (conn == NULL)
         return;
-    serow_request_accounting_end(loop, conn, loop->request.status, loop->request.body_bytes, 1);
+    serow_request_accounting_end(loop, conn, loop->request.status, loop->request.body_bytes);
     loop->request.conn = NULL;
     conn->requests_served++;
     announce_done(loop);
@@ -516,11 +519,14 @@ void serow_worker_loop_fail_request(struct worker_loop *loop, int status)
     if (conn == NULL)
         return;
     if (!loop->request.response_started) {
-        size_t body = serow_send_error_response(conn, status, &loop->request.head);
+        struct response_header h;
+        size_t body = serow_send_error_response(
+            conn, status, &loop->request.head,
+            serow_request_accounting_id_header(loop, loop->request.id, loop->request.id_len, &h));
         serow_request_accounting_note_response(loop, status, body);
     }
     /* else the response was cut: the log shows the status it began with */
-    serow_request_accounting_end(loop, conn, loop->request.status, loop->request.body_bytes, 1);
+    serow_request_accounting_end(loop, conn, loop->request.status, loop->request.body_bytes);
     loop->request.conn = NULL;
     conn->requests_served++;
     announce_done(loop);
@@ -532,7 +538,7 @@ void serow_worker_loop_release_current(struct worker_loop *loop)
     struct connection *conn = loop->request.conn;
     if (conn == NULL)
         return;
-    serow_request_accounting_end(loop, conn, loop->request.status, loop->request.body_bytes, 1);
+    serow_request_accounting_end(loop, conn, loop->request.status, loop->request.body_bytes);
     announce_done(loop);
     serow_close_connection(loop, conn); /* our descriptor only: the app holds a duplicate */
 }

@@ -103,12 +103,13 @@ int serow_worker_loop_sendfile(struct worker_loop *loop, int file_fd, uint64_t o
  * response to HEAD keeps the Content-Length but sends no content (RFC 9110
  * 9.3.2). */
 size_t serow_send_error_response(struct connection *conn, int status,
-                                 const struct http_request_head *head)
+                                 const struct http_request_head *head,
+                                 const struct response_header *id_header)
 {
     char response[512];
     size_t body = 0;
     size_t n = serow_format_error_response(response, sizeof(response), status, serow_is_head_request(head),
-                                     &body);
+                                           id_header, &body);
     ssize_t ignored = send(conn->fd, response, n, MSG_NOSIGNAL | MSG_DONTWAIT);
     (void)ignored;
     return body;

@@ -89,13 +89,16 @@ void serow_slot_release(struct worker_loop *loop, struct connection *conn)
     if (conn->slot < 0)
         return;
     struct connection_slot *s = &loop->slot->connections_table[conn->slot];
-    if (atomic_load(&s->state) == SLOT_IDLE)
+    uint32_t state = atomic_load(&s->state);
+    if (state == SLOT_IDLE)
         atomic_fetch_sub(&loop->slot->idle_connections, 1);
     atomic_store(&s->state, SLOT_FREE);
     loop->slot_owner[conn->slot] = NULL;
     loop->free_slots[loop->free_slot_count++] = (uint32_t)conn->slot;
     conn->slot = -1;
-    atomic_fetch_sub(&loop->slot->connections, 1);
+    /* a stolen one stopped counting when it was taken (serow_take_parked_connection) */
+    if (state != SLOT_STOLEN)
+        atomic_fetch_sub(&loop->slot->connections, 1);
 }
 
 /* Idle with nothing buffered since idle_since_ms: from now on the holder (or

@@ -62,6 +62,8 @@ sub settings {
         access_log                => $options->{access_log},
         access_log_format         => $options->{access_log_format},
         access_log_fd             => $access_log_fh ? fileno($access_log_fh) : -1, # -1: stderr
+        # the id of those 503s' requests; '': none
+        request_id_header         => $options->{request_id_header} // '',
     };
 }
 

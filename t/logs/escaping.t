@@ -72,4 +72,39 @@ is $agent, ('A' x 765) . '...', 'User-Agent cut at 768';
 is $referer, ('\xE9' x 191) . '...', 'escapes are never split';
 
 is $server->stop, 0;
+
+# %U is the path percent-decoded, then escaped as any field (Apache's r->uri
+# through ap_escape_logitem): "/a%20b%2Fc%00" is "/a b/c\x00".  %r keeps the
+# line as sent.
+subtest '%U: the path percent-decoded, then escaped' => sub {
+    my $ufile = "$dir/path.log";
+    my $s = start_server(app => $app, options => ['--workers', 1, '--access-log', $ufile,
+        '--access-log-format', '%U|%q|%r']);
+    my @cases = (
+        ['/a%20b%2Fc%00', '/a b/c\x00', 'space, slash, NUL'],
+        ['/caf%C3%A9?q=%20', '/caf\xC3\xA9', 'bytes above ASCII; the query is not part of it'],
+        ['/%22q%22%5C%0A', '/\"q\"\\\\\n', 'a quote, a backslash, a line end: escaped'],
+        ['/100%25/%zz/%4', '/100%/%zz/%4', 'an escape that is none stays as it is'],
+        ['http://example.com/x%41y', '/xAy', 'absolute-form: the path alone'],
+        ['/plain', '/plain', 'nothing to decode'],
+    );
+    for my $case (@cases) {
+        raw_request($s, "GET $case->[0] HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n");
+    }
+    my @ulines;
+    ok wait_until(sub {
+        open(my $fh, '<', $ufile) or return 0;
+        @ulines = <$fh>;
+        @ulines >= @cases;
+    }), 'a line for each request';
+    for my $i (0 .. $#cases) {
+        my ($target, $want, $what) = @{ $cases[$i] };
+        my ($u, $q, $r) = split /\|/, $ulines[$i] // '', 3;
+        is $u, $want, "$target: $what";
+        (my $path = $target) =~ s/\?.*//s;
+        like $r, qr/\AGET \Q$path\E/, '%r as sent';
+    }
+    is $s->stop, 0;
+};
+
 done_testing;

@@ -75,11 +75,11 @@ sub stuck_request {
     my ($self, $w) = @_;
     my $timeout = $self->{options}{request_timeout} or return '';
     my $grace = $self->{options}{request_timeout_grace};
-    my ($ms, $request) = $self->{shared}->app_running($w->{slot}) or return '';
+    my ($ms, $request, $id) = $self->{shared}->app_running($w->{slot}) or return '';
     return '' if $ms <= ($timeout + $grace) * 1000;
-    return sprintf "ran %s for %.1fs, past --request-timeout ${timeout}s and "
+    return sprintf "ran %s%s for %.1fs, past --request-timeout ${timeout}s and "
         . "--request-timeout-grace ${grace}s; its client gets 503 unless its response had begun",
-        $request, $ms / 1000;
+        $request, defined $id ? " (request id $id)" : '', $ms / 1000;
 }
 
 # Before a stuck worker is killed: the connection of the stuck request, to
@@ -106,7 +106,8 @@ sub kill_worker {
 sub answer_stuck_client {
     my ($self, $pid, $w) = @_;
     my $fd = delete $w->{stuck_client} // return;
-    return if $self->{shared}->answer_app_connection($w->{slot}, $fd);
+    return if $self->{shared}->answer_app_connection($w->{slot}, $fd,
+        $self->{options}{request_id_header} // '');
     Serow::Log->error("worker $pid: its stuck request had begun its response: the client's "
         . "connection is closed, the response cut");
 }

@@ -1,0 +1,79 @@
+use strict;
+use warnings;
+use Test::More;
+use lib 't/lib';
+use Serow::Test qw(start_server raw_connect get_on http_get wait_until gate process_alive);
+use Serow::Test::Prometheus qw(parse value);
+
+# serow_connections_open counts the client connections open now, wherever
+# they are.  A worker killed while the holder had taken idle connections from
+# it (it was busy in a request, so it had not yet dropped its copies) must
+# take away only the connections that died with it: the ones the holder took
+# stay open, and the gauge with them; once the clients close them it comes
+# back to what is really open.
+
+my $N = 4;
+my $gate = gate();
+my $app = sub {
+    my ($env) = @_;
+    $gate->wait if $env->{PATH_INFO} eq '/block';
+    return [200, ['Content-Type' => 'text/plain'], [$$]];
+};
+my $server = start_server(app => $app, options => ['--workers', 2, '--metrics-path', '/metrics',
+    '--keepalive-timeout', 600]);
+
+# The gauge as a scrape on a connection of its own sees it (that connection counts).
+sub open_now {
+    my $res = http_get($server, '/metrics') or return -1;
+    my $m = eval { parse($res->{body}) } or return -1;
+    return value($m, 'serow_connections_open') - 1;
+}
+sub metric {
+    my ($name) = @_;
+    my $res = http_get($server, '/metrics') or return -1;
+    my $m = eval { parse($res->{body}) } or return -1;
+    return value($m, $name);
+}
+
+# $N + 1 kept-alive connections last served by the same worker.
+my (%by_worker, $group);
+for (1 .. 100) {
+    my $sock = raw_connect($server);
+    my $res = get_on($sock, '/') or BAIL_OUT('no response: ' . $server->log);
+    push @{ $by_worker{ $res->{body} } }, $sock;
+    ($group) = grep { @{ $by_worker{$_} } > $N } keys %by_worker and last;
+}
+ok $group, "$N + 1 connections served by one worker" or BAIL_OUT('no worker kept that many');
+my $pid = $group;
+my ($blocked, @kept) = @{ $by_worker{$pid} }[0 .. $N];
+# the others go: only the ones counted below stay open
+for my $other (grep { $_ ne $pid } keys %by_worker) { close $_ for @{ $by_worker{$other} } }
+splice @{ $by_worker{$pid} }, 0, $N + 1;
+close $_ for @{ $by_worker{$pid} };
+ok wait_until(sub { open_now() == $N + 1 }), "the gauge: $N + 1 open";
+
+syswrite $blocked, "GET /block HTTP/1.1\r\nHost: x\r\n\r\n";
+my $stolen_before = metric('serow_connections_stolen_total');
+ok wait_until(sub { metric('serow_connections_stolen_total') >= $stolen_before + $N }),
+    "the holder took the $N idle connections from the busy worker";
+
+kill 'KILL', $pid;
+ok wait_until(sub { !process_alive($pid) && grep { $_ != $pid } $server->worker_pids }),
+    'the worker is killed';
+ok wait_until(sub { my @w = $server->worker_pids; @w == 2 && !grep { $_ == $pid } @w }),
+    'and replaced';
+close $blocked;
+
+my $seen;
+ok wait_until(sub { ($seen = open_now()) == $N }),
+    "the gauge: the $N connections the holder took are still open" or diag "gauge: $seen";
+my $answered = grep { my $r = get_on($_, '/'); $r && $r->{status} == 200 } @kept;
+is $answered, $N, 'and they are: each is answered';
+
+close $_ for @kept;
+ok wait_until(sub { ($seen = open_now()) == 0 }), 'closed: the gauge comes back to 0'
+    or diag "gauge: $seen";
+
+$gate->open(1);
+is $server->stop, 0, 'clean stop';
+done_testing;
