@@ -319,12 +319,108 @@ SV *serow_request_next(pTHX_ struct worker_loop *loop)
     return newRV_inc((SV *)serow_build_psgi_env(aTHX_ loop));
 }
 
-int serow_write_body(pTHX_ struct worker_loop *loop, SV *data)
+/* ---- the streaming writer: Serow::Writer -----------------------------------
+ *
+ * What a psgi.streaming app's responder returns, and what sends a body
+ * handle's lines (lib/Serow/Writer.pm has its poll_cb and its manual).  Its
+ * state is a struct in the string buffer of the scalar the object refers
+ * to (read-only to Perl): no hash to look up, no method of Perl's per write.
+ * Each write goes out at once, in one writev with its chunk framing (and
+ * the head, on the first): nothing waits in the server for a next write,
+ * except the first bytes of a compressed body (see compression_header_size). */
+
+struct serow_writer {
+    struct worker_loop *loop;
+    int closed; /* closed, or abandoned when its request ended: writes do nothing */
+    int gone;   /* a write found the client gone */
+};
+
+static HV *writer_stash;
+
+SV *serow_writer_new(pTHX_ struct worker_loop *loop)
 {
-    STRLEN len;
+    if (writer_stash == NULL)
+        writer_stash = gv_stashpvs("Serow::Writer", GV_ADD);
+    SV *state = newSV(sizeof(struct serow_writer));
+    struct serow_writer *writer = (struct serow_writer *)SvPVX(state);
+    writer->loop = loop;
+    writer->closed = 0;
+    writer->gone = 0;
+    SV *object = sv_bless(newRV_noinc(state), writer_stash);
+    SvREADONLY_on(state); /* (after the bless, which would refuse it) */
+    return object;
+}
+
+/* The writer an object holds; dies on anything else. */
+static struct serow_writer *writer_of(pTHX_ SV *self)
+{
+    SV *state = SvROK(self) ? SvRV(self) : NULL;
+    if (state == NULL || !SvOBJECT(state) || SvTYPE(state) < SVt_PV ||
+        SvLEN(state) < sizeof(struct serow_writer) + 1 ||
+        (SvSTASH(state) != writer_stash && !sv_derived_from(self, "Serow::Writer")))
+        croak("not a Serow::Writer");
+    return (struct serow_writer *)SvPVX(state);
+}
+
+int serow_writer_send(pTHX_ SV *self, SV *data)
+{
+    struct serow_writer *writer = writer_of(aTHX_ self);
+    if (writer->closed)
+        return 1;
     SvGETMAGIC(data);
+    if (!SvOK(data))
+        return 1;
+    STRLEN len;
     const char *p = serow_psgi_bytes(aTHX_ data, &len);
     if (p == NULL)
-        serow_response_result(aTHX_ RESPONSE_WIDE_CHARACTER, NULL);
-    return serow_write_psgi_body(aTHX_ loop, p, len) == RESPONSE_OK;
+        serow_response_result(aTHX_ RESPONSE_WIDE_CHARACTER, NULL); /* dies */
+    if (len == 0)
+        return 1;
+    if (serow_write_psgi_body(aTHX_ writer->loop, p, len) == RESPONSE_OK)
+        return 1;
+    writer->gone = writer->closed = 1;
+    return 0;
+}
+
+void serow_writer_close(pTHX_ SV *self)
+{
+    struct serow_writer *writer = writer_of(aTHX_ self);
+    if (writer->closed)
+        return;
+    writer->closed = 1;
+    /* (the held bytes first: a client gone then is one a write found) */
+    if (serow_flush_held_psgi_body(aTHX_ writer->loop) != RESPONSE_OK) {
+        writer->gone = 1;
+        return;
+    }
+    serow_finish_psgi_body(aTHX_ writer->loop);
+}
+
+int serow_writer_closed(pTHX_ SV *self)
+{
+    return writer_of(aTHX_ self)->closed;
+}
+
+int serow_writer_gone(pTHX_ SV *self)
+{
+    return writer_of(aTHX_ self)->gone;
+}
+
+void serow_writer_abandon(pTHX_ SV *self)
+{
+    writer_of(aTHX_ self)->closed = 1;
+}
+
+uint64_t serow_writer_given(pTHX_ SV *self)
+{
+    return serow_psgi_body_given(writer_of(aTHX_ self)->loop);
+}
+
+int serow_writer_client_hung_up(pTHX_ SV *self, double timeout)
+{
+    struct serow_writer *writer = writer_of(aTHX_ self);
+    if (!serow_client_hung_up(writer->loop, timeout))
+        return 0;
+    writer->gone = writer->closed = 1;
+    return 1;
 }

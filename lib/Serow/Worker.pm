@@ -504,8 +504,7 @@ sub send_handle_body {
                 and $loop->finish_body;
         } else {
             $loop->start_response($status, $headers, undef) or return 1;
-            my $writer = Serow::Writer->new($loop,
-                hold => Serow::Writer::compression_header_size($headers));
+            my $writer = Serow::Writer->new($loop);
             local $/ = \BODY_HANDLE_READ_SIZE;
             while (defined(my $part = $body->getline)) {
                 $writer->send($part) or last;
@@ -554,8 +553,7 @@ sub run_streaming_response {
         $self->before_response($env);
         $loop->start_response($res->[0], $res->[1], undef); # dies on a bad head
         $responded = 1;
-        return $writer = Serow::Writer->new($loop,
-            hold => Serow::Writer::compression_header_size($res->[1]));
+        return $writer = Serow::Writer->new($loop);
     };
     $loop->start_app_timer;
     my $ok = eval { $callback->($responder); 1 };
