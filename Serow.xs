@@ -254,6 +254,12 @@ loop_set_socket_opener(const char *class, SV *code)
     PERL_UNUSED_VAR(class);
     serow_psgi_env_set_socket_opener(aTHX_ code);
 
+void
+loop_set_triple_responder(const char *class, SV *code)
+  CODE:
+    PERL_UNUSED_VAR(class);
+    serow_set_triple_responder(aTHX_ code);
+
 int
 loop_response_started(Serow::Loop loop)
   CODE:

@@ -22,6 +22,8 @@ enum serve_stage {
                         * worker logs it and ends the request */
     SERVE_FINISHED,    /* finished; cleanup handlers or psgix.harakiri.commit remain */
     SERVE_TIMED_OUT,   /* the app outlived --request-timeout: the worker answers 503 */
+    SERVE_APP_FAILED,  /* a streaming app died, or never responded: why, for the log;
+                        * the worker answers 500 (or cuts the response) */
 };
 
 /*
@@ -56,6 +58,10 @@ void serow_request_end(pTHX_ struct worker_loop *loop, HV *env, int fail_status)
  * the wait for a request head, the env built (a new reference), or undef
  * when the wait was interrupted or the loop is done. */
 SV *serow_request_next(pTHX_ struct worker_loop *loop);
+
+/* The Perl code a streaming app's responder hands a whole response to,
+ * [status, headers, body], called with the env and that array. */
+void serow_set_triple_responder(pTHX_ SV *code);
 
 /* What a writer's write dies with when the client has gone away. */
 #define SEROW_CLIENT_GONE_MESSAGE "Serow: the client has gone away\n"

@@ -7,7 +7,7 @@ use Test::More;
 use lib 't/lib';
 use Serow::Test qw(start_server raw_connect read_response parse_response raw_request);
 
-my ($kept_writer, $last_stream_error, @twice);
+my ($kept_writer, $kept_responder, $last_stream_error, @twice, $old_responder_error);
 # Given by the app, so that a response is known to the byte.
 my $DATE = 'Tue, 24 Nov 2026 12:00:00 GMT';
 
@@ -76,6 +76,30 @@ my $app = sub {
             @twice = ();
             eval { $responder->([200, [@type], ['second']]); 1 } or push @twice, $@;
         };
+    }
+    if ($path eq '/keep-responder') {
+        return sub { $kept_responder = $_[0]; $_[0]->([200, [@type], ['responded']]) };
+    }
+    if ($path eq '/use-old-responder') {
+        return sub {
+            my $responder = shift;
+            $old_responder_error = eval { $kept_responder->([200, [@type], ['LEAKED']]); 1 }
+                ? 'no error' : $@;
+            $responder->([200, [@type], [$responder == $kept_responder ? 'same' : 'a new one']]);
+        };
+    }
+    if ($path eq '/old-responder-error') {
+        return [200, [@type], [$old_responder_error // 'none']];
+    }
+    if ($path eq '/delayed-handle') {
+        open my $fh, '<', \"from a handle\n" or die;
+        return sub { $_[0]->([200, [@type], $fh]) };
+    }
+    if ($path eq '/never-responds') {
+        return sub { 1 };
+    }
+    if ($path eq '/dies-before-responding') {
+        return sub { die "no answer today\n" };
     }
     if ($path eq '/keep-writer') {
         return sub { $kept_writer = $_[0]->([200, [@type]]); $kept_writer->write('kept') };
@@ -229,6 +253,32 @@ subtest 'a bad head from the responder dies in the app, which can answer otherwi
     my $res = get11('/bad-head');
     is $res->{status}, 500;
     like $res->{body}, qr/the app saw: invalid response header 'Bad Name'/;
+};
+
+subtest 'a responder kept from an earlier request dies; the next request gets a new one' => sub {
+    is get11('/keep-responder')->{body}, 'responded';
+    is get11('/use-old-responder')->{body}, 'a new one';
+    like get11('/old-responder-error')->{body}, qr/the PSGI responder was called after its request ended/;
+    # Dropped, it is no longer the app's: the streams go on as before.
+    undef $kept_responder;
+    is get11('/writer')->{body}, 'hello world';
+    is get11('/delayed')->{body}, 'delayed body';
+};
+
+subtest 'a whole response with a handle body, given to the responder' => sub {
+    my $res = get11('/delayed-handle');
+    is $res->{status}, 200;
+    is $res->{body}, "from a handle\n";
+};
+
+subtest 'a streaming app that never responds, or dies first: 500, logged' => sub {
+    my $res = get11('/never-responds');
+    is $res->{status}, 500;
+    like $server->log, qr{GET /never-responds: the streaming app never called the responder};
+    $res = get11('/dies-before-responding');
+    is $res->{status}, 500;
+    like $server->log, qr{GET /dies-before-responding: the app died while streaming: no answer today};
+    is get11('/delayed')->{body}, 'delayed body', 'the worker goes on';
 };
 
 subtest 'a writer kept from an earlier request writes nothing into a later one' => sub {
