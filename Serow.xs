@@ -452,12 +452,10 @@ writer_given(SV *self)
   OUTPUT:
     RETVAL
 
-int
-writer_client_hung_up(SV *self, double timeout)
+void
+writer_poll_cb(SV *self, SV *cb)
   CODE:
-    RETVAL = serow_writer_client_hung_up(aTHX_ self, timeout);
-  OUTPUT:
-    RETVAL
+    serow_writer_poll_cb(aTHX_ self, cb);
 
 MODULE = Serow    PACKAGE = Serow::Shared    PREFIX = shared_
 

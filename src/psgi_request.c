@@ -485,7 +485,7 @@ SV *serow_request_next(pTHX_ struct worker_loop *loop)
 /* ---- the streaming writer: Serow::Writer -----------------------------------
  *
  * What a psgi.streaming app's responder returns, and what sends a body
- * handle's lines (lib/Serow/Writer.pm has its poll_cb and its manual).  Its
+ * handle's lines (lib/Serow/Writer.pm is its manual).  Its
  * state is a struct in the string buffer of the scalar the object refers
  * to (read-only to Perl): no hash to look up, no method of Perl's per write.
  * Each write goes out at once, in one writev with its chunk framing (and
@@ -579,11 +579,46 @@ uint64_t serow_writer_given(pTHX_ SV *self)
     return serow_psgi_body_given(writer_of(aTHX_ self)->loop);
 }
 
-int serow_writer_client_hung_up(pTHX_ SV *self, double timeout)
+/* How long poll_cb waits for the client to hang up after a call of its
+ * callback that wrote nothing, before it calls it again. */
+#define POLL_IDLE_SECONDS 0.05
+
+/*
+ * psgi.nonblocking is false: there is no event loop to call back from, and
+ * the writer can always take more (a write waits until it has gone).  So
+ * the callback runs here, again and again while the writer is open, as a
+ * server with an event loop would call it each time the socket can take
+ * more: a stream written from it goes on until it closes the writer.  A
+ * client that goes away ends it: a write dies then; and a call that wrote
+ * nothing waits up to POLL_IDLE_SECONDS for the client to hang up before the
+ * next one, so that a callback with nothing to send neither spins the CPU
+ * nor outlives its client.  The callback's die goes through, as a write's.
+ */
+void serow_writer_poll_cb(pTHX_ SV *self, SV *cb)
 {
     struct serow_writer *writer = writer_of(aTHX_ self);
-    if (!serow_client_hung_up(writer->loop, timeout))
-        return 0;
-    writer->gone = writer->closed = 1;
-    return 1;
+    /* Held while the callback runs: the app may drop its own references. */
+    SV *state = SvREFCNT_inc_simple_NN(SvRV(self));
+    ENTER;
+    SAVEFREESV(state);
+    SV *object = sv_2mortal(newRV_inc(state));
+    while (!writer->closed) {
+        uint64_t given = serow_psgi_body_given(writer->loop);
+        dSP;
+        ENTER;
+        SAVETMPS;
+        PUSHMARK(SP);
+        XPUSHs(object);
+        PUTBACK;
+        call_sv(cb, G_VOID | G_DISCARD);
+        FREETMPS;
+        LEAVE;
+        if (writer->closed || serow_psgi_body_given(writer->loop) != given)
+            continue;
+        if (serow_client_hung_up(writer->loop, POLL_IDLE_SECONDS)) {
+            writer->gone = writer->closed = 1;
+            croak("%s", SEROW_CLIENT_GONE_MESSAGE);
+        }
+    }
+    LEAVE;
 }

@@ -79,9 +79,8 @@ int serow_writer_gone(pTHX_ SV *self);
 void serow_writer_abandon(pTHX_ SV *self);
 /* Body bytes written so far, held or given to the response. */
 uint64_t serow_writer_given(pTHX_ SV *self);
-/* Waits up to timeout for the client to hang up; once it has, the writer
- * is closed and gone (1). */
-int serow_writer_client_hung_up(pTHX_ SV *self, double timeout);
+/* Calls cb with the writer until the writer is closed (PSGI's poll_cb). */
+void serow_writer_poll_cb(pTHX_ SV *self, SV *cb);
 
 /* A writer result as the Perl side sees it: 1 sent, 0 client gone; a
  * malformed response croaks with a message naming what is wrong.

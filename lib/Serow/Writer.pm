@@ -6,42 +6,18 @@ use Serow (); # the methods (XS)
 
 # The writer of a response whose body goes out in parts: what a
 # psgi.streaming app gets from its responder, and what sends a body handle's
-# lines.  Its methods are C (Serow::Writer in Serow.xs, the writer in
-# src/psgi_request.c; the bytes go out through src/psgi_response.c): new($loop)
-# for the response the loop has started, write, send (as write, but returns
-# false instead of dying when the client has gone), close, closed, gone,
-# given (the body bytes written so far, asked only by poll_cb), abandon (the
-# request is over: the writer does nothing more) and client_hung_up (true,
-# and the writer closed and gone, once the client has hung up).  Each
-# write goes out at once, in one writev (a chunk of its own for HTTP/1.1
-# when the app gave no Content-Length), with one exception: the header of a
-# compressed body written on its own (see compression_header_size in
-# src/psgi_response.c).  CLIENT_GONE, what write and poll_cb die with when
-# the client has gone away, is a constant made there too.
-
-# How long poll_cb waits for the client to hang up after a call of its
-# callback that wrote nothing, before it calls it again.
-use constant POLL_IDLE_SECONDS => 0.05;
-
-# psgi.nonblocking is false: there is no event loop to call back from, and
-# the writer can always take more (a write waits until it has gone).  So
-# the callback runs here, again and again while the writer is open, as a
-# server with an event loop would call it each time the socket can take more:
-# a stream written from it goes on until it closes the writer.  A client
-# that goes away ends it: a write dies then; and a call that wrote nothing
-# waits up to POLL_IDLE_SECONDS for the client to hang up before the next
-# one, so that a callback with nothing to send neither spins the CPU nor
-# outlives its client.
-sub poll_cb {
-    my ($self, $cb) = @_;
-    until ($self->closed) {
-        my $given = $self->given;
-        $cb->($self);
-        next if $self->closed || $self->given != $given;
-        die CLIENT_GONE if $self->client_hung_up(POLL_IDLE_SECONDS); # (closed and gone now)
-    }
-    return;
-}
+# lines.  It is C: the object and its methods are Serow::Writer in Serow.xs,
+# the writer in src/psgi_request.c (the bytes go out through
+# src/psgi_response.c): new($loop) for the response the loop has started,
+# write, send (as write, but returns false instead of dying when the client
+# has gone), close, closed, gone, given (the body bytes written so far),
+# abandon (the request is over: the writer does nothing more) and poll_cb.
+# Each write goes out at once, in one writev (a chunk of its own for
+# HTTP/1.1 when the app gave no Content-Length), with one exception: the
+# header of a compressed body written on its own (see
+# compression_header_size in src/psgi_response.c).  CLIENT_GONE, what write
+# and poll_cb die with when the client has gone away, is a constant made
+# there too.  This file is its manual.
 
 1;
 __END__

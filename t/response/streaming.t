@@ -55,6 +55,16 @@ my $app = sub {
             });
         };
     }
+    if ($path eq '/poll-drops-writer') {
+        # The app's only reference to its writer goes inside the callback.
+        return sub {
+            my $w = $_[0]->([200, [@type]]);
+            $w->poll_cb(sub { undef $w; $_[0]->write('still here'); $_[0]->close });
+        };
+    }
+    if ($path eq '/poll-dies') {
+        return sub { $_[0]->([200, [@type]])->poll_cb(sub { die "poll failed\n" }) };
+    }
     if ($path eq '/poll-idle') {
         # Never closes, and sends nothing after its first call.
         return sub {
@@ -215,6 +225,13 @@ subtest 'poll_cb: the callback is called until it closes the writer' => sub {
     is raw_request($server, "GET /poll-parts HTTP/1.0\r\n\r\n"),
         "HTTP/1.1 200 OK\r\nDate: $DATE\r\nConnection: close\r\n\r\nonetwothree",
         'HTTP/1.0: the whole body, then the close';
+};
+
+subtest 'poll_cb: the writer outlives the app\'s references to it; a callback that dies' => sub {
+    is get11('/poll-drops-writer')->{body}, 'still here';
+    my $res = get11('/poll-dies');
+    is $res->{status}, 500, 'nothing was written: a clean 500';
+    like $server->log, qr{GET /poll-dies: the app died while streaming: poll failed};
 };
 
 subtest 'poll_cb: a callback that never closes ends when its client leaves' => sub {
