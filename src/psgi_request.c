@@ -327,11 +327,19 @@ XS_INTERNAL(stream_responder)
     XSRETURN(1);
 }
 
+/* Whether nothing but our own reference holds sv, not even a weak
+ * reference (its backreference is magic): then the app cannot reach it. */
+static int only_ours(pTHX_ SV *sv)
+{
+    PERL_UNUSED_CONTEXT;
+    return SvREFCNT(sv) == 1 && !SvMAGICAL(sv);
+}
+
 /* The responder for the next stream: ours again when the app kept none of
  * the last one. */
 static CV *responder_for(pTHX_ IV serial)
 {
-    if (responder != NULL && SvREFCNT((SV *)responder) > 1) {
+    if (responder != NULL && !only_ours(aTHX_ (SV *)responder)) {
         SvREFCNT_dec((SV *)responder); /* the app's now: its serial says it is over */
         responder = NULL;
     }

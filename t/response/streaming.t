@@ -4,10 +4,11 @@
 use strict;
 use warnings;
 use Test::More;
+use Scalar::Util ();
 use lib 't/lib';
 use Serow::Test qw(start_server raw_connect read_response parse_response raw_request);
 
-my ($kept_writer, $kept_responder, $last_stream_error, @twice, $old_responder_error);
+my ($weak_writer, $weak_responder, $kept_writer, $kept_responder, $last_stream_error, @twice, $old_responder_error);
 # Given by the app, so that a response is known to the byte.
 my $DATE = 'Tue, 24 Nov 2026 12:00:00 GMT';
 
@@ -110,6 +111,26 @@ my $app = sub {
     }
     if ($path eq '/dies-before-responding') {
         return sub { die "no answer today\n" };
+    }
+    if ($path eq '/weak-keep') {
+        return sub {
+            Scalar::Util::weaken($weak_responder = $_[0]);
+            my $w = $_[0]->([200, [@type]]);
+            Scalar::Util::weaken($weak_writer = $w);
+            $w->write('weakly kept');
+            $w->close;
+        };
+    }
+    if ($path eq '/use-weak') {
+        return sub {
+            my $responder = shift;
+            eval { $weak_responder->([200, [@type], ['LEAKED']]); 1 };
+            my $w = $responder->([200, [@type]]);
+            $w->write('mine ');
+            eval { $weak_writer->write('LEAKED'); 1 };
+            $w->write('only');
+            $w->close;
+        };
     }
     if ($path eq '/keep-writer') {
         return sub { $kept_writer = $_[0]->([200, [@type]]); $kept_writer->write('kept') };
@@ -296,6 +317,11 @@ subtest 'a streaming app that never responds, or dies first: 500, logged' => sub
     is $res->{status}, 500;
     like $server->log, qr{GET /dies-before-responding: the app died while streaming: no answer today};
     is get11('/delayed')->{body}, 'delayed body', 'the worker goes on';
+};
+
+subtest 'a writer or responder weakly kept from an earlier request is not the next one\'s' => sub {
+    is get11('/weak-keep')->{body}, 'weakly kept';
+    is get11('/use-weak')->{body}, 'mine only';
 };
 
 subtest 'a writer kept from an earlier request writes nothing into a later one' => sub {
