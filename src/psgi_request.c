@@ -508,18 +508,31 @@ struct serow_writer {
 
 static HV *writer_stash;
 
+/* The scalar of the last writer made, kept for the next response while
+ * nothing but this holds it (a blessed scalar made and freed per response
+ * cost a few hundred instructions, its free a look for a DESTROY).  One
+ * the app kept is left to it (abandoned when its request ended) and
+ * another is made. */
+static SV *kept_writer;
+
 SV *serow_writer_new(pTHX_ struct worker_loop *loop)
 {
-    if (writer_stash == NULL)
-        writer_stash = gv_stashpvs("Serow::Writer", GV_ADD);
-    SV *state = newSV(sizeof(struct serow_writer));
-    struct serow_writer *writer = (struct serow_writer *)SvPVX(state);
+    if (kept_writer != NULL && !only_ours(aTHX_ kept_writer)) {
+        SvREFCNT_dec(kept_writer);
+        kept_writer = NULL;
+    }
+    if (kept_writer == NULL) {
+        if (writer_stash == NULL)
+            writer_stash = gv_stashpvs("Serow::Writer", GV_ADD);
+        kept_writer = newSV(sizeof(struct serow_writer));
+        sv_bless(sv_2mortal(newRV_inc(kept_writer)), writer_stash);
+        SvREADONLY_on(kept_writer); /* (after the bless, which would refuse it) */
+    }
+    struct serow_writer *writer = (struct serow_writer *)SvPVX(kept_writer);
     writer->loop = loop;
     writer->closed = 0;
     writer->gone = 0;
-    SV *object = sv_bless(newRV_noinc(state), writer_stash);
-    SvREADONLY_on(state); /* (after the bless, which would refuse it) */
-    return object;
+    return newRV_inc(kept_writer);
 }
 
 /* The writer an object holds; dies on anything else. */
