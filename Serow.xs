@@ -212,30 +212,9 @@ loop_start_response(Serow::Loop loop, SV *status, SV *headers, SV *length)
     RETVAL
 
 int
-loop_write_body(Serow::Loop loop, SV *data)
-  CODE:
-    RETVAL = serow_write_body(aTHX_ loop, data);
-  OUTPUT:
-    RETVAL
-
-int
 loop_sendfile_body(Serow::Loop loop, int fd, double offset, double len)
   CODE:
     RETVAL = serow_sendfile_psgi_body(aTHX_ loop, fd, (uint64_t)offset, (uint64_t)len) == RESPONSE_OK;
-  OUTPUT:
-    RETVAL
-
-int
-loop_client_hung_up(Serow::Loop loop, double timeout)
-  CODE:
-    RETVAL = serow_client_hung_up(loop, timeout);
-  OUTPUT:
-    RETVAL
-
-double
-loop_body_given(Serow::Loop loop)
-  CODE:
-    RETVAL = (double)serow_psgi_body_given(loop);
   OUTPUT:
     RETVAL
 
@@ -282,6 +261,12 @@ loop_set_socket_opener(const char *class, SV *code)
   CODE:
     PERL_UNUSED_VAR(class);
     serow_psgi_env_set_socket_opener(aTHX_ code);
+
+void
+loop_set_triple_responder(const char *class, SV *code)
+  CODE:
+    PERL_UNUSED_VAR(class);
+    serow_set_triple_responder(aTHX_ code);
 
 int
 loop_response_started(Serow::Loop loop)
@@ -411,6 +396,74 @@ loop_is_drained(Serow::Loop loop)
     RETVAL = serow_worker_loop_is_drained(loop);
   OUTPUT:
     RETVAL
+
+MODULE = Serow    PACKAGE = Serow::Writer    PREFIX = writer_
+
+BOOT:
+    {
+        /* What write (and poll_cb) die with when the client has gone away. */
+        HV *stash = gv_stashpvs("Serow::Writer", GV_ADD);
+        newCONSTSUB(stash, "CLIENT_GONE", newSVpvs(SEROW_CLIENT_GONE_MESSAGE));
+    }
+
+SV *
+writer_new(const char *class, Serow::Loop loop)
+  CODE:
+    PERL_UNUSED_VAR(class);
+    RETVAL = serow_writer_new(aTHX_ loop);
+  OUTPUT:
+    RETVAL
+
+void
+writer_write(SV *self, SV *data)
+  CODE:
+    /* Dies when the client has gone away: an app streaming without end
+     * (server-sent events, say) would otherwise keep the worker forever. */
+    if (!serow_writer_send(aTHX_ self, data))
+        croak("%s", SEROW_CLIENT_GONE_MESSAGE);
+
+int
+writer_send(SV *self, SV *data)
+  CODE:
+    RETVAL = serow_writer_send(aTHX_ self, data);
+  OUTPUT:
+    RETVAL
+
+void
+writer_close(SV *self)
+  CODE:
+    serow_writer_close(aTHX_ self);
+
+int
+writer_closed(SV *self)
+  CODE:
+    RETVAL = serow_writer_closed(aTHX_ self);
+  OUTPUT:
+    RETVAL
+
+int
+writer_gone(SV *self)
+  CODE:
+    RETVAL = serow_writer_gone(aTHX_ self);
+  OUTPUT:
+    RETVAL
+
+void
+writer_abandon(SV *self)
+  CODE:
+    serow_writer_abandon(aTHX_ self);
+
+double
+writer_given(SV *self)
+  CODE:
+    RETVAL = (double)serow_writer_given(aTHX_ self);
+  OUTPUT:
+    RETVAL
+
+void
+writer_poll_cb(SV *self, SV *cb)
+  CODE:
+    serow_writer_poll_cb(aTHX_ self, cb);
 
 MODULE = Serow    PACKAGE = Serow::Shared    PREFIX = shared_
 

@@ -1,15 +1,17 @@
 /*
  * psgi_request.c - the flow of one request through the app: serve it, send
- * the usual answer, end it.
+ * the usual answer or stream it (the responder and the writer of
+ * psgi.streaming), end it.
  *
  * The usual request (no body to read first, an answer of [status, headers,
- * [parts]] that goes out whole) is served here in one call from the Perl
- * worker, with no Perl op of the worker's around the app; any other goes
- * back to the worker (lib/Serow/Worker.pm, go_on_with_request) at the first
- * step this file does not take, and the worker comes back here once it has
- * taken it.  So each step is written once: the app runs and a triple is
- * sent here only, the worker reads bodies, sends handles and streams, and
- * writes the log lines.
+ * [parts]] that goes out whole, or a code reference whose responder gets
+ * [status, headers] and whose writer sends the parts) is served here in one
+ * call from the Perl worker, with no Perl op of the worker's around the app;
+ * any other goes back to the worker (lib/Serow/Worker.pm, go_on_with_request)
+ * at the first step this file does not take, and the worker comes back here
+ * once it has taken it.  So each step is written once: the app runs, a
+ * triple is sent and a stream is driven here only, the worker reads bodies,
+ * sends handles and writes the log lines.
  *
  * Owns: the order of a request's steps, the end of every request
  * (serow_request_end: the accounting note, the keep-alive decision, the
@@ -213,28 +215,190 @@ static SV *send_array_triple(pTHX_ struct worker_loop *loop, SV *res, int last_o
     return error ? error : &PL_sv_yes;
 }
 
-/* Runs the app as `my $res = eval { $app->($env) }` would: scalar context,
- * $@ set.  Its answer, a new mortal.  *timed_out: it ran longer than
- * --request-timeout (request_timeout.c; off, one test). */
-static SV *run_app(pTHX_ struct worker_loop *loop, SV *app, SV *env_ref, int *timed_out)
+/* Runs the app (or a streaming app's callback) as `my $res = eval {
+ * $app->($env) }` would: scalar context, $@ set.  Its answer, a new mortal
+ * (NULL when !want_answer: void context, as `eval { $callback->($responder) }`).
+ * *timed_out: it ran longer than --request-timeout (request_timeout.c; off,
+ * one test). */
+static SV *run_app(pTHX_ struct worker_loop *loop, SV *app, SV *arg, int want_answer,
+                   int *timed_out)
 {
     dSP;
+    SV *answer = NULL;
     int timed = serow_app_timer_on(loop);
     if (timed)
         serow_app_timer_start(loop);
     ENTER;
     SAVETMPS;
     PUSHMARK(SP);
-    XPUSHs(env_ref);
+    XPUSHs(arg);
     PUTBACK;
-    call_sv(app, G_SCALAR | G_EVAL);
-    SPAGAIN;
-    SV *answer = newSVsv(POPs);
-    PUTBACK;
+    if (want_answer) {
+        call_sv(app, G_SCALAR | G_EVAL);
+        SPAGAIN;
+        answer = newSVsv(POPs);
+        PUTBACK;
+    } else {
+        call_sv(app, G_VOID | G_DISCARD | G_EVAL);
+    }
     FREETMPS;
     LEAVE;
     *timed_out = timed && serow_app_timer_stop(loop);
-    return sv_2mortal(answer);
+    return answer ? sv_2mortal(answer) : NULL; /* (after FREETMPS, which would free it) */
+}
+
+/* ---- a streamed response: psgi.streaming -----------------------------------
+ *
+ * An app that answers with a code reference is called back with a responder
+ * (PSGI's delayed response).  Called with [status, headers], the responder
+ * starts the response and returns a writer (Serow::Writer, below); called
+ * with a whole [status, headers, body], it hands that to the worker's Perl
+ * (set_triple_responder: the worker's own way for a handle or a malformed
+ * answer).  The responder is an XSUB kept for the next stream unless the app
+ * kept a reference to it: a closure of Perl's was cloned and freed for each
+ * request.  It belongs to the stream whose serial it carries (CvXSUBANY),
+ * and refuses to answer once that stream is over. */
+
+static struct {
+    IV serial;      /* of the stream in progress; 0: none (its responder dies) */
+    int responded;  /* the responder started the response (or gave a triple) */
+    SV *writer;     /* the writer it returned (a reference of ours), or NULL */
+    SV *env_ref;    /* the request's env, for the triple responder */
+    struct worker_loop *loop;
+} stream;
+static IV last_stream_serial;
+static CV *responder;        /* a responder of ours, kept for the next stream */
+static SV *triple_responder; /* Perl code: ($env, [status, headers, body]) */
+
+void serow_set_triple_responder(pTHX_ SV *code)
+{
+    SV *old = triple_responder;
+    triple_responder = newSVsv(code);
+    SvREFCNT_dec(old);
+}
+
+/* psgix.harakiri.commit, as the app has set it so far. */
+static int last_one_asked(pTHX_ HV *env)
+{
+    SV *harakiri = ENV_VALUE(env, "psgix.harakiri.commit");
+    return harakiri && SvTRUE(harakiri);
+}
+
+static void answer_triple(pTHX_ SV *res)
+{
+    dSP;
+    if (triple_responder == NULL)
+        croak("the PSGI responder cannot take a whole response here\n");
+    ENTER;
+    SAVETMPS;
+    PUSHMARK(SP);
+    EXTEND(SP, 2);
+    PUSHs(stream.env_ref);
+    PUSHs(res);
+    PUTBACK;
+    call_sv(triple_responder, G_VOID | G_DISCARD);
+    FREETMPS;
+    LEAVE;
+}
+
+XS_INTERNAL(stream_responder)
+{
+    dXSARGS;
+    if (stream.serial == 0 || CvXSUBANY(cv).any_iv != stream.serial)
+        croak("the PSGI responder was called after its request ended\n");
+    if (stream.responded)
+        croak("the PSGI responder was called twice\n");
+    SV *res = items > 0 ? ST(0) : &PL_sv_undef;
+    SvGETMAGIC(res);
+    if (!SvROK(res) || SvTYPE(SvRV(res)) != SVt_PVAV || SvOBJECT(SvRV(res)))
+        croak("the PSGI responder takes an array reference\n");
+    AV *av = (AV *)SvRV(res);
+    struct worker_loop *loop = stream.loop;
+    if (av_count(av) >= 3) {
+        stream.responded = 1;
+        answer_triple(aTHX_ res);
+        XSRETURN_EMPTY;
+    }
+    /* The worker leaves after this response: stopping now makes it hand the
+     * connection to the holder afterwards (or say "Connection: close")
+     * rather than wait for a next request that it would not serve. */
+    if (last_one_asked(aTHX_ (HV *)SvRV(stream.env_ref)))
+        serow_worker_loop_stop(loop);
+    SV **status = av_fetch(av, 0, 0), **headers = av_fetch(av, 1, 0);
+    SV *bad = NULL;
+    int r = serow_start_psgi_response(aTHX_ loop, status ? *status : &PL_sv_undef,
+                                      headers ? *headers : &PL_sv_undef, -1, &bad);
+    serow_response_result(aTHX_ r, bad); /* dies on a bad head */
+    stream.responded = 1;
+    stream.writer = serow_writer_new(aTHX_ loop);
+    ST(0) = sv_mortalcopy(stream.writer);
+    XSRETURN(1);
+}
+
+/* Whether nothing but our own reference holds sv, not even a weak
+ * reference (its backreference is magic): then the app cannot reach it. */
+static int only_ours(pTHX_ SV *sv)
+{
+    PERL_UNUSED_CONTEXT;
+    return SvREFCNT(sv) == 1 && !SvMAGICAL(sv);
+}
+
+/* The responder for the next stream: ours again when the app kept none of
+ * the last one. */
+static CV *responder_for(pTHX_ IV serial)
+{
+    if (responder != NULL && !only_ours(aTHX_ (SV *)responder)) {
+        SvREFCNT_dec((SV *)responder); /* the app's now: its serial says it is over */
+        responder = NULL;
+    }
+    if (responder == NULL)
+        responder = newXS(NULL, stream_responder, __FILE__);
+    CvXSUBANY(responder).any_iv = serial;
+    return responder;
+}
+
+/* Runs the app's callback with a responder, as `eval { $callback->($responder) }`
+ * would, then ends the body it left open.  SERVE_SENT when the response is
+ * out (or cut: the client left); else SERVE_TIMED_OUT, or SERVE_APP_FAILED
+ * with *error. */
+static enum serve_stage serve_stream(pTHX_ struct worker_loop *loop, SV *callback, SV *env_ref,
+                                     SV **error)
+{
+    stream.serial = ++last_stream_serial;
+    stream.responded = 0;
+    stream.writer = NULL;
+    stream.env_ref = env_ref;
+    stream.loop = loop;
+    CV *cv = responder_for(aTHX_ stream.serial);
+    int timed_out;
+    run_app(aTHX_ loop, callback, sv_2mortal(newRV_inc((SV *)cv)), 0, &timed_out);
+    stream.serial = 0; /* over: its responder dies from now on */
+    SV *writer = stream.writer ? sv_2mortal(stream.writer) : NULL;
+    stream.writer = NULL;
+    enum serve_stage stage = SERVE_SENT;
+    if (timed_out) {
+        stage = SERVE_TIMED_OUT;
+    } else if (SvTRUE(ERRSV)) {
+        if (writer && serow_writer_gone(aTHX_ writer)) {
+            /* The client left while the app streamed: nothing to report. */
+            if (loop->request.conn != NULL)
+                serow_request_end(aTHX_ loop, (HV *)SvRV(env_ref), 500);
+        } else {
+            *error = sv_2mortal(newSVpvf("the app died while streaming: %" SVf, SVfARG(ERRSV)));
+            stage = SERVE_APP_FAILED;
+        }
+    } else if (writer && !serow_writer_closed(aTHX_ writer)) {
+        serow_writer_close(aTHX_ writer); /* the app forgot: the client is not left waiting */
+    } else if (!stream.responded && !loop->request.response_started &&
+               loop->request.conn != NULL && loop->request.socket.handle == NULL) {
+        /* (An app that read psgix.io may have answered on the socket itself.) */
+        *error = sv_2mortal(newSVpvs("the streaming app never called the responder"));
+        stage = SERVE_APP_FAILED;
+    }
+    /* A writer the app kept must not write into a later response. */
+    if (writer)
+        serow_writer_abandon(aTHX_ writer);
+    return stage;
 }
 
 /* The env values the log format names (%{NAME}e), as the app left them:
@@ -287,22 +451,29 @@ enum serve_stage serow_serve_request(pTHX_ struct worker_loop *loop, SV *app, SV
     if (input == NULL || !SvOK(input))
         return SERVE_HANDLE; /* a body (psgi_env.c gives bodiless requests their input) */
     int timed_out;
-    *answer = run_app(aTHX_ loop, app, env_ref, &timed_out);
+    *answer = run_app(aTHX_ loop, app, env_ref, 1, &timed_out);
     if (timed_out)
         return SERVE_TIMED_OUT; /* its answer, whatever it is, is dropped: 503 */
-    if (SvTRUE(ERRSV) || !SvROK(*answer) || SvTYPE(SvRV(*answer)) != SVt_PVAV) {
-        *error = sv_mortalcopy(ERRSV);
+    SV *answered = !SvTRUE(ERRSV) && SvROK(*answer) ? SvRV(*answer) : NULL;
+    int last_one;
+    if (answered && SvTYPE(answered) == SVt_PVAV) {
+        /* (set by the app, which has run: read once) */
+        last_one = last_one_asked(aTHX_ env);
+        SV *sent = send_array_triple(aTHX_ loop, *answer, last_one);
+        if (sent == &PL_sv_no)
+            return SERVE_RESPOND; /* the worker's own way: a handle body, ... */
+        if (sent != &PL_sv_yes) {
+            *error = sent;
+            return SERVE_BAD_RESPONSE;
+        }
+    } else if (answered && SvTYPE(answered) == SVt_PVCV) {
+        enum serve_stage streamed = serve_stream(aTHX_ loop, *answer, env_ref, error);
+        if (streamed != SERVE_SENT)
+            return streamed;
+        last_one = last_one_asked(aTHX_ env);
+    } else {
+        *error = sv_mortalcopy(ERRSV); /* it died, or answered something else */
         return SERVE_RESPOND;
-    }
-    /* (set by the app, which has run: read once) */
-    SV *harakiri = ENV_VALUE(env, "psgix.harakiri.commit");
-    int last_one = harakiri && SvTRUE(harakiri);
-    SV *sent = send_array_triple(aTHX_ loop, *answer, last_one);
-    if (sent == &PL_sv_no)
-        return SERVE_RESPOND; /* the worker's own way: a handle body, ... */
-    if (sent != &PL_sv_yes) {
-        *error = sent;
-        return SERVE_BAD_RESPONSE;
     }
     enum serve_stage stage = finish_served(aTHX_ loop, env, note_remote_user, error);
     if (stage != SERVE_DONE)
@@ -327,12 +498,156 @@ SV *serow_request_next(pTHX_ struct worker_loop *loop)
     return newRV_inc((SV *)serow_build_psgi_env(aTHX_ loop));
 }
 
-int serow_write_body(pTHX_ struct worker_loop *loop, SV *data)
+/* ---- the streaming writer: Serow::Writer -----------------------------------
+ *
+ * What a psgi.streaming app's responder returns, and what sends a body
+ * handle's lines (lib/Serow/Writer.pm is its manual).  Its
+ * state is a struct in the string buffer of the scalar the object refers
+ * to (read-only to Perl): no hash to look up, no method of Perl's per write.
+ * Each write goes out at once, in one writev with its chunk framing (and
+ * the head, on the first): nothing waits in the server for a next write,
+ * except the first bytes of a compressed body (see compression_header_size). */
+
+struct serow_writer {
+    struct worker_loop *loop;
+    int closed; /* closed, or abandoned when its request ended: writes do nothing */
+    int gone;   /* a write found the client gone */
+};
+
+static HV *writer_stash;
+
+/* The scalar of the last writer made, kept for the next response while
+ * nothing but this holds it (a blessed scalar made and freed per response
+ * cost a few hundred instructions, its free a look for a DESTROY).  One
+ * the app kept is left to it (abandoned when its request ended) and
+ * another is made. */
+static SV *kept_writer;
+
+SV *serow_writer_new(pTHX_ struct worker_loop *loop)
 {
-    STRLEN len;
+    if (kept_writer != NULL && !only_ours(aTHX_ kept_writer)) {
+        SvREFCNT_dec(kept_writer);
+        kept_writer = NULL;
+    }
+    if (kept_writer == NULL) {
+        if (writer_stash == NULL)
+            writer_stash = gv_stashpvs("Serow::Writer", GV_ADD);
+        kept_writer = newSV(sizeof(struct serow_writer));
+        sv_bless(sv_2mortal(newRV_inc(kept_writer)), writer_stash);
+        SvREADONLY_on(kept_writer); /* (after the bless, which would refuse it) */
+    }
+    struct serow_writer *writer = (struct serow_writer *)SvPVX(kept_writer);
+    writer->loop = loop;
+    writer->closed = 0;
+    writer->gone = 0;
+    return newRV_inc(kept_writer);
+}
+
+/* The writer an object holds; dies on anything else. */
+static struct serow_writer *writer_of(pTHX_ SV *self)
+{
+    SV *state = SvROK(self) ? SvRV(self) : NULL;
+    if (state == NULL || !SvOBJECT(state) || SvTYPE(state) < SVt_PV ||
+        SvLEN(state) < sizeof(struct serow_writer) + 1 ||
+        (SvSTASH(state) != writer_stash && !sv_derived_from(self, "Serow::Writer")))
+        croak("not a Serow::Writer");
+    return (struct serow_writer *)SvPVX(state);
+}
+
+int serow_writer_send(pTHX_ SV *self, SV *data)
+{
+    struct serow_writer *writer = writer_of(aTHX_ self);
+    if (writer->closed)
+        return 1;
     SvGETMAGIC(data);
+    if (!SvOK(data))
+        return 1;
+    STRLEN len;
     const char *p = serow_psgi_bytes(aTHX_ data, &len);
     if (p == NULL)
-        serow_response_result(aTHX_ RESPONSE_WIDE_CHARACTER, NULL);
-    return serow_write_psgi_body(aTHX_ loop, p, len) == RESPONSE_OK;
+        serow_response_result(aTHX_ RESPONSE_WIDE_CHARACTER, NULL); /* dies */
+    if (len == 0)
+        return 1;
+    if (serow_write_psgi_body(aTHX_ writer->loop, p, len) == RESPONSE_OK)
+        return 1;
+    writer->gone = writer->closed = 1;
+    return 0;
+}
+
+void serow_writer_close(pTHX_ SV *self)
+{
+    struct serow_writer *writer = writer_of(aTHX_ self);
+    if (writer->closed)
+        return;
+    writer->closed = 1;
+    /* (the held bytes first: a client gone then is one a write found) */
+    if (serow_flush_held_psgi_body(aTHX_ writer->loop) != RESPONSE_OK) {
+        writer->gone = 1;
+        return;
+    }
+    serow_finish_psgi_body(aTHX_ writer->loop);
+}
+
+int serow_writer_closed(pTHX_ SV *self)
+{
+    return writer_of(aTHX_ self)->closed;
+}
+
+int serow_writer_gone(pTHX_ SV *self)
+{
+    return writer_of(aTHX_ self)->gone;
+}
+
+void serow_writer_abandon(pTHX_ SV *self)
+{
+    writer_of(aTHX_ self)->closed = 1;
+}
+
+uint64_t serow_writer_given(pTHX_ SV *self)
+{
+    return serow_psgi_body_given(writer_of(aTHX_ self)->loop);
+}
+
+/* How long poll_cb waits for the client to hang up after a call of its
+ * callback that wrote nothing, before it calls it again. */
+#define POLL_IDLE_SECONDS 0.05
+
+/*
+ * psgi.nonblocking is false: there is no event loop to call back from, and
+ * the writer can always take more (a write waits until it has gone).  So
+ * the callback runs here, again and again while the writer is open, as a
+ * server with an event loop would call it each time the socket can take
+ * more: a stream written from it goes on until it closes the writer.  A
+ * client that goes away ends it: a write dies then; and a call that wrote
+ * nothing waits up to POLL_IDLE_SECONDS for the client to hang up before the
+ * next one, so that a callback with nothing to send neither spins the CPU
+ * nor outlives its client.  The callback's die goes through, as a write's.
+ */
+void serow_writer_poll_cb(pTHX_ SV *self, SV *cb)
+{
+    struct serow_writer *writer = writer_of(aTHX_ self);
+    /* Held while the callback runs: the app may drop its own references. */
+    SV *state = SvREFCNT_inc_simple_NN(SvRV(self));
+    ENTER;
+    SAVEFREESV(state);
+    SV *object = sv_2mortal(newRV_inc(state));
+    while (!writer->closed) {
+        uint64_t given = serow_psgi_body_given(writer->loop);
+        dSP;
+        ENTER;
+        SAVETMPS;
+        PUSHMARK(SP);
+        XPUSHs(object);
+        PUTBACK;
+        call_sv(cb, G_VOID | G_DISCARD);
+        FREETMPS;
+        LEAVE;
+        if (writer->closed || serow_psgi_body_given(writer->loop) != given)
+            continue;
+        if (serow_client_hung_up(writer->loop, POLL_IDLE_SECONDS)) {
+            writer->gone = writer->closed = 1;
+            croak("%s", SEROW_CLIENT_GONE_MESSAGE);
+        }
+    }
+    LEAVE;
 }

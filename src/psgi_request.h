@@ -22,6 +22,8 @@ enum serve_stage {
                         * worker logs it and ends the request */
     SERVE_FINISHED,    /* finished; cleanup handlers or psgix.harakiri.commit remain */
     SERVE_TIMED_OUT,   /* the app outlived --request-timeout: the worker answers 503 */
+    SERVE_APP_FAILED,  /* a streaming app died, or never responded: why, for the log;
+                        * the worker answers 500 (or cuts the response) */
 };
 
 /*
@@ -57,9 +59,28 @@ void serow_request_end(pTHX_ struct worker_loop *loop, HV *env, int fail_status)
  * when the wait was interrupted or the loop is done. */
 SV *serow_request_next(pTHX_ struct worker_loop *loop);
 
-/* A part of a streamed body, as the app gave it: 1 sent, 0 client gone;
- * croaks on wide characters. */
-int serow_write_body(pTHX_ struct worker_loop *loop, SV *data);
+/* The Perl code a streaming app's responder hands a whole response to,
+ * [status, headers, body], called with the env and that array. */
+void serow_set_triple_responder(pTHX_ SV *code);
+
+/* What a writer's write dies with when the client has gone away. */
+#define SEROW_CLIENT_GONE_MESSAGE "Serow: the client has gone away\n"
+
+/* The streaming writer, Serow::Writer (a new object for the response the
+ * loop has started), and its methods: self is the object. */
+SV *serow_writer_new(pTHX_ struct worker_loop *loop);
+/* A part of the body, as the app gave it: 1 sent (or nothing to send, or
+ * the writer closed), 0 the client is gone; croaks on wide characters. */
+int serow_writer_send(pTHX_ SV *self, SV *data);
+void serow_writer_close(pTHX_ SV *self);
+int serow_writer_closed(pTHX_ SV *self);
+int serow_writer_gone(pTHX_ SV *self);
+/* Its request ended: it does nothing more. */
+void serow_writer_abandon(pTHX_ SV *self);
+/* Body bytes written so far, held or given to the response. */
+uint64_t serow_writer_given(pTHX_ SV *self);
+/* Calls cb with the writer until the writer is closed (PSGI's poll_cb). */
+void serow_writer_poll_cb(pTHX_ SV *self, SV *cb);
 
 /* A writer result as the Perl side sees it: 1 sent, 0 client gone; a
  * malformed response croaks with a message naming what is wrong.

@@ -14,6 +14,8 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -53,6 +55,8 @@ void serow_reset_psgi_response(struct worker_loop *loop)
     response->body_sent = 0;
     response->failed = 0;
     response->app_framing_error = NULL;
+    response->hold = 0;
+    response->held_len = 0;
 }
 
 const char *serow_psgi_bytes(pTHX_ SV *sv, STRLEN *len)
@@ -328,6 +332,56 @@ static void end_app_chunks(struct serow_response *response)
         response->app_framing_error = "ends before its last chunk";
 }
 
+/* ---- the header of a compressed body ------------------------------------
+ *
+ * A compressed body starts with its coding's header: gzip's member header
+ * (RFC 1952 2.3, 10 bytes without its optional fields), deflate's zlib
+ * header (RFC 1950 2.2, 2 bytes).  First writes of a streamed body that
+ * together are no longer than that hold nothing a client could decode, so
+ * they are held until the next write (or the end of the body): that delays
+ * nothing, and saves the header a chunk (and a packet) of its own.  Every
+ * other write goes out at once: a server-sent event or a long-poll answer is
+ * never held. */
+
+/* Whether [p, p + len) is word, ignoring ASCII case. */
+static int same_word(const char *p, size_t len, const char *word)
+{
+    size_t n = strlen(word);
+    return len == n && strncasecmp(p, word, n) == 0;
+}
+
+static int is_list_space(char c)
+{
+    return c == ' ' || c == '\t';
+}
+
+/* How many first bytes of a streamed body with these headers may be held:
+ * the header size of its outermost Content-Encoding (the last of the last
+ * such header's list: "gzip, identity" is not compressed last), 0 for any
+ * other body. */
+static size_t compression_header_size(const struct response_header *headers, size_t count)
+{
+    const struct response_header *encoding = NULL;
+    for (size_t i = 0; i < count; i++) {
+        if (same_word(headers[i].name, headers[i].name_len, "content-encoding"))
+            encoding = &headers[i];
+    }
+    if (encoding == NULL)
+        return 0;
+    const char *start = encoding->value, *end = start + encoding->value_len;
+    while (end > start && (is_list_space(end[-1]) || end[-1] == ','))
+        end--;
+    const char *last = end;
+    while (last > start && last[-1] != ',')
+        last--;
+    while (last < end && is_list_space(*last))
+        last++;
+    size_t len = (size_t)(end - last);
+    if (same_word(last, len, "gzip") || same_word(last, len, "x-gzip"))
+        return 10;
+    return same_word(last, len, "deflate") ? 2 : 0;
+}
+
 /* Plans and formats the head into head_buffer.  parts: the whole body
  * when it is known (an array), else NULL. */
 static int prepare_head(pTHX_ struct worker_loop *loop, SV *status_sv, SV *headers,
@@ -385,8 +439,11 @@ static int prepare_head(pTHX_ struct worker_loop *loop, SV *status_sv, SV *heade
     }
     response->head_len = serow_format_response_head(head_buffer, &facts, list.items, list.count,
                                              &response->framing);
+    /* (an array body is whole: nothing of it is held) */
+    size_t hold = parts == NULL ? compression_header_size(list.items, list.count) : 0;
     free_header_list(&list);
     response->status = facts.status;
+    response->hold = hold;
     response->active = 1;
     serow_socket_back_to_server(loop);
     return RESPONSE_OK;
@@ -538,6 +595,46 @@ int serow_start_psgi_response(pTHX_ struct worker_loop *loop, SV *status, SV *he
                         length >= 0 ? (uint64_t)length : 0, NULL, 0, bad_header);
 }
 
+/* A write while the body's first bytes may be held (response->hold): held
+ * while they fit, else sent after what was held, in one write. */
+static int write_held_and(pTHX_ struct worker_loop *loop, const char *data, size_t len)
+{
+    struct serow_response *response = &loop->request.response;
+    if (response->held_len + len <= response->hold) {
+        memcpy(response->held + response->held_len, data, len);
+        response->held_len += len;
+        return RESPONSE_OK;
+    }
+    response->hold = 0; /* a body byte goes now: nothing more is held */
+    size_t held = response->held_len;
+    if (held == 0)
+        return serow_write_psgi_body(aTHX_ loop, data, len);
+    char *joined = malloc(held + len);
+    if (joined == NULL) {
+        response->failed = 1;
+        return RESPONSE_CLIENT_GONE;
+    }
+    memcpy(joined, response->held, held);
+    memcpy(joined + held, data, len);
+    response->held_len = 0;
+    int r = serow_write_psgi_body(aTHX_ loop, joined, held + len);
+    free(joined);
+    return r;
+}
+
+int serow_flush_held_psgi_body(pTHX_ struct worker_loop *loop)
+{
+    struct serow_response *response = &loop->request.response;
+    char held[SEROW_MAX_HELD_BODY];
+    size_t n = response->held_len;
+    response->hold = 0;
+    if (n == 0)
+        return RESPONSE_OK;
+    memcpy(held, response->held, n);
+    response->held_len = 0;
+    return serow_write_psgi_body(aTHX_ loop, held, n);
+}
+
 int serow_write_psgi_body(pTHX_ struct worker_loop *loop, const char *data, size_t len)
 {
     struct serow_response *response = &loop->request.response;
@@ -547,6 +644,8 @@ int serow_write_psgi_body(pTHX_ struct worker_loop *loop, const char *data, size
 
     if (!response->active || response->failed)
         return RESPONSE_CLIENT_GONE;
+    if (response->hold && len > 0)
+        return write_held_and(aTHX_ loop, data, len);
     if (!response->framing.body_allowed || len == 0)
         return RESPONSE_OK; /* HEAD, 204, 304: the body is dropped; "" would end a chunked body */
     if (response->framing.app_chunked)
@@ -655,7 +754,7 @@ int serow_sendfile_psgi_body(pTHX_ struct worker_loop *loop, int fd, uint64_t of
 uint64_t serow_psgi_body_given(const struct worker_loop *loop)
 {
     const struct serow_response *response = &loop->request.response;
-    return response->active ? response->body_given : 0;
+    return response->active ? response->body_given + response->held_len : 0;
 }
 
 int serow_finish_psgi_body(pTHX_ struct worker_loop *loop)
@@ -663,6 +762,9 @@ int serow_finish_psgi_body(pTHX_ struct worker_loop *loop)
     struct serow_response *response = &loop->request.response;
     if (!response->active || response->failed)
         return RESPONSE_CLIENT_GONE;
+    int r = serow_flush_held_psgi_body(aTHX_ loop);
+    if (r != RESPONSE_OK)
+        return r;
     if (response->framing.chunked && response->framing.body_allowed) {
         struct iovec iov[2];
         int count = take_head(response, iov);

@@ -31,6 +31,8 @@ int serow_start_psgi_response(pTHX_ struct worker_loop *loop, SV *status, SV *he
 int serow_write_psgi_body(pTHX_ struct worker_loop *loop, const char *data, size_t len);
 int serow_sendfile_psgi_body(pTHX_ struct worker_loop *loop, int fd, uint64_t offset, uint64_t len);
 int serow_finish_psgi_body(pTHX_ struct worker_loop *loop);
+/* The first bytes of a compressed body held back, if any, go out now. */
+int serow_flush_held_psgi_body(pTHX_ struct worker_loop *loop);
 
 /* The body bytes the app has given the response so far (sent, or held in a
  * buffer of the response's): how poll_cb tells a call that wrote from one

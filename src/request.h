@@ -34,6 +34,8 @@
 struct connection;
 struct sv;
 
+/* The largest header of a compressed body held back (gzip's, 10 bytes). */
+#define SEROW_MAX_HELD_BODY 16
 
 /* The app's response as it goes out (psgi_response.c). */
 struct serow_response {
@@ -50,6 +52,13 @@ struct serow_response {
     struct chunked_decoder app_chunks;
     int app_chunks_done;           /* its last chunk and trailer section have gone */
     const char *app_framing_error; /* why the rest of it was dropped; NULL: none */
+    /* The first bytes of a compressed streamed body, held until more come
+     * (see compression_header_size in psgi_response.c): hold is how many
+     * may still be held (0 once a body byte has gone out), held_len how
+     * many are. */
+    size_t hold;
+    size_t held_len;
+    char held[SEROW_MAX_HELD_BODY];
 };
 
 /* psgix.io, the connection's socket as a Perl handle, made when the app

@@ -20,6 +20,7 @@ BOOT:
         SEROW_CONSTANT(stash, "STAGE_SENT", SERVE_SENT);
         SEROW_CONSTANT(stash, "STAGE_FINISHED", SERVE_FINISHED);
         SEROW_CONSTANT(stash, "STAGE_TIMED_OUT", SERVE_TIMED_OUT);
+        SEROW_CONSTANT(stash, "STAGE_APP_FAILED", SERVE_APP_FAILED);
         /* enum http_body_framing (src/http_parser.h): request_body_framing */
         SEROW_CONSTANT(stash, "BODY_NONE", HTTP_BODY_NONE);
         SEROW_CONSTANT(stash, "BODY_LENGTH", HTTP_BODY_LENGTH);

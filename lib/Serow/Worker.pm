@@ -163,6 +163,9 @@ sub run {
     }
 
     $loop->set_env_template($template);
+    # A streaming app's responder runs in C (src/psgi_request.c); given a
+    # whole [status, headers, body], it hands it here.
+    Serow::Loop->set_triple_responder(sub { $self->send_array_response(@_) });
 
     # The calls made for every request name their sub (Serow::Loop::next_request($loop))
     # rather than call a method ($loop->next_request): a method call looks
@@ -310,6 +313,7 @@ use constant {
     STAGE_SENT         => Serow::STAGE_SENT,         # sent, but it went wrong: log, then end
     STAGE_FINISHED     => Serow::STAGE_FINISHED,     # finished: cleanup handlers, harakiri
     STAGE_TIMED_OUT    => Serow::STAGE_TIMED_OUT,    # the app outlived --request-timeout: 503
+    STAGE_APP_FAILED   => Serow::STAGE_APP_FAILED,   # a streaming app died or never responded: 500
 };
 
 # Answers a request from where serve_request left it: the steps the C path
@@ -342,18 +346,18 @@ sub go_on_with_request {
         $stage = STAGE_FINISHED;
     }
 
-    if ($stage == STAGE_RESPOND || $stage == STAGE_BAD_RESPONSE) {
-        if ($stage == STAGE_BAD_RESPONSE) {
-            $self->app_failed($env, "bad response: $error");
+    if ($stage == STAGE_RESPOND || $stage == STAGE_BAD_RESPONSE || $stage == STAGE_APP_FAILED) {
+        if ($stage != STAGE_RESPOND) {
+            # (the message says which: "bad response: ...", "the app died while streaming: ...")
+            $self->app_failed($env, $stage == STAGE_BAD_RESPONSE ? "bad response: $error" : $error);
         } elsif ($error) {
             $self->app_failed($env, "the app died: $error");
         } elsif (ref $res eq 'ARRAY') {
             # Not the usual triple (serve_request tried it): a handle as the
             # body, or a malformed triple.
             $self->send_array_response($env, $res);
-        } elsif (ref $res eq 'CODE') {
-            $self->run_streaming_response($env, $res);
         } else {
+            # (a code reference is streamed by serve_request)
             $self->app_failed($env, "the app returned " . (defined $res ? "'$res'" : 'undef')
                 . " instead of an array or a code reference");
         }
@@ -469,7 +473,11 @@ sub send_array_response {
         return $self->app_failed($env, "bad response: not [status, headers, body] with an "
             . "array or a handle as the body");
     }
-    $loop->stop if $env->{'psgix.harakiri.commit'}; # before_response, inlined: once per request
+    # The worker leaves after this response (psgix.harakiri.commit): stopping
+    # now makes it hand the connection to the holder afterwards (or, with no
+    # holder, say "Connection: close") rather than wait for a next request
+    # that it would not serve.
+    $loop->stop if $env->{'psgix.harakiri.commit'};
     my $sent = eval {
         if (ref $body eq 'ARRAY') {
             $loop->send_response($status, $headers, $body);
@@ -479,16 +487,6 @@ sub send_array_response {
         1;
     };
     $self->app_failed($env, "bad response: $@") unless $sent;
-}
-
-# Just before a response starts.
-sub before_response {
-    my ($self, $env) = @_;
-    # The worker leaves after this response (psgix.harakiri.commit): stopping
-    # now makes it hand the connection to the holder afterwards (or, with no
-    # holder, say "Connection: close") rather than wait for a next request
-    # that it would not serve.
-    $self->{loop}->stop if $env->{'psgix.harakiri.commit'};
 }
 
 # A body that is a file handle or an object with getline/close.  Whatever
@@ -504,8 +502,7 @@ sub send_handle_body {
                 and $loop->finish_body;
         } else {
             $loop->start_response($status, $headers, undef) or return 1;
-            my $writer = Serow::Writer->new($loop,
-                hold => Serow::Writer::compression_header_size($headers));
+            my $writer = Serow::Writer->new($loop);
             local $/ = \BODY_HANDLE_READ_SIZE;
             while (defined(my $part = $body->getline)) {
                 $writer->send($part) or last;
@@ -535,50 +532,6 @@ sub _plain_file {
     my $offset = tell($body);
     return if $offset < 0;
     return ($fd, $offset, $size > $offset ? $size - $offset : 0);
-}
-
-sub run_streaming_response {
-    my ($self, $env, $callback) = @_;
-    my $loop = $self->{loop};
-    my ($writer, $responded, $done);
-    my $responder = sub {
-        my ($res) = @_;
-        die "the PSGI responder was called after its request ended\n" if $done;
-        die "the PSGI responder was called twice\n" if $responded;
-        die "the PSGI responder takes an array reference\n" unless ref $res eq 'ARRAY';
-        if (@$res >= 3) {
-            $responded = 1;
-            $self->send_array_response($env, $res);
-            return;
-        }
-        $self->before_response($env);
-        $loop->start_response($res->[0], $res->[1], undef); # dies on a bad head
-        $responded = 1;
-        return $writer = Serow::Writer->new($loop,
-            hold => Serow::Writer::compression_header_size($res->[1]));
-    };
-    $loop->start_app_timer;
-    my $ok = eval { $callback->($responder); 1 };
-    my $error = $@;
-    $done = 1;
-    if ($loop->stop_app_timer) {
-        $self->answer_timed_out($env);
-    } elsif (!$ok) {
-        if ($writer && $writer->gone) {
-            # The client left while the app streamed: nothing to report.
-            $loop->end_request($env, 500) if $loop->current_fd >= 0;
-        } else {
-            $self->app_failed($env, "the app died while streaming: $error");
-        }
-    } elsif ($writer && !$writer->closed) {
-        $writer->close; # the app forgot: end the body so the client is not left waiting
-    } elsif (!$responded && !$loop->response_started && $loop->current_fd >= 0
-             && !$loop->socket_handle_made) {
-        # (An app that read psgix.io may have answered on the socket itself.)
-        $self->app_failed($env, "the streaming app never called the responder");
-    }
-    # A writer the app kept must not write into a later response.
-    $writer->abandon if $writer;
 }
 
 # Reads the whole request body before the app runs (psgix.input.buffered):

@@ -4,10 +4,11 @@
 use strict;
 use warnings;
 use Test::More;
+use Scalar::Util ();
 use lib 't/lib';
 use Serow::Test qw(start_server raw_connect read_response parse_response raw_request);
 
-my ($kept_writer, $last_stream_error, @twice);
+my ($weak_writer, $weak_responder, $kept_writer, $kept_responder, $last_stream_error, @twice, $old_responder_error);
 # Given by the app, so that a response is known to the byte.
 my $DATE = 'Tue, 24 Nov 2026 12:00:00 GMT';
 
@@ -55,6 +56,16 @@ my $app = sub {
             });
         };
     }
+    if ($path eq '/poll-drops-writer') {
+        # The app's only reference to its writer goes inside the callback.
+        return sub {
+            my $w = $_[0]->([200, [@type]]);
+            $w->poll_cb(sub { undef $w; $_[0]->write('still here'); $_[0]->close });
+        };
+    }
+    if ($path eq '/poll-dies') {
+        return sub { $_[0]->([200, [@type]])->poll_cb(sub { die "poll failed\n" }) };
+    }
     if ($path eq '/poll-idle') {
         # Never closes, and sends nothing after its first call.
         return sub {
@@ -75,6 +86,50 @@ my $app = sub {
             $responder->([200, [@type], ['first']]);
             @twice = ();
             eval { $responder->([200, [@type], ['second']]); 1 } or push @twice, $@;
+        };
+    }
+    if ($path eq '/keep-responder') {
+        return sub { $kept_responder = $_[0]; $_[0]->([200, [@type], ['responded']]) };
+    }
+    if ($path eq '/use-old-responder') {
+        return sub {
+            my $responder = shift;
+            $old_responder_error = eval { $kept_responder->([200, [@type], ['LEAKED']]); 1 }
+                ? 'no error' : $@;
+            $responder->([200, [@type], [$responder == $kept_responder ? 'same' : 'a new one']]);
+        };
+    }
+    if ($path eq '/old-responder-error') {
+        return [200, [@type], [$old_responder_error // 'none']];
+    }
+    if ($path eq '/delayed-handle') {
+        open my $fh, '<', \"from a handle\n" or die;
+        return sub { $_[0]->([200, [@type], $fh]) };
+    }
+    if ($path eq '/never-responds') {
+        return sub { 1 };
+    }
+    if ($path eq '/dies-before-responding') {
+        return sub { die "no answer today\n" };
+    }
+    if ($path eq '/weak-keep') {
+        return sub {
+            Scalar::Util::weaken($weak_responder = $_[0]);
+            my $w = $_[0]->([200, [@type]]);
+            Scalar::Util::weaken($weak_writer = $w);
+            $w->write('weakly kept');
+            $w->close;
+        };
+    }
+    if ($path eq '/use-weak') {
+        return sub {
+            my $responder = shift;
+            eval { $weak_responder->([200, [@type], ['LEAKED']]); 1 };
+            my $w = $responder->([200, [@type]]);
+            $w->write('mine ');
+            eval { $weak_writer->write('LEAKED'); 1 };
+            $w->write('only');
+            $w->close;
         };
     }
     if ($path eq '/keep-writer') {
@@ -193,6 +248,13 @@ subtest 'poll_cb: the callback is called until it closes the writer' => sub {
         'HTTP/1.0: the whole body, then the close';
 };
 
+subtest 'poll_cb: the writer outlives the app\'s references to it; a callback that dies' => sub {
+    is get11('/poll-drops-writer')->{body}, 'still here';
+    my $res = get11('/poll-dies');
+    is $res->{status}, 500, 'nothing was written: a clean 500';
+    like $server->log, qr{GET /poll-dies: the app died while streaming: poll failed};
+};
+
 subtest 'poll_cb: a callback that never closes ends when its client leaves' => sub {
     for my $path ('/poll-idle', '/poll-endless') {
         my $sock = raw_connect($server);
@@ -229,6 +291,37 @@ subtest 'a bad head from the responder dies in the app, which can answer otherwi
     my $res = get11('/bad-head');
     is $res->{status}, 500;
     like $res->{body}, qr/the app saw: invalid response header 'Bad Name'/;
+};
+
+subtest 'a responder kept from an earlier request dies; the next request gets a new one' => sub {
+    is get11('/keep-responder')->{body}, 'responded';
+    is get11('/use-old-responder')->{body}, 'a new one';
+    like get11('/old-responder-error')->{body}, qr/the PSGI responder was called after its request ended/;
+    # Dropped, it is no longer the app's: the streams go on as before.
+    undef $kept_responder;
+    is get11('/writer')->{body}, 'hello world';
+    is get11('/delayed')->{body}, 'delayed body';
+};
+
+subtest 'a whole response with a handle body, given to the responder' => sub {
+    my $res = get11('/delayed-handle');
+    is $res->{status}, 200;
+    is $res->{body}, "from a handle\n";
+};
+
+subtest 'a streaming app that never responds, or dies first: 500, logged' => sub {
+    my $res = get11('/never-responds');
+    is $res->{status}, 500;
+    like $server->log, qr{GET /never-responds: the streaming app never called the responder};
+    $res = get11('/dies-before-responding');
+    is $res->{status}, 500;
+    like $server->log, qr{GET /dies-before-responding: the app died while streaming: no answer today};
+    is get11('/delayed')->{body}, 'delayed body', 'the worker goes on';
+};
+
+subtest 'a writer or responder weakly kept from an earlier request is not the next one\'s' => sub {
+    is get11('/weak-keep')->{body}, 'weakly kept';
+    is get11('/use-weak')->{body}, 'mine only';
 };
 
 subtest 'a writer kept from an earlier request writes nothing into a later one' => sub {
