@@ -37,6 +37,15 @@ sub of_pid {
     return $stats;
 }
 
+# The resident memory of process $pid in bytes (the pages it still shares
+# with the master count too), or undef when it is gone: what --max-worker-rss
+# compares with its limit (Serow::Master::Limits), and process_resident_memory_bytes.
+sub resident_bytes {
+    my ($class, $pid) = @_;
+    my $stats = _stat($pid) or return undef;
+    return $stats->{resident_bytes};
+}
+
 # /proc/PID/stat: the fields after the command name, which is in
 # parentheses and may itself hold spaces and parentheses (proc(5)).
 sub _stat {

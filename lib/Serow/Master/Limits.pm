@@ -5,6 +5,7 @@ use warnings;
 use Time::HiRes ();
 
 use Serow::Log ();
+use Serow::ProcessStats ();
 
 # The limits the master enforces on a worker from outside, on its own
 # clock: --max-worker-rss (the worker replaced), --graceful-timeout (a
@@ -39,15 +40,11 @@ sub recycle_large_workers {
     }
 }
 
-# A process's resident memory in whole MiB (VmRSS, which counts the pages it
-# still shares with the master), or undef when it is gone.
+# A process's resident memory in whole MiB, or undef when it is gone.
 sub worker_rss_mib {
     my ($pid) = @_;
-    open(my $fh, '<', "/proc/$pid/status") or return undef;
-    while (my $line = <$fh>) {
-        return int($1 / 1024) if $line =~ /\AVmRSS:\s*(\d+)\s*kB/;
-    }
-    return undef;
+    my $bytes = Serow::ProcessStats->resident_bytes($pid) // return undef;
+    return int($bytes / (1024 * 1024));
 }
 
 sub kill_overdue_workers {
