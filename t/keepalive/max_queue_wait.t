@@ -25,16 +25,6 @@ sub shed_total {
     return value($m, 'serow_requests_shed_total');
 }
 
-# The server takes connections before its worker has started (they wait in
-# the listen backlog), and with --max-queue-wait a request that waited
-# there too long, even for a slow start, is answered 503: the test's own
-# requests are made once a first one has been served.
-sub wait_until_serving {
-    my ($server) = @_;
-    ok wait_until(sub { my $res = http_get($server, '/'); $res && $res->{status} == 200 }),
-        'the worker serves' or diag $server->log;
-}
-
 # The one worker serves the second connection once (so that it is kept
 # alive and parked), then gets stuck in /slow on the first.
 sub one_worker_held {
@@ -42,7 +32,7 @@ sub one_worker_held {
     my $gate = gate();
     my $server = start_server(app => gated_app($gate),
         options => ['--workers', 1, '--metrics-path', '/metrics', @options]);
-    wait_until_serving($server);
+    ok $server->wait_until_serving, 'the worker serves' or diag $server->log;
     my $kept = raw_connect($server);
     my $res = get_on($kept, '/');
     is $res && $res->{status}, 200, 'the second connection is served once and kept';
@@ -123,7 +113,7 @@ subtest 'with --max-queue-wait: 503 for a request that waited in the listen back
     my $server = start_server(app => gated_app($gate),
         options => ['--workers', 1, '--metrics-path', '/metrics', '--max-queue-wait', $limit_ms,
                     '--access-log', $log, '--log-level', 'debug']);
-    wait_until_serving($server);
+    ok $server->wait_until_serving, 'the worker serves' or diag $server->log;
     my $held = raw_connect($server);
     syswrite $held, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n";
     ok $server->wait_for_log(qr/slow request in worker/), 'the one worker is held in the app';

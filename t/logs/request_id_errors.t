@@ -113,6 +113,8 @@ subtest 'the holder\'s 503 (--max-queue-wait)' => sub {
     my $server = start_server(app => gated_app($gate), options => ['--workers', 1,
         '--max-queue-wait', 300, '--request-id-header', 'X-Request-Id', '--access-log', $file,
         '--access-log-format', $FORMAT]);
+    # (once it serves: a request that waited through its start would be shed)
+    ok $server->wait_until_serving, 'the worker serves' or diag $server->log;
     my @kept = map { raw_connect($server) } 1 .. 2;
     for my $kept (@kept) {
         my $res = get_on($kept, '/');
@@ -140,6 +142,8 @@ subtest 'the worker\'s 503 for a request that waited in the listen backlog' => s
     my $server = start_server(app => gated_app($gate), options => ['--workers', 1,
         '--max-queue-wait', $limit_ms, '--request-id-header', 'X-Request-Id', '--access-log', $file,
         '--access-log-format', $FORMAT]);
+    # (once it serves: a request that waited through its start would be shed)
+    ok $server->wait_until_serving, 'the worker serves' or diag $server->log;
     my $held = raw_connect($server);
     syswrite $held, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n";
     ok $server->wait_for_log(qr/slow request in worker/), 'the one worker is held in the app';

@@ -17,7 +17,8 @@ use POSIX ();
 use Time::HiRes ();
 use Fcntl ();
 use Serow::Test::Common qw(root READ_TIMEOUT STOP_TIMEOUT);
-use Serow::Test::Process qw(child_pids fork_group wait_for_exit kill_group run_command);
+use Serow::Test::Process qw(child_pids fork_group wait_for_exit kill_group run_command wait_until);
+use Serow::Test::Client qw(http_get);
 
 our @EXPORT_OK = qw(start_server run_serow serow_command);
 
@@ -139,6 +140,16 @@ sub _read_log {
     }
     $self->{log} .= $chunk;
     return 1;
+}
+
+# Waits until a GET of $path ('/') is answered 200, bounded by wait_until's
+# deadline; returns true then.  The server takes connections before its
+# workers have started (they wait in the listen backlog): a test whose
+# requests must not wait there first (--max-queue-wait sheds one that waited
+# through a slow start) makes them once this is true.
+sub wait_until_serving {
+    my ($self, $path) = @_;
+    return wait_until(sub { my $res = http_get($self, $path // '/'); $res && $res->{status} == 200 });
 }
 
 # Waits until the log matches $re (a line the server writes when it gets
