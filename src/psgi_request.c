@@ -506,7 +506,7 @@ SV *serow_request_next(pTHX_ struct worker_loop *loop)
  * to (read-only to Perl): no hash to look up, no method of Perl's per write.
  * Each write goes out at once, in one writev with its chunk framing (and
  * the head, on the first): nothing waits in the server for a next write,
- * except the first bytes of a compressed body (see compression_header_size). */
+ * except the first bytes of a compressed body (see serow_compression_header_size). */
 
 struct serow_writer {
     struct worker_loop *loop;

@@ -15,7 +15,6 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -343,45 +342,6 @@ static void end_app_chunks(struct serow_response *response)
  * other write goes out at once: a server-sent event or a long-poll answer is
  * never held. */
 
-/* Whether [p, p + len) is word, ignoring ASCII case. */
-static int same_word(const char *p, size_t len, const char *word)
-{
-    size_t n = strlen(word);
-    return len == n && strncasecmp(p, word, n) == 0;
-}
-
-static int is_list_space(char c)
-{
-    return c == ' ' || c == '\t';
-}
-
-/* How many first bytes of a streamed body with these headers may be held:
- * the header size of its outermost Content-Encoding (the last of the last
- * such header's list: "gzip, identity" is not compressed last), 0 for any
- * other body. */
-static size_t compression_header_size(const struct response_header *headers, size_t count)
-{
-    const struct response_header *encoding = NULL;
-    for (size_t i = 0; i < count; i++) {
-        if (same_word(headers[i].name, headers[i].name_len, "content-encoding"))
-            encoding = &headers[i];
-    }
-    if (encoding == NULL)
-        return 0;
-    const char *start = encoding->value, *end = start + encoding->value_len;
-    while (end > start && (is_list_space(end[-1]) || end[-1] == ','))
-        end--;
-    const char *last = end;
-    while (last > start && last[-1] != ',')
-        last--;
-    while (last < end && is_list_space(*last))
-        last++;
-    size_t len = (size_t)(end - last);
-    if (same_word(last, len, "gzip") || same_word(last, len, "x-gzip"))
-        return 10;
-    return same_word(last, len, "deflate") ? 2 : 0;
-}
-
 /* Plans and formats the head into head_buffer.  parts: the whole body
  * when it is known (an array), else NULL. */
 static int prepare_head(pTHX_ struct worker_loop *loop, SV *status_sv, SV *headers,
@@ -440,7 +400,7 @@ static int prepare_head(pTHX_ struct worker_loop *loop, SV *status_sv, SV *heade
     response->head_len = serow_format_response_head(head_buffer, &facts, list.items, list.count,
                                              &response->framing);
     /* (an array body is whole: nothing of it is held) */
-    size_t hold = parts == NULL ? compression_header_size(list.items, list.count) : 0;
+    size_t hold = parts == NULL ? serow_compression_header_size(list.items, list.count) : 0;
     free_header_list(&list);
     response->status = facts.status;
     response->hold = hold;

@@ -53,7 +53,7 @@ struct serow_response {
     int app_chunks_done;           /* its last chunk and trailer section have gone */
     const char *app_framing_error; /* why the rest of it was dropped; NULL: none */
     /* The first bytes of a compressed streamed body, held until more come
-     * (see compression_header_size in psgi_response.c): hold is how many
+     * (see serow_compression_header_size in response_writer.c): hold is how many
      * may still be held (0 once a body byte has gone out), held_len how
      * many are. */
     size_t hold;

@@ -99,16 +99,18 @@ static int lower_ascii(int c)
     return (c >= 'A' && c <= 'Z') ? c + ('a' - 'A') : c;
 }
 
-static int name_is(const struct response_header *h, const char *lower_name, size_t len)
+/* Whether [p, p + len) is lower_word, ignoring ASCII case. */
+static int is_word(const char *p, size_t len, const char *lower_word, size_t word_len)
 {
-    if (h->name_len != len)
+    if (len != word_len)
         return 0;
     for (size_t i = 0; i < len; i++)
-        if (lower_ascii((unsigned char)h->name[i]) != lower_name[i])
+        if (lower_ascii((unsigned char)p[i]) != lower_word[i])
             return 0;
     return 1;
 }
-#define NAME_IS(h, lit) name_is((h), (lit), sizeof(lit) - 1)
+#define IS_WORD(p, len, lit) is_word((p), (len), (lit), sizeof(lit) - 1)
+#define NAME_IS(h, lit) IS_WORD((h)->name, (h)->name_len, lit)
 
 /* tchar (RFC 9110 5.6.2) */
 static int is_token_char(unsigned char c)
@@ -143,6 +145,34 @@ static int contains_token(const char *v, size_t len, const char *token)
         }
     }
     return 0;
+}
+
+static int is_list_space(char c)
+{
+    return c == ' ' || c == '\t';
+}
+
+size_t serow_compression_header_size(const struct response_header *headers, size_t count)
+{
+    const struct response_header *encoding = NULL;
+    for (size_t i = 0; i < count; i++) {
+        if (NAME_IS(&headers[i], "content-encoding"))
+            encoding = &headers[i];
+    }
+    if (encoding == NULL)
+        return 0;
+    const char *start = encoding->value, *end = start + encoding->value_len;
+    while (end > start && (is_list_space(end[-1]) || end[-1] == ','))
+        end--;
+    const char *last = end;
+    while (last > start && last[-1] != ',')
+        last--;
+    while (last < end && is_list_space(*last))
+        last++;
+    size_t len = (size_t)(end - last);
+    if (IS_WORD(last, len, "gzip") || IS_WORD(last, len, "x-gzip"))
+        return 10; /* gzip's member header, RFC 1952 2.3 (without its optional fields) */
+    return IS_WORD(last, len, "deflate") ? 2 : 0; /* zlib's header, RFC 1950 2.2 */
 }
 
 static int ends_with_chunked(const char *v, size_t len)

@@ -61,6 +61,12 @@ struct response_framing {
  * Returns RESPONSE_OK, or a negative reason with *bad_header set to the
  * index of the offending header.
  */
+/* How many first bytes of a streamed body with these headers may be held
+ * (psgi_response.c): the header size of its outermost Content-Encoding (the
+ * last of the last such header's list: "gzip, identity" is not compressed
+ * last), 0 for any other body. */
+size_t serow_compression_header_size(const struct response_header *headers, size_t count);
+
 int serow_plan_response(const struct response_facts *facts, const struct response_header *headers,
                   size_t num_headers, struct response_framing *framing, size_t *bad_header);
 
