@@ -24,6 +24,7 @@ sub restart_workers {
     }
     Serow::Log->info("received SIG$sig: replacing workers gracefully");
     $self->notify_reloading;
+    $self->end_failure_streak;
     # serow FILE: a new generation loads the app; its workers start once it
     # has (check_loading_generation).
     return $self->start_generation if $self->{preload_app};

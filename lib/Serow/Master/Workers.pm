@@ -13,11 +13,19 @@ use Serow::Log ();
 # logged; spawning held off while they fail at once.  Methods of the master
 # object (Serow::Master); the fields they own are 'workers' (pid => {
 # generation, started, stopping_since, slot, wake_fd }; Serow::Master::Limits
-# adds its own), 'target', 'throttled_until' and 'first_load'.
+# adds its own), 'target', 'throttled_until', 'spawn_delay', 'failed_at'
+# and 'first_load'.
 
 # A worker that dies this soon after it started is probably failing at start:
-# replacements are then spawned no faster than one per this many seconds.
+# replacements are then held off, this many seconds at first.
 use constant FAST_DEATH_SECONDS => 1;
+
+# While they keep failing (a file broken for --lazy-app, an @Serow::AFTER_FORK
+# hook that dies), each round waits twice as long as the one before, up to
+# this: a server left broken overnight neither floods its log nor spends a
+# CPU compiling the app every second.  A worker that starts, or a HUP, ends
+# the streak.
+use constant MAX_SPAWN_DELAY_SECONDS => 16;
 
 # --lazy-app: a worker that cannot load the app exits with this status, so
 # that the master tells it from a worker that failed later.
@@ -81,6 +89,7 @@ sub awaiting_first_load {
 sub spawn_missing_workers {
     my ($self) = @_;
     return if $self->{preload_app} && !$self->{serving}; # (no app loaded yet)
+    $self->end_failure_streak_once_started if $self->{spawn_delay};
     my $missing = $self->{target} - $self->current_workers;
     for (1 .. $missing) {
         return if $self->{throttled_until} && Time::HiRes::time < $self->{throttled_until};
@@ -89,10 +98,38 @@ sub spawn_missing_workers {
 }
 
 # A worker, or the fork of one, failed: spawn_missing_workers starts none
-# for FAST_DEATH_SECONDS.
+# for a while, FAST_DEATH_SECONDS at first and twice as long each round the
+# failures go on (MAX_SPAWN_DELAY_SECONDS at most).  Failures while the hold
+# lasts are of the same round (the workers spawned together).  The delay,
+# in seconds.
 sub throttle_spawning {
     my ($self) = @_;
-    $self->{throttled_until} = Time::HiRes::time + FAST_DEATH_SECONDS;
+    my $now = Time::HiRes::time;
+    $self->{failed_at} = $now;
+    return $self->{spawn_delay} if $self->{throttled_until} && $now < $self->{throttled_until};
+    my $delay = $self->{spawn_delay} ? $self->{spawn_delay} * 2 : FAST_DEATH_SECONDS;
+    $delay = MAX_SPAWN_DELAY_SECONDS if $delay > MAX_SPAWN_DELAY_SECONDS;
+    $self->{spawn_delay} = $delay;
+    $self->{throttled_until} = $now + $delay;
+    return $delay;
+}
+
+# The failures are over once a worker forked after the last of them has
+# started (its pid is in its slot): the next failure waits
+# FAST_DEATH_SECONDS again.
+sub end_failure_streak_once_started {
+    my ($self) = @_;
+    my $w = $self->{workers};
+    for my $pid (map { $_->{pid} } @{ $self->{shared}->status->{workers} }) {
+        next unless $w->{$pid} && $w->{$pid}{started} > $self->{failed_at};
+        return $self->end_failure_streak;
+    }
+}
+
+# Also on HUP: the operator has deployed, so a new file is tried at once.
+sub end_failure_streak {
+    my ($self) = @_;
+    delete @$self{qw(spawn_delay throttled_until failed_at)};
 }
 
 # This worker's --max-requests: drawn between --min-requests (by default
@@ -233,7 +270,6 @@ sub worker_exited {
     $self->{shared}->count_worker_restart
         if !$self->{stopping} && (!$w->{stopping_since} || $w->{recycled}
             || $w->{generation} != $self->{generation});
-    $self->log_worker_exit($pid, $w, $status);
     my $load_failed = $self->app_load_failed($status);
     if (my $first = $self->{first_load}) {
         $first->{$load_failed ? 'failed' : 'loaded'}++;
@@ -241,10 +277,12 @@ sub worker_exited {
     # One that fails right after it started would fail again at once, and
     # one that could not load the app (it may take more than that to
     # compile) will fail again until the file is mended.
+    my $delay;
     if (!$w->{stopping_since} && $status != 0
             && ($load_failed || Time::HiRes::time - $w->{started} < FAST_DEATH_SECONDS)) {
-        $self->throttle_spawning;
+        $delay = $self->throttle_spawning;
     }
+    $self->log_worker_exit($pid, $w, $status, $delay);
 }
 
 # --lazy-app: whether a worker's exit $status says it could not load the app.
@@ -253,14 +291,16 @@ sub app_load_failed {
     return $self->{load_app} && $status == APP_LOAD_FAILED << 8;
 }
 
+# $delay: how long replacements are held off (throttle_spawning), if they are.
 sub log_worker_exit {
-    my ($self, $pid, $w, $status) = @_;
+    my ($self, $pid, $w, $status, $delay) = @_;
     my $how = $status & 127 ? "was killed by signal " . ($status & 127)
             : "exited with status " . ($status >> 8);
+    my $when = !$delay ? '' : $delay == 1 ? ' in a second' : " in $delay seconds";
     if ($self->app_load_failed($status)) {
         # Until a worker has loaded the app, none is started in its place.
         Serow::Log->error("worker $pid $how: it could not load the app"
-            . ($self->{first_load} ? '' : '; starting a new one in a second'));
+            . ($self->{first_load} ? '' : "; starting a new one$when"));
         return;
     }
     if ($w->{stopping_since}) {
@@ -269,7 +309,7 @@ sub log_worker_exit {
         # It left on its own: --max-requests or psgix.harakiri.
         Serow::Log->info("worker $pid $how; starting a new one");
     } else {
-        Serow::Log->error("worker $pid $how; starting a new one");
+        Serow::Log->error("worker $pid $how; starting a new one$when");
     }
 }
 
