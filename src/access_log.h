@@ -212,6 +212,16 @@ void serow_access_log_id_as_request_header(const struct access_log_format *forma
                                            struct access_log_entry *e, const char *name,
                                            size_t name_len);
 
+/* A response the server wrote itself (an error page, not the app's): the
+ * response headers the format names (%{NAME}o) are those the page carried,
+ * which of them only the request id: the entry's request_id under the
+ * header named name (name_len bytes; 0: --request-id-header is off), none
+ * other.  response_headers: the format's (an entry's, or a request's). */
+void serow_access_log_own_response_headers(const struct access_log_format *format,
+                                           struct access_log_span *response_headers,
+                                           struct access_log_span id, const char *name,
+                                           size_t name_len);
+
 /* Formats the entry and writes it in one write(2).  Returns the length of
  * the line (also when the write failed: a full disk must not stop serving). */
 size_t serow_access_log_write(struct access_log *log, const struct access_log_entry *entry);

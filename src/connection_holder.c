@@ -258,6 +258,9 @@ static void log_shed(struct holder *h, int fd, const char *head, size_t len, siz
     serow_access_log_id_as_request_header(&h->settings.access_log->format, &e,
                                           h->settings.request_id_header,
                                           h->settings.request_id_header_len);
+    serow_access_log_own_response_headers(&h->settings.access_log->format, e.response_headers,
+                                          e.request_id, h->settings.request_id_header,
+                                          h->settings.request_id_header_len);
     serow_access_log_write(h->settings.access_log, &e);
 }
 

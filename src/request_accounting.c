@@ -98,6 +98,18 @@ void serow_request_accounting_note_response(struct worker_loop *loop, int status
     loop->request.body_bytes = body_bytes;
 }
 
+void serow_request_accounting_note_error_page(struct worker_loop *loop, int status,
+                                             uint64_t body_bytes)
+{
+    serow_request_accounting_note_response(loop, status, body_bytes);
+    struct serow_request *r = &loop->request;
+    if (loop->access_log)
+        serow_access_log_own_response_headers(&loop->access_log->format, r->response_headers,
+                                              (struct access_log_span){r->id, r->id_len},
+                                              loop->settings.request_id_header,
+                                              loop->settings.request_id_header_len);
+}
+
 void serow_request_accounting_note_remote_user(struct worker_loop *loop, const char *user, size_t len)
 {
     if (len > sizeof(loop->request.remote_user))
@@ -237,8 +249,9 @@ static void write_log_line(struct worker_loop *loop, struct connection *conn, in
         e.remote_user_len = 0;
         for (int i = 0; i < f->num_request_headers; i++)
             e.request_headers[i] = (struct access_log_span){NULL, 0};
-        for (int i = 0; i < f->num_response_headers; i++)
-            e.response_headers[i] = (struct access_log_span){NULL, 0};
+        serow_access_log_own_response_headers(f, e.response_headers, rejected_id,
+                                              loop->settings.request_id_header,
+                                              loop->settings.request_id_header_len);
         for (int i = 0; i < f->num_env; i++)
             e.env[i] = (struct access_log_span){NULL, 0};
     }

@@ -69,6 +69,13 @@ const struct response_header *serow_request_accounting_id_header(const struct wo
  * (0: none sent through the server). */
 void serow_request_accounting_note_response(struct worker_loop *loop, int status, uint64_t body_bytes);
 
+/* The same for an error page the server sent instead of the app's
+ * response (the 500 of an app that died, the 503 of --request-timeout):
+ * the response headers logged are the page's (the request id), not those
+ * of a head the app gave that did not go out. */
+void serow_request_accounting_note_error_page(struct worker_loop *loop, int status,
+                                             uint64_t body_bytes);
+
 /* REMOTE_USER as the app set it, for the current request's log line. */
 void serow_request_accounting_note_remote_user(struct worker_loop *loop, const char *user, size_t len);
 

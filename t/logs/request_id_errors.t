@@ -15,9 +15,13 @@ use Serow::Test qw(start_server raw_connect raw_request get_on read_response rea
 # a 503 after the listen backlog), its 500 when the app dies, the holder's
 # 503 (--max-queue-wait), and the master's 503 for a worker it killed
 # (--request-timeout).  t/logs/request_id.t has the app's responses.
+#
+# Every line logs the id three ways, which must agree: %{X-Request-Id}i (the
+# request's id, sent or made), %{request_id}x, and %{X-Request-Id}o, the
+# header of the response Serow wrote.
 
 my $MADE = qr/\A[0-9a-f]{32}\z/;
-my $FORMAT = '%{X-Request-Id}i %{request_id}x %>s "%r"';
+my $FORMAT = '%{X-Request-Id}i %{request_id}x %{X-Request-Id}o %>s "%r"';
 
 sub lines_of {
     my ($file) = @_;
@@ -26,25 +30,25 @@ sub lines_of {
 }
 
 # The log line whose request line matches $line_re: (its %{X-Request-Id}i,
-# its %{request_id}x, its status).
+# its %{request_id}x, its %{X-Request-Id}o, its status).
 sub logged {
     my ($file, $line_re) = @_;
     my @found;
     wait_until(sub {
-        @found = map { /\A(\S+) (\S+) (\d+) "/ ? [$1, $2, $3] : () } grep { $_ =~ $line_re } lines_of($file);
+        @found = map { /\A(\S+) (\S+) (\S+) (\d+) "/ ? [$1, $2, $3, $4] : () } grep { $_ =~ $line_re } lines_of($file);
         @found;
     });
     return $found[0] || [];
 }
 
-# The response's id and the log's two ids are one, and the status is right.
+# The response's id and the log's three are one, and the status is right.
 sub same_id {
     my ($res, $file, $line_re, $status, $name) = @_;
     my $id = $res && $res->{headers}{'x-request-id'};
     is $res && $res->{status}, $status, "$name: $status";
     ok defined $id, "$name: the response carries the id" or return undef;
     my $log = logged($file, $line_re);
-    is_deeply $log, [$id, $id, $status], "$name: the access log line has it" or diag explain [lines_of($file)];
+    is_deeply $log, [$id, $id, $id, $status], "$name: the access log line has it" or diag explain [lines_of($file)];
     return $id;
 }
 
