@@ -42,14 +42,23 @@ static void take_or_make_id(struct worker_loop *loop)
     loop->request.id_made = 1;
 }
 
-size_t serow_request_accounting_rejected_id(struct worker_loop *loop, const struct connection *conn,
-                                            char *id)
+/* Only from the field lines the parser accepted before it stopped (head's
+ * headers): none when it refused the request line itself (414, a malformed
+ * one), whose end it never found, so nothing after it is a field line it
+ * read; none after a field line it refused. */
+size_t serow_request_accounting_rejected_id(struct worker_loop *loop,
+                                            const struct http_request_head *head, char *id)
 {
     const struct worker_settings *s = &loop->settings;
     if (s->request_id_header_len == 0)
         return 0;
-    return serow_request_id_of_raw_head(&loop->ids, conn->buffer, conn->buffer_len,
-                                        s->request_id_header, s->request_id_header_len, id);
+    const struct http_header *h =
+        head ? serow_find_header(head, s->request_id_header, s->request_id_header_len) : NULL;
+    if (h && serow_request_id_acceptable(h->value, h->value_len)) {
+        memcpy(id, h->value, h->value_len);
+        return h->value_len;
+    }
+    return serow_request_id_make(&loop->ids, id);
 }
 
 const struct response_header *serow_request_accounting_id_header(const struct worker_loop *loop,

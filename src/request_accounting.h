@@ -22,6 +22,7 @@ struct worker_loop;
 struct connection;
 struct response_header;
 struct access_log_name;
+struct http_request_head;
 
 /* The clock of a request's times (access_log.h, struct access_log_times):
  * the wall clock, in nanoseconds, because the kernel stamps the bytes it
@@ -52,11 +53,12 @@ void serow_request_accounting_rejected(struct worker_loop *loop, struct connecti
                                        size_t id_len);
 
 /* --request-id-header: the id of a request answered before it went to the
- * app (400, 408, 413, 414, 431, 503...): the client's if the bytes of its
- * head received so far carry a sane one, else made.  Into id
+ * app (400, 408, 413, 414, 431, 503...): the client's if a field line the
+ * parser accepted in what it parsed of the head (head, as parsed for the
+ * answer; NULL: nothing) carries a sane one, else made.  Into id
  * (REQUEST_ID_MAX bytes); returns its length, 0 when the option is off. */
-size_t serow_request_accounting_rejected_id(struct worker_loop *loop, const struct connection *conn,
-                                            char *id);
+size_t serow_request_accounting_rejected_id(struct worker_loop *loop,
+                                            const struct http_request_head *head, char *id);
 
 /* The id header for a response the server writes itself: h filled with the
  * --request-id-header name and id[0..id_len), and returned; NULL when

@@ -46,11 +46,14 @@ static int parse_probe(struct worker_loop *loop, const struct connection *conn,
     return serow_parse_request_head(conn->buffer, conn->buffer_len, probe, &loop->settings.limits);
 }
 
+/* Answers status with the server's error page and closes the connection.
+ * head: the buffer as parsed for the answer (its method, and the field
+ * lines the parser accepted, where a request id may be). */
 void serow_reject_connection(struct worker_loop *loop, struct connection *conn, int status,
                              const struct http_request_head *head)
 {
     char id[REQUEST_ID_MAX];
-    size_t id_len = serow_request_accounting_rejected_id(loop, conn, id);
+    size_t id_len = serow_request_accounting_rejected_id(loop, head, id);
     struct response_header h;
     size_t body = serow_send_error_response(conn, status, head,
                                             serow_request_accounting_id_header(loop, id, id_len, &h));

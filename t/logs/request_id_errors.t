@@ -18,7 +18,9 @@ use Serow::Test qw(start_server raw_connect raw_request get_on read_response rea
 #
 # Every line logs the id three ways, which must agree: %{X-Request-Id}i (the
 # request's id, sent or made), %{request_id}x, and %{X-Request-Id}o, the
-# header of the response Serow wrote.
+# header of the response Serow wrote.  The client's id is taken only from a
+# field line the parser accepted: none of a request line it refused (414, a
+# malformed one), none after a field line it refused.
 
 my $MADE = qr/\A[0-9a-f]{32}\z/;
 my $FORMAT = '%{X-Request-Id}i %{request_id}x %{X-Request-Id}o %>s "%r"';
@@ -68,6 +70,20 @@ subtest 'the worker\'s own answers' => sub {
     my $res = parse_response(raw_request($server, "NOT A REQUEST LINE\r\n\r\n"));
     like same_id($res, $file, qr/NOT A REQUEST/, 400, 'a malformed request line'), $MADE, 'a made id';
 
+    $res = parse_response(raw_request($server, "NOT A REQUEST LINE EITHER\r\nX-Request-Id: forged-1\r\n\r\n"));
+    like same_id($res, $file, qr/NOT A REQUEST LINE EITHER/, 400, 'a malformed request line, an id after it'),
+        $MADE, 'a made id: the field line after it is not read';
+
+    $res = parse_response(raw_request($server, "GET /bad-before HTTP/1.1\r\nHost: h\r\nBad Name: x\r\n"
+        . "X-Request-Id: after-bad-1\r\n\r\n"));
+    like same_id($res, $file, qr{/bad-before}, 400, 'a malformed field line before the id'), $MADE,
+        'a made id: nothing after the refused line is read';
+
+    $res = parse_response(raw_request($server, "GET /bad-after HTTP/1.1\r\nHost: h\r\n"
+        . "X-Request-Id: before-bad-1\r\nBad Name: x\r\n\r\n"));
+    is same_id($res, $file, qr{/bad-after}, 400, 'a malformed field line after the id'), 'before-bad-1',
+        'the client\'s id: its line was accepted';
+
     $res = parse_response(raw_request($server, "GET /dup HTTP/1.1\r\nHost: h\r\nX-Request-Id: dup-1\r\n"
         . "Content-Length: 1\r\nContent-Length: 2\r\n\r\n"));
     is same_id($res, $file, qr{/dup}, 400, 'a malformed head with an id'), 'dup-1', 'the client\'s id';
@@ -88,8 +104,8 @@ subtest 'the worker\'s own answers' => sub {
     is same_id($res, $file, qr{/big}, 413, 'a body over --max-body-size'), 'big-1', 'the client\'s id';
 
     $res = parse_response(raw_request($server, 'GET /' . ('l' x 200) . " HTTP/1.1\r\nX-Request-Id: long-1\r\n\r\n"));
-    is same_id($res, $file, qr{/lll}, 414, 'a request line over --max-request-line'), 'long-1',
-        'the client\'s id (it arrived with the line)';
+    like same_id($res, $file, qr{/lll}, 414, 'a request line over --max-request-line'), $MADE,
+        'a made id: the field line after a refused request line is not read';
 
     $res = parse_response(raw_request($server, 'GET /' . ('m' x 200)));
     like same_id($res, $file, qr{/mmm}, 414, 'a request line over the limit, still arriving'), $MADE,
