@@ -72,6 +72,14 @@ const struct response_header *serow_request_accounting_id_header(const struct wo
     return h;
 }
 
+/* The listen socket that accepted conn (its SERVER_NAME and port), or NULL. */
+static const struct listener *listener_of(const struct worker_loop *loop,
+                                          const struct connection *conn)
+{
+    return conn->listener_index >= 0 && conn->listener_index < loop->num_listeners
+               ? &loop->listeners[conn->listener_index] : NULL;
+}
+
 /* ---- a request's start ----------------------------------------------------- */
 
 /* Once the head is complete and the request goes to the app. */
@@ -96,6 +104,58 @@ void serow_request_accounting_start(struct worker_loop *loop, struct connection 
         for (int i = 0; i < f->num_env; i++)
             r->env_values[i].p = NULL;
         serow_access_log_note_request(f, &r->log_request, conn->buffer, &r->head);
+    }
+}
+
+/* ---- what the master needs if it kills the worker ---------------------------- */
+
+/* Appends p[0..len) to the slot's bytes, cut to the room left; its span. */
+static void publish_span(struct shared_logged_request *q, size_t *used, const char *p, size_t len,
+                         uint32_t *offset, uint32_t *span_len)
+{
+    size_t room = sizeof(q->bytes) - *used;
+    if (len > room)
+        len = room;
+    memcpy(q->bytes + *used, p, len);
+    *offset = (uint32_t)*used;
+    *span_len = (uint32_t)len;
+    *used += len;
+}
+
+static void publish_string(char *out, size_t size, const char *s)
+{
+    size_t n = strnlen(s, size - 1);
+    memcpy(out, s, n);
+    out[n] = '\0';
+}
+
+void serow_request_accounting_publish_for_master(struct worker_loop *loop)
+{
+    struct serow_request *r = &loop->request;
+    struct connection *conn = r->conn;
+    if (loop->access_log == NULL || loop->slot == NULL || conn == NULL)
+        return;
+    struct shared_logged_request *q = &loop->slot->logged_request;
+    if (q->app_ns == r->times.app_ns && q->arrived_ns == r->times.arrived_ns)
+        return; /* this request's, already (the app runs again: a streaming callback) */
+    const struct access_log_format *f = &loop->access_log->format;
+    const struct access_log_request *lr = &r->log_request;
+    q->arrived_ns = r->times.arrived_ns;
+    q->app_ns = r->times.app_ns;
+    q->keepalive_requests = conn->requests_served;
+    const struct listener *l = listener_of(loop, conn);
+    q->server_port = l ? l->server_port : 0;
+    publish_string(q->server_name, sizeof(q->server_name), l ? l->server_name : "");
+    publish_string(q->remote_addr, sizeof(q->remote_addr), conn->remote_addr);
+    size_t used = 0;
+    uint32_t line_offset; /* 0: the line comes first */
+    publish_span(q, &used, conn->buffer + lr->line_offset, lr->line_len, &line_offset, &q->line_len);
+    for (int i = 0; i < f->num_request_headers; i++) {
+        if (lr->header_len[i] == SIZE_MAX)
+            q->header_len[i] = UINT32_MAX;
+        else
+            publish_span(q, &used, conn->buffer + lr->header_offset[i], lr->header_len[i],
+                         &q->header_offset[i], &q->header_len[i]);
     }
 }
 
@@ -229,8 +289,7 @@ static void write_log_line(struct worker_loop *loop, struct connection *conn, in
     e.times = *times;
     e.pid = loop->pid;
     e.keepalive_requests = conn->requests_served;
-    const struct listener *l = conn->listener_index >= 0 && conn->listener_index < loop->num_listeners
-                                   ? &loop->listeners[conn->listener_index] : NULL;
+    const struct listener *l = listener_of(loop, conn);
     e.server_name = l ? l->server_name : NULL;
     e.server_port = l ? l->server_port : 0;
     e.request_id = !served ? rejected_id

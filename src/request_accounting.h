@@ -67,6 +67,12 @@ const struct response_header *serow_request_accounting_id_header(const struct wo
                                                                  const char *id, size_t id_len,
                                                                  struct response_header *h);
 
+/* --request-timeout with --access-log, as the app starts for the current
+ * request: what the access log line of the master's 503 needs, copied into
+ * the worker's shared slot (shared_state.h, struct shared_logged_request)
+ * should the master have to kill this worker.  Once a request. */
+void serow_request_accounting_publish_for_master(struct worker_loop *loop);
+
 /* The status and body bytes of the response sent for the current request
  * (0: none sent through the server). */
 void serow_request_accounting_note_response(struct worker_loop *loop, int status, uint64_t body_bytes);

@@ -180,6 +180,8 @@ subtest 'the worker\'s 503 for a request that waited in the listen backlog' => s
 };
 
 subtest 'the master\'s 503 for the request of a worker it killed (--request-timeout)' => sub {
+    my $dir = File::Temp->newdir;
+    my $file = "$dir/access.log";
     my $app = sub {
         my ($env) = @_;
         if ($env->{PATH_INFO} eq '/stuck') {
@@ -189,23 +191,25 @@ subtest 'the master\'s 503 for the request of a worker it killed (--request-time
         return [200, ['Content-Type' => 'text/plain'], ['ok']];
     };
     my $server = start_server(app => $app, options => ['--workers', 1, '--request-timeout', 1,
-        '--request-timeout-grace', 1, '--request-id-header', 'X-Request-Id']);
+        '--request-timeout-grace', 1, '--request-id-header', 'X-Request-Id', '--access-log', $file,
+        '--access-log-format', $FORMAT]);
+    my $n = 0;
     for my $sent (['stuck-1', 'an id sent'], [undef, 'none sent']) {
         my ($id, $what) = @$sent;
+        $n++;
         my $stuck = raw_connect($server);
-        syswrite $stuck, "GET /stuck HTTP/1.1\r\nHost: x\r\n" . ($id ? "X-Request-Id: $id\r\n" : '') . "\r\n";
-        my $killed = $server->wait_for_log(qr/ran GET \/stuck \(request id (\S+)\) for .*: killed/);
+        syswrite $stuck, "GET /stuck?n=$n HTTP/1.1\r\nHost: x\r\n" . ($id ? "X-Request-Id: $id\r\n" : '') . "\r\n";
+        my $killed = $server->wait_for_log(qr/ran GET \/stuck\?n=$n \(request id (\S+)\) for .*: killed/);
         ok $killed, "$what: the master kills the worker, its log line names the id" or diag $server->log;
         my ($logged) = ($killed // '') =~ /\(request id (\S+)\)/;
         my $res = read_response($stuck, timeout => 30);
-        is $res && $res->{status}, 503, "$what: the client gets 503";
-        my $answered = $res && $res->{headers}{'x-request-id'};
+        my $answered = same_id($res, $file, qr{/stuck\?n=$n HTTP}, 503, $what);
         if ($id) {
             is $answered, $id, "$what: with the client's id";
         } else {
             like $answered // '', $MADE, "$what: with the id made for it";
         }
-        is $logged, $answered, "$what: the one the log names";
+        is $logged, $answered, "$what: the one the error log names";
     }
     is $server->stop, 0, 'clean stop';
 };
