@@ -32,6 +32,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "http_parser.h"
 
@@ -153,6 +154,17 @@ struct access_log_request {
 struct access_log_times {
     uint64_t arrived_ns, app_ns, head_ns, end_ns;
 };
+
+/* The clock of those times: the wall clock, in nanoseconds, because the
+ * kernel stamps the bytes it receives on that clock (SO_TIMESTAMPNS,
+ * connection.h's serow_receive_stamp_ns).  Every process that writes a line
+ * reads it (a worker, the holder, the master). */
+static inline uint64_t serow_request_clock_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
 
 /* What one log line says. */
 struct access_log_entry {

@@ -26,7 +26,6 @@
 #include <unistd.h>
 
 #include "access_log.h"
-#include "request_accounting.h" /* serow_request_clock_ns: the access log's clock */
 #include "response_writer.h"
 
 void serow_worker_handles_init(struct worker_handle *handles, uint32_t count)

@@ -13,26 +13,16 @@
 #ifndef SEROW_REQUEST_ACCOUNTING_H
 #define SEROW_REQUEST_ACCOUNTING_H
 
-#include <stdint.h>
-#include <time.h>
-
 #include <stddef.h>
+#include <stdint.h>
+
+#include "access_log.h" /* serow_request_clock_ns, the clock of a request's times */
 
 struct worker_loop;
 struct connection;
 struct response_header;
 struct access_log_name;
 struct http_request_head;
-
-/* The clock of a request's times (access_log.h, struct access_log_times):
- * the wall clock, in nanoseconds, because the kernel stamps the bytes it
- * receives on that clock (SO_TIMESTAMPNS, worker_intake.c). */
-static inline uint64_t serow_request_clock_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 void serow_request_accounting_start(struct worker_loop *loop, struct connection *conn);
 

@@ -185,24 +185,15 @@ void serow_examine_buffered_head(struct worker_loop *loop, struct connection *co
  */
 static ssize_t recv_head_start(struct connection *conn, char *into, size_t room)
 {
-    union {
-        char buf[CMSG_SPACE(sizeof(struct timespec))];
-        struct cmsghdr align;
-    } control;
+    union serow_stamp_control control;
     struct iovec iov = {into, room};
     struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
                          .msg_controllen = sizeof(control.buf)};
     ssize_t n = recvmsg(conn->fd, &msg, 0);
     if (n <= 0)
         return n;
-    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-    if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
-        struct timespec ts;
-        memcpy(&ts, CMSG_DATA(c), sizeof(ts));
-        conn->arrived_ns = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-    } else {
-        conn->arrived_ns = serow_request_clock_ns();
-    }
+    uint64_t stamp = serow_receive_stamp_ns(&msg);
+    conn->arrived_ns = stamp ? stamp : serow_request_clock_ns();
     return n;
 }
 
