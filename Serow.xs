@@ -73,6 +73,30 @@ static double setting(pTHX_ HV *settings, const char *who, const char *name)
     return SvNV(sv);
 }
 
+/*
+ * The access log settings of a process that writes lines besides the
+ * workers (the holder, the master's 503s): access_log, its path (undef:
+ * none), access_log_fd, the master's descriptor on it (-1: standard error),
+ * and access_log_format.  *log: the log opened on a copy of that descriptor
+ * (serow_access_log_close it), or NULL for none.  A missing setting croaks;
+ * a log that cannot be opened is -1, its reason in error (size bytes).
+ */
+static int access_log_setting(pTHX_ HV *settings, const char *who, struct access_log **log,
+                              char *error, size_t size)
+{
+    SV *path = given_setting(aTHX_ settings, who, "access_log");
+    int fd = (int)setting(aTHX_ settings, who, "access_log_fd");
+    SV *format = given_setting(aTHX_ settings, who, "access_log_format");
+    if (!SvOK(format))
+        croak("%s: no 'access_log_format' setting", who);
+    *log = NULL;
+    if (!SvOK(path))
+        return 0;
+    *log = serow_access_log_open(fd >= 0 ? SvPV_nolen(path) : NULL, fd, SvPV_nolen(format),
+                                 error, size);
+    return *log ? 0 : -1;
+}
+
 /* A number the Perl side compares with, as a constant sub of the Serow
  * package made from its C name (see the BOOT of that package below). */
 #define SEROW_CONSTANT(stash, perl_name, value) newCONSTSUB((stash), (perl_name), newSViv(value))
@@ -569,13 +593,21 @@ shared_take_app_connection(Serow::Shared shared, unsigned int index)
     RETVAL
 
 int
-shared_answer_app_connection(Serow::Shared shared, unsigned int index, int fd, SV *id_name)
+shared_answer_app_connection(Serow::Shared shared, unsigned int index, int fd, HV *settings)
   CODE:
     /* Once it is dead: 503 on that copy (1), or only a close when bytes of
-     * the response went out (0).  id_name: --request-id-header ("": off). */
-    STRLEN id_name_len;
-    const char *name = SvPV(id_name, id_name_len);
-    RETVAL = serow_answer_app_connection(shared, index, fd, name, id_name_len);
+     * the response went out (0).  settings (Serow::Master::Limits): the id
+     * header, and the access log the 503's line goes to. */
+    const char *who = "Serow::Shared->answer_app_connection";
+    char id_name[64];
+    size_t id_name_len = id_header_setting(aTHX_ settings, who, id_name, sizeof(id_name));
+    struct access_log *log = NULL;
+    char error[256];
+    if (access_log_setting(aTHX_ settings, who, &log, error, sizeof(error)) != 0)
+        serow_log_warn("the master cannot write to the access log: %s; the 503 for the request "
+                       "of the worker in slot %u has no line", error, index);
+    RETVAL = serow_answer_app_connection(shared, index, fd, id_name, id_name_len, log);
+    serow_access_log_close(log);
   OUTPUT:
     RETVAL
 
@@ -603,22 +635,9 @@ shared_run_holder(Serow::Shared shared, int ready_channel, int handback_channel,
     s.max_queue_wait_ms = (uint64_t)setting(aTHX_ settings, who, "max_queue_wait");
     SV *error_log = given_setting(aTHX_ settings, who, "error_log"); /* undef: none */
     s.error_log = SvOK(error_log) ? SvPV_nolen(error_log) : NULL;
-    /* --access-log: its path (undef: none) and the master's descriptor on
-     * it (-1: standard error), as a worker's (Serow::Master). */
-    SV *access_log = given_setting(aTHX_ settings, who, "access_log");
-    int access_log_fd = (int)setting(aTHX_ settings, who, "access_log_fd");
-    SV *access_log_format = given_setting(aTHX_ settings, who, "access_log_format");
-    if (!SvOK(access_log_format))
-        croak("%s: no 'access_log_format' setting", who);
-    s.access_log = NULL;
-    if (SvOK(access_log)) {
-        const char *format = SvPV_nolen(access_log_format);
-        char error[256];
-        s.access_log = serow_access_log_open(access_log_fd >= 0 ? SvPV_nolen(access_log) : NULL,
-                                             access_log_fd, format, error, sizeof(error));
-        if (s.access_log == NULL)
-            croak("%s: cannot use the access log: %s", who, error);
-    }
+    char error[256];
+    if (access_log_setting(aTHX_ settings, who, &s.access_log, error, sizeof(error)) != 0)
+        croak("%s: cannot use the access log: %s", who, error);
     s.request_id_header_len = id_header_setting(aTHX_ settings, who, s.request_id_header,
                                                 sizeof(s.request_id_header)); /* "": off */
     RETVAL = serow_run_connection_holder(shared, ready_channel, handback_channel, &s);

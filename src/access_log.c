@@ -519,6 +519,18 @@ void serow_access_log_id_as_request_header(const struct access_log_format *f,
             e->request_headers[i] = e->request_id;
 }
 
+void serow_access_log_own_response_headers(const struct access_log_format *f,
+                                           struct access_log_span *response_headers,
+                                           struct access_log_span id, const char *name,
+                                           size_t name_len)
+{
+    for (int i = 0; i < f->num_response_headers; i++)
+        response_headers[i] = name_len && id.len && f->response_headers[i].len == name_len &&
+                                      strncasecmp(f->response_headers[i].name, name, name_len) == 0
+                                  ? id
+                                  : (struct access_log_span){NULL, 0};
+}
+
 /* A number; "-" (text) or null (json) when absent. */
 static inline void put_number(struct out *o, const struct access_log_op *op, int present, uint64_t v)
 {

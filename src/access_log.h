@@ -32,6 +32,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "http_parser.h"
 
@@ -154,6 +155,17 @@ struct access_log_times {
     uint64_t arrived_ns, app_ns, head_ns, end_ns;
 };
 
+/* The clock of those times: the wall clock, in nanoseconds, because the
+ * kernel stamps the bytes it receives on that clock (SO_TIMESTAMPNS,
+ * connection.h's serow_receive_stamp_ns).  Every process that writes a line
+ * reads it (a worker, the holder, the master). */
+static inline uint64_t serow_request_clock_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
 /* What one log line says. */
 struct access_log_entry {
     const char *remote_addr;
@@ -210,6 +222,16 @@ const char *serow_access_log_raw_request_line(const char *buffer, size_t len, si
  * named name, name_len bytes). */
 void serow_access_log_id_as_request_header(const struct access_log_format *format,
                                            struct access_log_entry *e, const char *name,
+                                           size_t name_len);
+
+/* A response the server wrote itself (an error page, not the app's): the
+ * response headers the format names (%{NAME}o) are those the page carried,
+ * which of them only the request id: the entry's request_id under the
+ * header named name (name_len bytes; 0: --request-id-header is off), none
+ * other.  response_headers: the format's (an entry's, or a request's). */
+void serow_access_log_own_response_headers(const struct access_log_format *format,
+                                           struct access_log_span *response_headers,
+                                           struct access_log_span id, const char *name,
                                            size_t name_len);
 
 /* Formats the entry and writes it in one write(2).  Returns the length of

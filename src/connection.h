@@ -8,8 +8,10 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
+#include <time.h>
 
 #include "http_parser.h"
 
@@ -81,6 +83,27 @@ struct connection {
     int32_t slot;              /* its slot in the shared table, or -1 */
     void *perl_io;             /* the psgix.io handle (an SV*), made on demand */
 };
+
+/* Room for the control message of a receive stamp (SO_TIMESTAMPNS), for
+ * a recvmsg's msg_control. */
+union serow_stamp_control {
+    char buf[CMSG_SPACE(sizeof(struct timespec))];
+    struct cmsghdr align;
+};
+
+/* The kernel's receive time of the first bytes recvmsg returned (or peeked),
+ * in nanoseconds of the wall clock: SO_TIMESTAMPNS, set on the listen
+ * sockets and so on every connection accepted from them.  0 without one (a
+ * UNIX socket).  Where a request's time starts (access_log.h). */
+static inline uint64_t serow_receive_stamp_ns(struct msghdr *msg)
+{
+    struct cmsghdr *c = CMSG_FIRSTHDR(msg);
+    if (c == NULL || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_TIMESTAMPNS)
+        return 0;
+    struct timespec ts;
+    memcpy(&ts, CMSG_DATA(c), sizeof(ts));
+    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
 
 struct connection *serow_connection_new(int fd, const struct sockaddr *addr, socklen_t addr_len,
                                   int is_unix);

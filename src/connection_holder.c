@@ -243,7 +243,7 @@ static int pass_to_worker(struct holder *h, int fd)
 /* The access log's line for a request shed here, as a worker writes it for a
  * request it rejects (its raw request line; what was peeked of it). */
 static void log_shed(struct holder *h, int fd, const char *head, size_t len, size_t body,
-                     const char *id, size_t id_len)
+                     const char *id, size_t id_len, uint64_t arrived_ns)
 {
     struct sockaddr_storage addr;
     socklen_t addr_len = sizeof(addr);
@@ -251,12 +251,18 @@ static void log_shed(struct holder *h, int fd, const char *head, size_t len, siz
         addr_len = 0;
     char remote[SEROW_REMOTE_ADDR_SIZE];
     serow_format_remote_address(remote, addr_len ? (struct sockaddr *)&addr : NULL, addr_len);
+    uint64_t now = serow_request_clock_ns();
     struct access_log_entry e = {.remote_addr = remote, .status = 503, .body_bytes = body,
                                  .pid = (int)getpid()};
+    /* (no app, no head given: a total only, as a worker's rejected line) */
+    e.times = (struct access_log_times){arrived_ns ? arrived_ns : now, 0, 0, now};
     e.request_line = serow_access_log_raw_request_line(head, len, &e.request_line_len);
     e.request_id = (struct access_log_span){id_len ? id : NULL, id_len};
     serow_access_log_id_as_request_header(&h->settings.access_log->format, &e,
                                           h->settings.request_id_header,
+                                          h->settings.request_id_header_len);
+    serow_access_log_own_response_headers(&h->settings.access_log->format, e.response_headers,
+                                          e.request_id, h->settings.request_id_header,
                                           h->settings.request_id_header_len);
     serow_access_log_write(h->settings.access_log, &e);
 }
@@ -278,8 +284,15 @@ static void shed(struct holder *h, struct held_connection *c)
     size_t want = h->settings.request_id_header_len ? SHED_PEEK_HEAD
                   : h->settings.access_log          ? SHED_PEEK_LINE
                                                     : 5;
-    ssize_t n = recv(c->fd, head, want, MSG_PEEK | MSG_DONTWAIT);
+    /* (with the kernel's receive stamp, where the request's time starts, as
+     * a worker reads it: worker_intake.c) */
+    union serow_stamp_control control;
+    struct iovec iov = {head, want};
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
+                         .msg_controllen = sizeof(control.buf)};
+    ssize_t n = recvmsg(c->fd, &msg, MSG_PEEK | MSG_DONTWAIT);
     size_t len = n > 0 ? (size_t)n : 0;
+    uint64_t arrived_ns = n > 0 ? serow_receive_stamp_ns(&msg) : 0;
     char id[REQUEST_ID_MAX];
     size_t id_len = 0;
     struct response_header id_header;
@@ -295,7 +308,8 @@ static void shed(struct holder *h, struct held_connection *c)
     serow_log_debug("connection holder: a request waited longer than --max-queue-wait %llu ms for a "
                     "free worker: answered 503", (unsigned long long)h->settings.max_queue_wait_ms);
     if (h->settings.access_log)
-        log_shed(h, c->fd, head, len < SHED_PEEK_LINE ? len : SHED_PEEK_LINE, body, id, id_len);
+        log_shed(h, c->fd, head, len < SHED_PEEK_LINE ? len : SHED_PEEK_LINE, body, id, id_len,
+                 arrived_ns);
     close_held(h, c);
 }
 

@@ -9,7 +9,8 @@
  * connection, answered 503 once the worker is dead if no byte of the
  * response went out.  And
  * the one way a taken connection is answered with an error page and closed
- * (the holder's --max-queue-wait sheds, the master's stuck requests).
+ * (the holder's --max-queue-wait sheds, the master's stuck requests), and
+ * the access log line of the master's 503 (written by access_log.c).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -18,11 +19,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "access_log.h"
 #include "response_writer.h"
 
 void serow_worker_handles_init(struct worker_handle *handles, uint32_t count)
@@ -188,8 +191,57 @@ int serow_take_app_connection(struct shared_state *shared, uint32_t worker_index
     return copy;
 }
 
+/* A span of the bytes the worker copied, NULL when absent or out of them
+ * (the master does not trust what shared memory says of its own bounds). */
+static struct access_log_span logged_span(const struct shared_logged_request *q, uint32_t offset,
+                                          uint32_t len)
+{
+    if (len == UINT32_MAX || offset > sizeof(q->bytes) || len > sizeof(q->bytes) - offset)
+        return (struct access_log_span){NULL, 0};
+    return (struct access_log_span){q->bytes + offset, len};
+}
+
+/*
+ * The access log line of the master's 503, written as a worker writes the
+ * line of a request it answered (access_log.c), from what the dead worker
+ * copied into its slot when the app started: the request line and fields,
+ * the client, the listener, the times (the end is now).  %P is the killed
+ * worker's pid, the one its error log line names; %u and %{NAME}e, which
+ * only the app sets, are empty.
+ */
+static void log_app_connection(struct access_log *log, const struct worker_slot *w, size_t body,
+                               struct access_log_span id, const char *id_name, size_t id_name_len)
+{
+    const struct shared_logged_request *q = &w->logged_request;
+    const struct access_log_format *f = &log->format;
+    char remote[SEROW_REMOTE_ADDR_SIZE], server_name[SHARED_SERVER_NAME];
+    /* (at most their arrays' length: not trusted to end in a NUL either) */
+    snprintf(remote, sizeof(remote), "%.*s", (int)sizeof(q->remote_addr) - 1, q->remote_addr);
+    snprintf(server_name, sizeof(server_name), "%.*s", (int)sizeof(q->server_name) - 1,
+             q->server_name);
+    struct access_log_entry e;
+    memset(&e, 0, sizeof(e));
+    e.remote_addr = remote;
+    struct access_log_span line = logged_span(q, 0, q->line_len);
+    e.request_line = line.p;
+    e.request_line_len = line.len;
+    for (int i = 0; i < f->num_request_headers; i++)
+        e.request_headers[i] = logged_span(q, q->header_offset[i], q->header_len[i]);
+    e.request_id = id;
+    serow_access_log_id_as_request_header(f, &e, id_name, id_name_len);
+    serow_access_log_own_response_headers(f, e.response_headers, id, id_name, id_name_len);
+    e.server_name = server_name;
+    e.server_port = q->server_port;
+    e.pid = (int)atomic_load(&w->pid);
+    e.keepalive_requests = q->keepalive_requests;
+    e.status = 503;
+    e.body_bytes = body;
+    e.times = (struct access_log_times){q->arrived_ns, q->app_ns, 0, serow_request_clock_ns()};
+    serow_access_log_write(log, &e);
+}
+
 int serow_answer_app_connection(struct shared_state *shared, uint32_t worker_index, int fd,
-                                const char *id_name, size_t id_name_len)
+                                const char *id_name, size_t id_name_len, struct access_log *log)
 {
     struct worker_slot *w = &shared->workers[worker_index];
     if (worker_index >= shared->max_workers || atomic_load(&w->app_answered)) {
@@ -198,9 +250,12 @@ int serow_answer_app_connection(struct shared_state *shared, uint32_t worker_ind
     }
     uint32_t id_len = atomic_load(&w->request_id_len);
     struct response_header id = {id_name, id_name_len, w->request_id,
-                                 id_len < REQUEST_ID_MAX ? id_len : 0};
-    serow_answer_and_shut(fd, 503, strncmp(w->current_request, "HEAD ", 5) == 0,
-                          id_name_len && id.value_len ? &id : NULL);
+                                 id_name_len && id_len < REQUEST_ID_MAX ? id_len : 0};
+    size_t body = serow_answer_and_shut(fd, 503, strncmp(w->current_request, "HEAD ", 5) == 0,
+                                        id.value_len ? &id : NULL);
     close(fd);
+    if (log)
+        log_app_connection(log, w, body, (struct access_log_span){id.value_len ? id.value : NULL, id.value_len},
+                           id_name, id_name_len);
     return 1;
 }

@@ -19,6 +19,7 @@
 #include "shared_state.h"
 
 struct response_header;
+struct access_log;
 
 /* What the taker keeps open to reach one worker: a pidfd to copy its
  * descriptors, and a copy of its eventfd to wake it.  Renewed when another
@@ -69,10 +70,12 @@ size_t serow_answer_and_shut(int fd, int status, int head_request,
  * (its slot not reset yet): answers that copy 503 if no byte of the response
  * went out (returns 1), else closes it (returns 0).  The 503 carries the
  * request's id in header id_name (--request-id-header; id_name_len 0: off),
- * the one the worker published for it.
+ * the one the worker published for it; with log (--access-log; NULL: none),
+ * the 503 has its line there, in the log's format, from what the worker
+ * published for it (shared_state.h, struct shared_logged_request).
  */
 int serow_take_app_connection(struct shared_state *shared, uint32_t worker_index);
 int serow_answer_app_connection(struct shared_state *shared, uint32_t worker_index, int fd,
-                                const char *id_name, size_t id_name_len);
+                                const char *id_name, size_t id_name_len, struct access_log *log);
 
 #endif

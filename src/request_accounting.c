@@ -42,14 +42,23 @@ static void take_or_make_id(struct worker_loop *loop)
     loop->request.id_made = 1;
 }
 
-size_t serow_request_accounting_rejected_id(struct worker_loop *loop, const struct connection *conn,
-                                            char *id)
+/* Only from the field lines the parser accepted before it stopped (head's
+ * headers): none when it refused the request line itself (414, a malformed
+ * one), whose end it never found, so nothing after it is a field line it
+ * read; none after a field line it refused. */
+size_t serow_request_accounting_rejected_id(struct worker_loop *loop,
+                                            const struct http_request_head *head, char *id)
 {
     const struct worker_settings *s = &loop->settings;
     if (s->request_id_header_len == 0)
         return 0;
-    return serow_request_id_of_raw_head(&loop->ids, conn->buffer, conn->buffer_len,
-                                        s->request_id_header, s->request_id_header_len, id);
+    const struct http_header *h =
+        head ? serow_find_header(head, s->request_id_header, s->request_id_header_len) : NULL;
+    if (h && serow_request_id_acceptable(h->value, h->value_len)) {
+        memcpy(id, h->value, h->value_len);
+        return h->value_len;
+    }
+    return serow_request_id_make(&loop->ids, id);
 }
 
 const struct response_header *serow_request_accounting_id_header(const struct worker_loop *loop,
@@ -61,6 +70,14 @@ const struct response_header *serow_request_accounting_id_header(const struct wo
     *h = (struct response_header){loop->settings.request_id_header,
                                   loop->settings.request_id_header_len, id, id_len};
     return h;
+}
+
+/* The listen socket that accepted conn (its SERVER_NAME and port), or NULL. */
+static const struct listener *listener_of(const struct worker_loop *loop,
+                                          const struct connection *conn)
+{
+    return conn->listener_index >= 0 && conn->listener_index < loop->num_listeners
+               ? &loop->listeners[conn->listener_index] : NULL;
 }
 
 /* ---- a request's start ----------------------------------------------------- */
@@ -90,12 +107,76 @@ void serow_request_accounting_start(struct worker_loop *loop, struct connection 
     }
 }
 
+/* ---- what the master needs if it kills the worker ---------------------------- */
+
+/* Appends p[0..len) to the slot's bytes, cut to the room left; its span. */
+static void publish_span(struct shared_logged_request *q, size_t *used, const char *p, size_t len,
+                         uint32_t *offset, uint32_t *span_len)
+{
+    size_t room = sizeof(q->bytes) - *used;
+    if (len > room)
+        len = room;
+    memcpy(q->bytes + *used, p, len);
+    *offset = (uint32_t)*used;
+    *span_len = (uint32_t)len;
+    *used += len;
+}
+
+static void publish_string(char *out, size_t size, const char *s)
+{
+    size_t n = strnlen(s, size - 1);
+    memcpy(out, s, n);
+    out[n] = '\0';
+}
+
+void serow_request_accounting_publish_for_master(struct worker_loop *loop)
+{
+    struct serow_request *r = &loop->request;
+    struct connection *conn = r->conn;
+    if (loop->access_log == NULL || loop->slot == NULL || conn == NULL)
+        return;
+    struct shared_logged_request *q = &loop->slot->logged_request;
+    if (q->app_ns == r->times.app_ns && q->arrived_ns == r->times.arrived_ns)
+        return; /* this request's, already (the app runs again: a streaming callback) */
+    const struct access_log_format *f = &loop->access_log->format;
+    const struct access_log_request *lr = &r->log_request;
+    q->arrived_ns = r->times.arrived_ns;
+    q->app_ns = r->times.app_ns;
+    q->keepalive_requests = conn->requests_served;
+    const struct listener *l = listener_of(loop, conn);
+    q->server_port = l ? l->server_port : 0;
+    publish_string(q->server_name, sizeof(q->server_name), l ? l->server_name : "");
+    publish_string(q->remote_addr, sizeof(q->remote_addr), conn->remote_addr);
+    size_t used = 0;
+    uint32_t line_offset; /* 0: the line comes first */
+    publish_span(q, &used, conn->buffer + lr->line_offset, lr->line_len, &line_offset, &q->line_len);
+    for (int i = 0; i < f->num_request_headers; i++) {
+        if (lr->header_len[i] == SIZE_MAX)
+            q->header_len[i] = UINT32_MAX;
+        else
+            publish_span(q, &used, conn->buffer + lr->header_offset[i], lr->header_len[i],
+                         &q->header_offset[i], &q->header_len[i]);
+    }
+}
+
 /* ---- what the response and the app add ------------------------------------ */
 
 void serow_request_accounting_note_response(struct worker_loop *loop, int status, uint64_t body_bytes)
 {
     loop->request.status = status;
     loop->request.body_bytes = body_bytes;
+}
+
+void serow_request_accounting_note_error_page(struct worker_loop *loop, int status,
+                                             uint64_t body_bytes)
+{
+    serow_request_accounting_note_response(loop, status, body_bytes);
+    struct serow_request *r = &loop->request;
+    if (loop->access_log)
+        serow_access_log_own_response_headers(&loop->access_log->format, r->response_headers,
+                                              (struct access_log_span){r->id, r->id_len},
+                                              loop->settings.request_id_header,
+                                              loop->settings.request_id_header_len);
 }
 
 void serow_request_accounting_note_remote_user(struct worker_loop *loop, const char *user, size_t len)
@@ -208,8 +289,7 @@ static void write_log_line(struct worker_loop *loop, struct connection *conn, in
     e.times = *times;
     e.pid = loop->pid;
     e.keepalive_requests = conn->requests_served;
-    const struct listener *l = conn->listener_index >= 0 && conn->listener_index < loop->num_listeners
-                                   ? &loop->listeners[conn->listener_index] : NULL;
+    const struct listener *l = listener_of(loop, conn);
     e.server_name = l ? l->server_name : NULL;
     e.server_port = l ? l->server_port : 0;
     e.request_id = !served ? rejected_id
@@ -237,8 +317,9 @@ static void write_log_line(struct worker_loop *loop, struct connection *conn, in
         e.remote_user_len = 0;
         for (int i = 0; i < f->num_request_headers; i++)
             e.request_headers[i] = (struct access_log_span){NULL, 0};
-        for (int i = 0; i < f->num_response_headers; i++)
-            e.response_headers[i] = (struct access_log_span){NULL, 0};
+        serow_access_log_own_response_headers(f, e.response_headers, rejected_id,
+                                              loop->settings.request_id_header,
+                                              loop->settings.request_id_header_len);
         for (int i = 0; i < f->num_env; i++)
             e.env[i] = (struct access_log_span){NULL, 0};
     }

@@ -13,25 +13,16 @@
 #ifndef SEROW_REQUEST_ACCOUNTING_H
 #define SEROW_REQUEST_ACCOUNTING_H
 
-#include <stdint.h>
-#include <time.h>
-
 #include <stddef.h>
+#include <stdint.h>
+
+#include "access_log.h" /* serow_request_clock_ns, the clock of a request's times */
 
 struct worker_loop;
 struct connection;
 struct response_header;
 struct access_log_name;
-
-/* The clock of a request's times (access_log.h, struct access_log_times):
- * the wall clock, in nanoseconds, because the kernel stamps the bytes it
- * receives on that clock (SO_TIMESTAMPNS, worker_intake.c). */
-static inline uint64_t serow_request_clock_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
+struct http_request_head;
 
 void serow_request_accounting_start(struct worker_loop *loop, struct connection *conn);
 
@@ -52,11 +43,12 @@ void serow_request_accounting_rejected(struct worker_loop *loop, struct connecti
                                        size_t id_len);
 
 /* --request-id-header: the id of a request answered before it went to the
- * app (400, 408, 413, 414, 431, 503...): the client's if the bytes of its
- * head received so far carry a sane one, else made.  Into id
+ * app (400, 408, 413, 414, 431, 503...): the client's if a field line the
+ * parser accepted in what it parsed of the head (head, as parsed for the
+ * answer; NULL: nothing) carries a sane one, else made.  Into id
  * (REQUEST_ID_MAX bytes); returns its length, 0 when the option is off. */
-size_t serow_request_accounting_rejected_id(struct worker_loop *loop, const struct connection *conn,
-                                            char *id);
+size_t serow_request_accounting_rejected_id(struct worker_loop *loop,
+                                            const struct http_request_head *head, char *id);
 
 /* The id header for a response the server writes itself: h filled with the
  * --request-id-header name and id[0..id_len), and returned; NULL when
@@ -65,9 +57,22 @@ const struct response_header *serow_request_accounting_id_header(const struct wo
                                                                  const char *id, size_t id_len,
                                                                  struct response_header *h);
 
+/* --request-timeout with --access-log, as the app starts for the current
+ * request: what the access log line of the master's 503 needs, copied into
+ * the worker's shared slot (shared_state.h, struct shared_logged_request)
+ * should the master have to kill this worker.  Once a request. */
+void serow_request_accounting_publish_for_master(struct worker_loop *loop);
+
 /* The status and body bytes of the response sent for the current request
  * (0: none sent through the server). */
 void serow_request_accounting_note_response(struct worker_loop *loop, int status, uint64_t body_bytes);
+
+/* The same for an error page the server sent instead of the app's
+ * response (the 500 of an app that died, the 503 of --request-timeout):
+ * the response headers logged are the page's (the request id), not those
+ * of a head the app gave that did not go out. */
+void serow_request_accounting_note_error_page(struct worker_loop *loop, int status,
+                                             uint64_t body_bytes);
 
 /* REMOTE_USER as the app set it, for the current request's log line. */
 void serow_request_accounting_note_remote_user(struct worker_loop *loop, const char *user, size_t len);

@@ -1,7 +1,7 @@
 /*
  * request_id.c - the ids of --request-id-header (see request_id.h): taking
  * a client's, making ours, and finding one in a head that was not parsed
- * (a request answered with an error before it reached the app).
+ * (a request the holder answers 503 without parsing it).
  *
  * Owns: the id rules (what is acceptable, the made ids' shape).  It may not
  * keep any process's state: each caller owns its struct serow_id_maker (the

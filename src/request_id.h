@@ -29,9 +29,11 @@ int serow_request_id_acceptable(const char *p, size_t len);
 size_t serow_request_id_make(struct serow_id_maker *maker, char *out);
 
 /*
- * The id of a request whose head has not been parsed (or did not parse):
- * the value of the first field line named name among the complete lines of
- * head[0..len) after the request line, if it is acceptable; else a made one.
+ * The id of a request whose head has not been parsed (the holder's sheds:
+ * it peeks, it does not parse): the value of the first field line named
+ * name among the complete lines of head[0..len) after the request line, if
+ * it is acceptable; else a made one.  (A worker takes the id of a request
+ * it refuses from what its parser accepted: request_accounting.c.)
  * Into out (REQUEST_ID_MAX bytes); returns its length.
  */
 size_t serow_request_id_of_raw_head(struct serow_id_maker *maker, const char *head, size_t len,

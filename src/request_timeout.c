@@ -17,7 +17,9 @@
  * The slot also says which connection the app answers and whether bytes of
  * its response went out (app_fd, app_answered, kept up to date by
  * serow_response_starts and the lending of psgix.io): the master takes that
- * connection before the kill and answers it 503 after, if none did.
+ * connection before the kill and answers it 503 after, if none did; with an
+ * access log, the worker also copies there what that 503's line needs
+ * (serow_request_accounting_publish_for_master).
  *
  * Owns: the timer and that verdict.  With the option off nothing here runs:
  * the callers test serow_app_timer_on (worker_internal.h) first.
@@ -30,6 +32,7 @@
 #include <signal.h>
 #include <string.h>
 
+#include "request_accounting.h" /* the master's access log line */
 #include "request_metrics.h" /* serow_metrics_clock_ns */
 
 int serow_app_timer_init(struct worker_loop *loop, double seconds)
@@ -70,6 +73,7 @@ void serow_app_timer_start(struct worker_loop *loop)
         /* What the master needs to answer the client if it must kill us
          * (its fd first: app_since_ms says the pair is valid). */
         const struct serow_request *r = &loop->request;
+        serow_request_accounting_publish_for_master(loop);
         atomic_store(&loop->slot->app_fd, r->conn ? r->conn->fd : -1);
         atomic_store(&loop->slot->app_answered,
                      (uint32_t)(r->response_started || r->socket.handle != NULL || r->conn == NULL));

@@ -110,6 +110,7 @@ void serow_shared_reset_worker(struct shared_state *shared, uint32_t index)
     atomic_store(&w->reopen_logs_requested, 0);
     w->current_request[0] = '\0';
     atomic_store(&w->request_id_len, 0);
+    memset(&w->logged_request, 0, sizeof(w->logged_request));
 }
 
 int serow_shared_ask_worker(struct shared_state *shared, uint32_t index, int wake_fd,

@@ -31,6 +31,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "access_log.h"
+#include "connection.h" /* SEROW_REMOTE_ADDR_SIZE */
 #include "request_id.h"
 #include "request_metrics.h"
 
@@ -49,6 +51,28 @@
 #define SHARED_STUCK_AFTER_MS 2
 /* The request line shown on the status page. */
 #define SHARED_REQUEST_TEXT 120
+
+/* --request-timeout with --access-log: what the access log line of the
+ * request the app runs needs, as the worker knows it when the app starts,
+ * for the line the master writes with its 503 if it kills the worker
+ * (connection_transfer.c).  Copied by the worker (request_accounting.c,
+ * serow_request_accounting_publish_for_master) before app_since_ms says
+ * that the app runs; read by the master once the worker is dead.  The
+ * request line and the format's request fields (%{NAME}i, in the format's
+ * order: the master compiles the same format) are spans of bytes; at most
+ * a line's worth is kept, as a line holds no more. */
+#define SHARED_SERVER_NAME 256
+struct shared_logged_request {
+    uint64_t arrived_ns, app_ns;       /* the request's times (access_log_times) */
+    uint64_t keepalive_requests;       /* answered before it on its connection */
+    int32_t server_port;
+    uint32_t line_len;                 /* bytes[0..line_len) */
+    uint32_t header_offset[ACCESS_LOG_MAX_NAMED];
+    uint32_t header_len[ACCESS_LOG_MAX_NAMED]; /* UINT32_MAX: absent */
+    char remote_addr[SEROW_REMOTE_ADDR_SIZE];
+    char server_name[SHARED_SERVER_NAME];
+    char bytes[ACCESS_LOG_MAX_LINE];
+};
 
 enum slot_state {
     SLOT_FREE = 0,
@@ -107,6 +131,7 @@ struct worker_slot {
      * for the 503 the master sends if it has to kill the worker. */
     char request_id[REQUEST_ID_MAX];
     _Atomic uint32_t request_id_len;
+    struct shared_logged_request logged_request;
     /* Slots taken from this worker, for it to close its copies.  Several
      * takers (the holder, gathering workers) may write at once: each reserves
      * an entry by advancing stolen_head, then writes the slot number + 1

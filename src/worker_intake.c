@@ -46,11 +46,14 @@ static int parse_probe(struct worker_loop *loop, const struct connection *conn,
     return serow_parse_request_head(conn->buffer, conn->buffer_len, probe, &loop->settings.limits);
 }
 
+/* Answers status with the server's error page and closes the connection.
+ * head: the buffer as parsed for the answer (its method, and the field
+ * lines the parser accepted, where a request id may be). */
 void serow_reject_connection(struct worker_loop *loop, struct connection *conn, int status,
                              const struct http_request_head *head)
 {
     char id[REQUEST_ID_MAX];
-    size_t id_len = serow_request_accounting_rejected_id(loop, conn, id);
+    size_t id_len = serow_request_accounting_rejected_id(loop, head, id);
     struct response_header h;
     size_t body = serow_send_error_response(conn, status, head,
                                             serow_request_accounting_id_header(loop, id, id_len, &h));
@@ -182,24 +185,15 @@ void serow_examine_buffered_head(struct worker_loop *loop, struct connection *co
  */
 static ssize_t recv_head_start(struct connection *conn, char *into, size_t room)
 {
-    union {
-        char buf[CMSG_SPACE(sizeof(struct timespec))];
-        struct cmsghdr align;
-    } control;
+    union serow_stamp_control control;
     struct iovec iov = {into, room};
     struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
                          .msg_controllen = sizeof(control.buf)};
     ssize_t n = recvmsg(conn->fd, &msg, 0);
     if (n <= 0)
         return n;
-    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-    if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
-        struct timespec ts;
-        memcpy(&ts, CMSG_DATA(c), sizeof(ts));
-        conn->arrived_ns = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-    } else {
-        conn->arrived_ns = serow_request_clock_ns();
-    }
+    uint64_t stamp = serow_receive_stamp_ns(&msg);
+    conn->arrived_ns = stamp ? stamp : serow_request_clock_ns();
     return n;
 }
 

@@ -523,7 +523,7 @@ void serow_worker_loop_fail_request(struct worker_loop *loop, int status)
         size_t body = serow_send_error_response(
             conn, status, &loop->request.head,
             serow_request_accounting_id_header(loop, loop->request.id, loop->request.id_len, &h));
-        serow_request_accounting_note_response(loop, status, body);
+        serow_request_accounting_note_error_page(loop, status, body);
     }
     /* else the response was cut: the log shows the status it began with */
     serow_request_accounting_end(loop, conn, loop->request.status, loop->request.body_bytes);

@@ -77,6 +77,13 @@ subtest "the holder's 503 line is in the format asked for (json)" => sub {
     is ref $entry, 'HASH', 'a JSON object' or diag "$line: $@";
     is $entry->{status}, 503, 'its status';
     is $entry->{request}, 'GET /queued HTTP/1.1', 'its request line';
+    # Its times as a worker's rejected line has them: when it was answered
+    # (not the epoch: it had none), and a total from the arrival of its bytes.
+    my ($first) = map { JSON::PP->new->decode($_) } grep { m{"GET / HTTP} } split /\n/, slurp($log);
+    ok $first && $entry->{time} ge $first->{time},
+        "its time is when it was answered, not before the worker's line before it"
+        or diag "$line\n" . slurp($log);
+    ok $entry->{duration_us} > 0, 'it has a duration' or diag $line;
     $gate->open(1);
     is read_response($held)->{status}, 200, 'the held request completes';
     is $server->stop, 0, 'clean stop';

@@ -15,9 +15,15 @@ use Serow::Test qw(start_server raw_connect raw_request get_on read_response rea
 # a 503 after the listen backlog), its 500 when the app dies, the holder's
 # 503 (--max-queue-wait), and the master's 503 for a worker it killed
 # (--request-timeout).  t/logs/request_id.t has the app's responses.
+#
+# Every line logs the id three ways, which must agree: %{X-Request-Id}i (the
+# request's id, sent or made), %{request_id}x, and %{X-Request-Id}o, the
+# header of the response Serow wrote.  The client's id is taken only from a
+# field line the parser accepted: none of a request line it refused (414, a
+# malformed one), none after a field line it refused.
 
 my $MADE = qr/\A[0-9a-f]{32}\z/;
-my $FORMAT = '%{X-Request-Id}i %{request_id}x %>s "%r"';
+my $FORMAT = '%{X-Request-Id}i %{request_id}x %{X-Request-Id}o %>s "%r"';
 
 sub lines_of {
     my ($file) = @_;
@@ -26,25 +32,25 @@ sub lines_of {
 }
 
 # The log line whose request line matches $line_re: (its %{X-Request-Id}i,
-# its %{request_id}x, its status).
+# its %{request_id}x, its %{X-Request-Id}o, its status).
 sub logged {
     my ($file, $line_re) = @_;
     my @found;
     wait_until(sub {
-        @found = map { /\A(\S+) (\S+) (\d+) "/ ? [$1, $2, $3] : () } grep { $_ =~ $line_re } lines_of($file);
+        @found = map { /\A(\S+) (\S+) (\S+) (\d+) "/ ? [$1, $2, $3, $4] : () } grep { $_ =~ $line_re } lines_of($file);
         @found;
     });
     return $found[0] || [];
 }
 
-# The response's id and the log's two ids are one, and the status is right.
+# The response's id and the log's three are one, and the status is right.
 sub same_id {
     my ($res, $file, $line_re, $status, $name) = @_;
     my $id = $res && $res->{headers}{'x-request-id'};
     is $res && $res->{status}, $status, "$name: $status";
     ok defined $id, "$name: the response carries the id" or return undef;
     my $log = logged($file, $line_re);
-    is_deeply $log, [$id, $id, $status], "$name: the access log line has it" or diag explain [lines_of($file)];
+    is_deeply $log, [$id, $id, $id, $status], "$name: the access log line has it" or diag explain [lines_of($file)];
     return $id;
 }
 
@@ -63,6 +69,20 @@ subtest 'the worker\'s own answers' => sub {
 
     my $res = parse_response(raw_request($server, "NOT A REQUEST LINE\r\n\r\n"));
     like same_id($res, $file, qr/NOT A REQUEST/, 400, 'a malformed request line'), $MADE, 'a made id';
+
+    $res = parse_response(raw_request($server, "NOT A REQUEST LINE EITHER\r\nX-Request-Id: forged-1\r\n\r\n"));
+    like same_id($res, $file, qr/NOT A REQUEST LINE EITHER/, 400, 'a malformed request line, an id after it'),
+        $MADE, 'a made id: the field line after it is not read';
+
+    $res = parse_response(raw_request($server, "GET /bad-before HTTP/1.1\r\nHost: h\r\nBad Name: x\r\n"
+        . "X-Request-Id: after-bad-1\r\n\r\n"));
+    like same_id($res, $file, qr{/bad-before}, 400, 'a malformed field line before the id'), $MADE,
+        'a made id: nothing after the refused line is read';
+
+    $res = parse_response(raw_request($server, "GET /bad-after HTTP/1.1\r\nHost: h\r\n"
+        . "X-Request-Id: before-bad-1\r\nBad Name: x\r\n\r\n"));
+    is same_id($res, $file, qr{/bad-after}, 400, 'a malformed field line after the id'), 'before-bad-1',
+        'the client\'s id: its line was accepted';
 
     $res = parse_response(raw_request($server, "GET /dup HTTP/1.1\r\nHost: h\r\nX-Request-Id: dup-1\r\n"
         . "Content-Length: 1\r\nContent-Length: 2\r\n\r\n"));
@@ -84,8 +104,8 @@ subtest 'the worker\'s own answers' => sub {
     is same_id($res, $file, qr{/big}, 413, 'a body over --max-body-size'), 'big-1', 'the client\'s id';
 
     $res = parse_response(raw_request($server, 'GET /' . ('l' x 200) . " HTTP/1.1\r\nX-Request-Id: long-1\r\n\r\n"));
-    is same_id($res, $file, qr{/lll}, 414, 'a request line over --max-request-line'), 'long-1',
-        'the client\'s id (it arrived with the line)';
+    like same_id($res, $file, qr{/lll}, 414, 'a request line over --max-request-line'), $MADE,
+        'a made id: the field line after a refused request line is not read';
 
     $res = parse_response(raw_request($server, 'GET /' . ('m' x 200)));
     like same_id($res, $file, qr{/mmm}, 414, 'a request line over the limit, still arriving'), $MADE,
@@ -160,6 +180,8 @@ subtest 'the worker\'s 503 for a request that waited in the listen backlog' => s
 };
 
 subtest 'the master\'s 503 for the request of a worker it killed (--request-timeout)' => sub {
+    my $dir = File::Temp->newdir;
+    my $file = "$dir/access.log";
     my $app = sub {
         my ($env) = @_;
         if ($env->{PATH_INFO} eq '/stuck') {
@@ -169,23 +191,25 @@ subtest 'the master\'s 503 for the request of a worker it killed (--request-time
         return [200, ['Content-Type' => 'text/plain'], ['ok']];
     };
     my $server = start_server(app => $app, options => ['--workers', 1, '--request-timeout', 1,
-        '--request-timeout-grace', 1, '--request-id-header', 'X-Request-Id']);
+        '--request-timeout-grace', 1, '--request-id-header', 'X-Request-Id', '--access-log', $file,
+        '--access-log-format', $FORMAT]);
+    my $n = 0;
     for my $sent (['stuck-1', 'an id sent'], [undef, 'none sent']) {
         my ($id, $what) = @$sent;
+        $n++;
         my $stuck = raw_connect($server);
-        syswrite $stuck, "GET /stuck HTTP/1.1\r\nHost: x\r\n" . ($id ? "X-Request-Id: $id\r\n" : '') . "\r\n";
-        my $killed = $server->wait_for_log(qr/ran GET \/stuck \(request id (\S+)\) for .*: killed/);
+        syswrite $stuck, "GET /stuck?n=$n HTTP/1.1\r\nHost: x\r\n" . ($id ? "X-Request-Id: $id\r\n" : '') . "\r\n";
+        my $killed = $server->wait_for_log(qr/ran GET \/stuck\?n=$n \(request id (\S+)\) for .*: killed/);
         ok $killed, "$what: the master kills the worker, its log line names the id" or diag $server->log;
         my ($logged) = ($killed // '') =~ /\(request id (\S+)\)/;
         my $res = read_response($stuck, timeout => 30);
-        is $res && $res->{status}, 503, "$what: the client gets 503";
-        my $answered = $res && $res->{headers}{'x-request-id'};
+        my $answered = same_id($res, $file, qr{/stuck\?n=$n HTTP}, 503, $what);
         if ($id) {
             is $answered, $id, "$what: with the client's id";
         } else {
             like $answered // '', $MADE, "$what: with the id made for it";
         }
-        is $logged, $answered, "$what: the one the log names";
+        is $logged, $answered, "$what: the one the error log names";
     }
     is $server->stop, 0, 'clean stop';
 };

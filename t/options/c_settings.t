@@ -7,6 +7,7 @@ use Serow::Test ();
 use Serow::Options ();
 use Serow::Worker ();
 use Serow::ConnectionHolder ();
+use Serow::Master::Limits ();
 
 # Serow::Options owns every default; the C side has none of its own.  The
 # settings the worker's event loop and the connection holder take are all
@@ -43,6 +44,19 @@ subtest 'Serow::Shared->run_holder takes every setting from its caller' => sub {
         like $@, qr/\ASerow::Shared->run_holder: no '\Q$name\E' setting/, "the error names $name";
     }
     POSIX::close($_) for $ready_send, $ready_receive, $handback_send, $handback_receive;
+};
+
+subtest 'Serow::Shared->answer_app_connection takes every setting from its caller' => sub {
+    my $settings = Serow::Master::Limits->stuck_answer_settings($defaults);
+    my $shared = Serow::Shared->new(1);
+    # (a missing one is refused before anything is answered: no descriptor
+    # is needed)
+    for my $name (sort keys %$settings) {
+        my %less = %$settings;
+        delete $less{$name};
+        ok !eval { $shared->answer_app_connection(0, -1, \%less); 1 }, "without $name: refused";
+        like $@, qr/\ASerow::Shared->answer_app_connection: no '\Q$name\E' setting/, "the error names $name";
+    }
 };
 
 # 75 s, above the idle timeouts of the proxies in front (nginx's upstream

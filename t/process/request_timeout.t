@@ -2,6 +2,8 @@ use strict;
 use warnings;
 use Test::More;
 use lib 't/lib';
+use File::Temp ();
+use JSON::PP ();
 use Serow::Test qw(start_server raw_connect get_on read_response read_until_close http_get wait_until);
 use Serow::Test::Prometheus qw(parse value);
 use Serow::Options ();
@@ -157,6 +159,60 @@ for my $case (['/stuck', 'SIGALRM ignored, sleeping'], ['/spin', 'every die caug
         is $server->stop, 0, 'clean stop';
     };
 }
+
+# The master's 503 has its access log line, as a worker's answer has: in
+# the format chosen, written by the access log's own writer, with the
+# request's line and fields as the worker read them, the id the 503
+# carried, and the killed worker's pid.
+subtest "the master's 503 is in the access log, in each format" => sub {
+    my $dir = File::Temp->newdir;
+    my $custom = '%h|%>s|%b|%r|%m|%U|%q|%H|%{X-Request-Id}i|%{request_id}x|%{X-Request-Id}o|'
+        . '%{User-Agent}i|%P|%k|%u';
+    my $n = 0;
+    for my $format ('combined', 'common', 'json', $custom) {
+        $n++;
+        my $file = "$dir/access-$n.log";
+        my $server = start_server(app => $app, options => ['--workers', 1, '--request-timeout', 1,
+            '--request-timeout-grace', 1, '--request-id-header', 'X-Request-Id',
+            '--access-log', $file, '--access-log-format', $format]);
+        my $sock = raw_connect($server);
+        my $first = get_on($sock, '/');
+        is $first && $first->{status}, 200, "$format: a first request on the connection";
+        syswrite $sock, "GET /stuck?n=$n HTTP/1.1\r\nHost: x\r\nUser-Agent: stuck agent\r\n"
+            . "Referer: http://example/from\r\nX-Request-Id: stuck-$n\r\n\r\n";
+        my $res = read_response($sock, timeout => 30);
+        is $res && $res->{status}, 503, "$format: the master's 503" or diag $server->log;
+        my ($worker) = ($server->wait_for_log(qr/worker \d+ ran GET \/stuck/) // '') =~ /worker (\d+)/;
+        my $bytes = length($res ? $res->{body} : '');
+        my $line;
+        ok wait_until(sub {
+            open(my $fh, '<', $file) or return 0;
+            ($line) = grep { m{/stuck\?n=$n} } <$fh>;
+            defined $line;
+        }), "$format: its access log line" or diag $server->log;
+        $line //= '';
+        chomp $line;
+        my $request = "GET /stuck?n=$n HTTP/1.1";
+        my $common = qr{\A127\.0\.0\.1 - - \[[^]]+\] "\Q$request\E" 503 $bytes};
+        if ($format eq 'combined') {
+            like $line, qr{$common "http://example/from" "stuck agent"\z}, "$format: the line";
+        } elsif ($format eq 'common') {
+            like $line, qr{$common\z}, "$format: the line";
+        } elsif ($format eq 'json') {
+            my $e = eval { JSON::PP->new->decode($line) } // {};
+            is_deeply [@$e{qw(remote_addr request method path query protocol status bytes referer
+                              user_agent request_id pid)}],
+                ['127.0.0.1', $request, 'GET', '/stuck', '?n=' . $n, 'HTTP/1.1', 503, $bytes,
+                 'http://example/from', 'stuck agent', "stuck-$n", $worker], "$format: the line"
+                or diag $line;
+            ok $e->{duration_us} > 0, "$format: a duration";
+        } else {
+            is $line, join('|', '127.0.0.1', 503, $bytes, $request, 'GET', '/stuck', "?n=$n",
+                'HTTP/1.1', ("stuck-$n") x 3, 'stuck agent', $worker, 1, '-'), 'a custom format: the line';
+        }
+        is $server->stop, 0, 'clean stop';
+    }
+};
 
 # A 100 Continue is no part of the response: it does not stop the 503.
 subtest 'killed after a 100 Continue (an interim response): the client still gets 503' => sub {

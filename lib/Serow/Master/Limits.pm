@@ -10,9 +10,10 @@ use Serow::ProcessStats ();
 # The limits the master enforces on a worker from outside, on its own
 # clock: --max-worker-rss (the worker replaced), --graceful-timeout (a
 # stopping worker killed), and --request-timeout's last resort (a worker
-# whose app outlived it killed, its client answered 503).  Methods of the
-# master object (Serow::Master); the fields they own are 'rss_checked', and
-# in a worker's entry 'killed', 'recycled' and 'stuck_client'.
+# whose app outlived it killed, its client answered 503 and the 503 logged).
+# Methods of the master object (Serow::Master); the fields they own are
+# 'rss_checked', and in a worker's entry 'killed', 'recycled' and
+# 'stuck_client'.
 
 # --max-worker-rss: how often the master reads its workers' resident memory.
 # The master does it, on its own clock, so that a worker spends nothing on it;
@@ -99,14 +100,29 @@ sub kill_worker {
 }
 
 # A killed worker is dead (its slot not reset yet): the client of its stuck
-# request gets 503 unless bytes of the response had gone out.
+# request gets 503 unless bytes of the response had gone out, and the 503
+# its access log line (written by the master, from what the worker left in
+# its slot: src/connection_transfer.c).
 sub answer_stuck_client {
     my ($self, $pid, $w) = @_;
     my $fd = delete $w->{stuck_client} // return;
     return if $self->{shared}->answer_app_connection($w->{slot}, $fd,
-        $self->{options}{request_id_header} // '');
+        $self->stuck_answer_settings($self->{options}, $self->{access_log_fh}));
     Serow::Log->error("worker $pid: its stuck request had begun its response: the client's "
         . "connection is closed, the response cut");
+}
+
+# What Serow::Shared->answer_app_connection takes (it has no default of its
+# own: a missing one is an error).  $access_log_fh: the master's handle on
+# --access-log (Serow::Master::Logs; undef: standard error, or none).
+sub stuck_answer_settings {
+    my ($class, $options, $access_log_fh) = @_;
+    return {
+        request_id_header => $options->{request_id_header} // '', # '': none
+        access_log        => $options->{access_log},               # undef: none
+        access_log_format => $options->{access_log_format},
+        access_log_fd     => $access_log_fh ? fileno($access_log_fh) : -1, # -1: stderr
+    };
 }
 
 1;
