@@ -2,7 +2,8 @@
  * connection.c - allocation and the input buffer of a client connection.
  *
  * Owns: struct connection's memory and its buffer (grown, consumed,
- * released when idle).  It knows no loop: which lists a connection is in,
+ * released when idle, handed out with a request body lent where it lies),
+ * and the spare buffers.  It knows no loop: which lists a connection is in,
  * its timers and its socket's life are the worker's (worker_*.c).
  */
 #include "connection.h"
@@ -127,15 +128,47 @@ void serow_connection_consume(struct connection *conn, size_t n)
     conn->request_line_ended = 0;
 }
 
+void serow_connection_give_back_buffer(char *buffer, size_t size)
+{
+    if (size >= CONNECTION_READ_SIZE && size <= SPARE_BUFFER_MAX_SIZE &&
+        spare_buffer_count < SPARE_BUFFERS)
+        spare_buffers[spare_buffer_count++] = (struct spare_buffer){buffer, size};
+    else
+        free(buffer);
+}
+
 void serow_connection_release_buffer(struct connection *conn)
 {
     if (conn->buffer_len == 0 && conn->buffer != NULL) {
-        if (conn->buffer_size >= CONNECTION_READ_SIZE && conn->buffer_size <= SPARE_BUFFER_MAX_SIZE &&
-            spare_buffer_count < SPARE_BUFFERS)
-            spare_buffers[spare_buffer_count++] = (struct spare_buffer){conn->buffer, conn->buffer_size};
-        else
-            free(conn->buffer);
+        serow_connection_give_back_buffer(conn->buffer, conn->buffer_size);
         conn->buffer = NULL;
         conn->buffer_size = 0;
     }
+}
+
+char *serow_connection_hand_out_buffer(struct connection *conn, size_t keep, size_t from,
+                                       size_t *size)
+{
+    size_t rest = conn->buffer_len - from;
+    size_t need = keep + rest;
+    char *other;
+    size_t other_size;
+    if (spare_buffer_count > 0 && spare_buffers[spare_buffer_count - 1].size >= need) {
+        struct spare_buffer *spare = &spare_buffers[--spare_buffer_count];
+        other = spare->data;
+        other_size = spare->size;
+    } else {
+        other_size = need > CONNECTION_READ_SIZE ? need : CONNECTION_READ_SIZE;
+        other = malloc(other_size);
+        if (other == NULL)
+            return NULL;
+    }
+    char *old = conn->buffer;
+    memcpy(other, old, keep);
+    memcpy(other + keep, old + from, rest);
+    *size = conn->buffer_size;
+    conn->buffer = other;
+    conn->buffer_size = other_size;
+    conn->buffer_len = need;
+    return old;
 }

@@ -125,4 +125,16 @@ void serow_connection_consume(struct connection *conn, size_t n);
  * connection costs as little as possible. */
 void serow_connection_release_buffer(struct connection *conn);
 
+/* Hands the connection's buffer to the caller, who owns it from then on
+ * (its size in *size): the connection goes on with another buffer (a spare
+ * when one is big enough) holding the old one's first keep bytes followed by
+ * those from `from` on, as if the bytes between had been consumed.  NULL
+ * when no other buffer could be had (then nothing changed). */
+char *serow_connection_hand_out_buffer(struct connection *conn, size_t keep, size_t from,
+                                       size_t *size);
+
+/* A buffer handed out comes back: kept among the spares the next
+ * connection that reads takes, or freed. */
+void serow_connection_give_back_buffer(char *buffer, size_t size);
+
 #endif

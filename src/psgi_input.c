@@ -4,7 +4,8 @@
  *
  * Owns: the two in-memory psgi.input handles reused from request to
  * request (the empty one, and the one refilled with a small body that came
- * whole with its head), the reads of a body into a Perl string, and the
+ * whole with its head, or reading it where it lies: the connection's buffer
+ * lent, and given back), the reads of a body into a Perl string, and the
  * lending of the socket: the psgix.io value's magic, the handle made on
  * first read, the socket made blocking for it and non-blocking again.  The
  * handles are per-process caches; what was lent for the current request is
@@ -42,26 +43,90 @@ void serow_psgi_env_set_empty_input(pTHX_ SV *handle)
 }
 
 /* psgi.input of a request whose body came whole with its head (a form, a
- * JSON document): one in-memory handle the worker opened, filled with the
- * body and rewound for each such request, so that the common small POST
- * neither opens a handle nor goes through the Perl worker to read its body.
- * Kept: the handle (a reference to its glob) and the scalar it reads. */
+ * JSON document, an upload of up to 64 KiB): one in-memory handle the worker
+ * opened, filled with the body and rewound for each such request, so that
+ * the common POST neither opens a handle nor goes through the Perl worker to
+ * read its body.  Kept: the handle (a reference to its glob) and the scalar
+ * it reads. */
 static SV *body_input;
 static SV *body_input_scalar;
 static size_t body_input_max;
 
-/* The largest body the handle takes: its scalar keeps its buffer between
- * requests, so this is memory each worker may keep. */
+/* The largest body the handle takes. */
 #define BODY_INPUT_MAX (64 * 1024)
-/* The scalar's buffer is made once, this much bigger than the largest body.
- * The app's read copies out of it into a buffer of the app's, most likely
- * allocated next to it; with both of 64 KiB and a bit, the two start 16
- * bytes apart modulo 4 KiB, and on AMD Zen glibc's memcpy (rep movsb, 2.36
- * in Debian 12) takes 17 times as long when the destination is 1 to 31
- * bytes past the source modulo 4 KiB: 24 us instead of 1.4 for 64 KiB,
- * which halved the requests/s of 64 KiB POSTs in some runs.  Half a page
- * more puts the two buffers about half a page apart instead. */
-#define BODY_INPUT_SLACK 2048
+
+/*
+ * A body of at least LEND_MIN bytes is not copied into the scalar: the
+ * scalar reads it where it lies, in the connection's buffer, which the
+ * connection lends (serow_worker_loop_lend_body) until the next body takes
+ * its place or the scalar is let go.  The app's read is then the one copy of
+ * the body (two before: into the scalar, then out of it, each 41% of the
+ * instructions of a 64 KiB POST).  The scalar borrows: its string is the body
+ * (SvLEN 0: perl frees nothing of it, and anything that would change its
+ * size makes it a copy of its own first), and its own buffer waits aside.
+ * (perl's ithreads clone such a string as the same pointer: a thread the
+ * app starts that reads its copy of the handle after the next body took the
+ * buffer reads that body.)  Smaller bodies are
+ * copied: the trade (the head copied into the connection's other buffer)
+ * costs what copying them does, a 162-byte body counts the same either way,
+ * and the connection keeps reading into the one buffer.
+ */
+#define LEND_MIN 1024
+static char *lent_buffer; /* the connection's buffer the scalar reads, or NULL */
+static size_t lent_size;
+static char *own_pv;      /* meanwhile, the scalar's own buffer (SvLEN own_len) */
+static STRLEN own_len;
+
+/* The body scalar reads its own string again and the lent buffer goes back
+ * to the connections' spares.  keep: something besides us may still read the
+ * scalar, which gets a copy of the body it read (a handle the app kept must
+ * not change under it).  Only the handle reads the scalar (Perl code cannot
+ * reach it: PerlIO::get_layers does not give it); if anything else changed
+ * it, it has a string of its own by then, and keeps it. */
+static void end_lending(pTHX_ SV *scalar, int keep)
+{
+    if (lent_buffer == NULL)
+        return;
+    char *pv = SvPVX(scalar);
+    if (!SvROK(scalar) && SvLEN(scalar) == 0 && pv >= lent_buffer &&
+        pv < lent_buffer + lent_size) {
+        STRLEN len = keep && SvPOKp(scalar) ? SvCUR(scalar) : 0;
+        SvPV_set(scalar, own_pv);
+        SvLEN_set(scalar, own_len);
+        SvCUR_set(scalar, 0);
+        *own_pv = '\0';
+        if (len)
+            sv_setpvn(scalar, pv, len);
+    } else {
+        Safefree(own_pv);
+    }
+    own_pv = NULL;
+    own_len = 0;
+    serow_connection_give_back_buffer(lent_buffer, lent_size);
+    lent_buffer = NULL;
+}
+
+/* The body scalar, which nothing but the handle and us holds and which
+ * reads no lent buffer, reads the body of len bytes (NUL after it) at body in
+ * the buffer lent. */
+static void read_lent(pTHX_ SV *scalar, char *body, size_t len, char *buffer, size_t size)
+{
+    /* Its own buffer is set aside as it is: a plain one (not a reference,
+     * copy-on-write or offset; made one if it is not, as nothing but a
+     * refill ever sets it). */
+    if (SvTHINKFIRST(scalar) || SvOOK(scalar) || SvLEN(scalar) == 0) {
+        sv_setpvs(scalar, "");
+        (void)SvGROW(scalar, 1);
+    }
+    own_pv = SvPVX(scalar);
+    own_len = SvLEN(scalar);
+    SvPV_set(scalar, body);
+    SvLEN_set(scalar, 0);
+    SvCUR_set(scalar, len);
+    SvPOK_only(scalar);
+    lent_buffer = buffer;
+    lent_size = size;
+}
 
 /* The scalar an in-memory handle reads (a new reference), or NULL when the
  * handle is not open on one alone: closed, another layer on top, or
@@ -86,6 +151,8 @@ static SV *in_memory_scalar(pTHX_ PerlIO *fp)
 void serow_psgi_env_set_body_input(pTHX_ SV *handle, size_t max)
 {
     SV *old = body_input, *old_scalar = body_input_scalar;
+    if (old_scalar != NULL)
+        end_lending(aTHX_ old_scalar, SvREFCNT(old_scalar) > 1);
     body_input = NULL;
     body_input_scalar = NULL;
     body_input_max = max < BODY_INPUT_MAX ? max : BODY_INPUT_MAX;
@@ -94,7 +161,10 @@ void serow_psgi_env_set_body_input(pTHX_ SV *handle, size_t max)
         body_input_scalar = io ? in_memory_scalar(aTHX_ IoIFP(io)) : NULL;
         if (body_input_scalar != NULL) {
             body_input = newSVsv(handle);
-            (void)SvGROW(body_input_scalar, BODY_INPUT_MAX + BODY_INPUT_SLACK);
+            /* a string of its own (not a copy-on-write one), for read_lent
+             * to set aside */
+            (void)SvPV_force_nolen(body_input_scalar);
+            (void)SvGROW(body_input_scalar, LEND_MIN);
         }
     }
     SvREFCNT_dec(old);
@@ -147,6 +217,18 @@ SV *serow_input_filled(pTHX_ struct worker_loop *loop)
         return NULL;
     size_t len = (size_t)loop->request.head.content_length, got = 0;
     SV *scalar = body_input_scalar;
+    if (len >= LEND_MIN) {
+        char *buffer;
+        size_t size;
+        /* (the last body lent goes back first: the connection may take it) */
+        end_lending(aTHX_ scalar, 0);
+        char *body = serow_worker_loop_lend_body(loop, &buffer, &size);
+        if (body != NULL) {
+            read_lent(aTHX_ scalar, body, len, buffer, size);
+            return (SV *)gv;
+        }
+    }
+    end_lending(aTHX_ scalar, 0);
     sv_setpvs(scalar, "");
     char *p = SvGROW(scalar, len + 1);
     /* (all of it is buffered: one call takes it whole, without waiting) */

@@ -203,8 +203,10 @@ static ssize_t recv_head_start(struct connection *conn, char *into, size_t room)
 int serow_read_connection(struct worker_loop *loop, struct connection *conn)
 {
     for (;;) {
-        size_t max = conn->body_wanted > max_head_bytes(loop) ? conn->body_wanted
-                                                              : max_head_bytes(loop);
+        /* (a body read ahead with a byte to spare: the NUL after it when
+         * psgi.input reads it where it lies, serow_worker_loop_lend_body) */
+        size_t max = conn->body_wanted + 1 > max_head_bytes(loop) ? conn->body_wanted + 1
+                                                                  : max_head_bytes(loop);
         size_t room = serow_connection_reserve(conn, max);
         if (room == 0) {
             if (conn->body_preread)

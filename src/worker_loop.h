@@ -99,6 +99,16 @@ int serow_worker_loop_read_body(struct worker_loop *loop, char *out, size_t cap,
  * takes it whole in one call, without waiting. */
 int serow_worker_loop_body_buffered(const struct worker_loop *loop, size_t max);
 
+/* When serow_worker_loop_body_buffered says so: the body, lent where it lies
+ * instead of read.  Returns it (its length the Content-Length, a NUL after
+ * it) in the connection's buffer, which the caller now owns (*buffer, of
+ * *size bytes; serow_connection_give_back_buffer once nothing reads the body,
+ * and not before the request is over: its parsed head is in there too); the
+ * connection has another, and the request no body left to read.  NULL when
+ * it cannot be lent (no byte free after the body, no other buffer): nothing
+ * changed, serow_worker_loop_read_body reads it. */
+char *serow_worker_loop_lend_body(struct worker_loop *loop, char **buffer, size_t *size);
+
 /* Writes all of iov to the current connection, waiting up to write_timeout
  * for progress.  0 on success, -1 when the client is gone or too slow. */
 int serow_worker_loop_write(struct worker_loop *loop, struct iovec *iov, int iovcnt);

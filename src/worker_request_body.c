@@ -7,7 +7,8 @@
  * Owns: the body state of the current request (its body_remaining,
  * body_received, body_started, body_done, continue_sent, the chunked
  * decoder, in loop->request), the read-ahead state of a connection (body_preread and its
- * scan), the read timeout of a body and the minimum body rate.  It reads
+ * scan), the read timeout of a body and the minimum body rate; a body
+ * lent in the connection's buffer instead of read (serow_worker_loop_lend_body).  It reads
  * only the connection it is given; it may not close connections or answer
  * with error pages: it returns the status (400, 408, 413) for its caller to
  * answer.
@@ -268,6 +269,33 @@ int serow_worker_loop_read_body(struct worker_loop *loop, char *out, size_t cap,
         if (r != 0)
             return r;
     }
+}
+
+/*
+ * A body all in the connection's buffer lent where it lies instead of
+ * copied out (psgi.input's handle reads it there: src/psgi_input.c): the
+ * buffer, head and body, goes to the caller, and the connection goes on with
+ * another holding the head and what followed the body (a pipelined request),
+ * as serow_worker_loop_read_body would have left it after reading the body
+ * whole.  The head is copied, not moved: the request's parsed head points
+ * into the buffer lent, which must outlive the request.
+ */
+char *serow_worker_loop_lend_body(struct worker_loop *loop, char **buffer, size_t *size)
+{
+    struct connection *conn = loop->request.conn;
+    size_t head_len = loop->request.head_len;
+    size_t end = head_len + (size_t)loop->request.body_remaining;
+    if (end >= conn->buffer_size)
+        return NULL; /* no byte for the NUL after the body */
+    char *lent = serow_connection_hand_out_buffer(conn, head_len, end, size);
+    if (lent == NULL)
+        return NULL;
+    lent[end] = '\0'; /* (what followed the body is in the connection's new buffer) */
+    loop->request.body_received = loop->request.body_remaining;
+    loop->request.body_remaining = 0;
+    loop->request.body_done = 1;
+    *buffer = lent;
+    return lent + head_len;
 }
 
 int serow_worker_loop_body_buffered(const struct worker_loop *loop, size_t max)

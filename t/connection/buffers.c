@@ -105,6 +105,30 @@ int main(void)
     check(a->buffer == held && a->buffer_len == 100, "a buffer with unread bytes is not given back");
     finish_request(a);
 
+    /* A body lent where it lies (serow_worker_loop_lend_body): the buffer
+     * with head and body goes out, the connection goes on with a spare
+     * holding the head and the pipelined bytes after the body; given back,
+     * the lent buffer is the next spare. */
+    read_request(a, 100, 5000);
+    memcpy(a->buffer, "HEAD", 4);
+    memcpy(a->buffer + 100, "BODY", 4);
+    memcpy(a->buffer + 5100 - 4, "NEXT", 4); /* the last 4 bytes: a pipelined request */
+    char *lent_from = a->buffer;
+    size_t lent_size = 0;
+    char *lent = serow_connection_hand_out_buffer(a, 100, 5096, &lent_size);
+    check(lent == lent_from && lent_size >= 5100, "the buffer with the body is handed out");
+    check(a->buffer != lent && a->buffer_size >= CONNECTION_READ_SIZE,
+          "the connection has another, of a read's size at least");
+    check(a->buffer_len == 104 && memcmp(a->buffer, "HEAD", 4) == 0 &&
+              memcmp(a->buffer + 100, "NEXT", 4) == 0,
+          "holding the head, then what followed the body");
+    check(memcmp(lent + 100, "BODY", 4) == 0, "the body stays where it was");
+    serow_connection_give_back_buffer(lent, lent_size);
+    read_request(b, 100, 0);
+    check(b->buffer == lent, "the buffer given back is a spare again");
+    finish_request(b);
+    finish_request(a);
+
     for (int i = 0; i < 3; i++)
         serow_connection_free(c[i]);
     serow_connection_free(a);

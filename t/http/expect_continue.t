@@ -34,6 +34,20 @@ for my $value ('100-continue', '100-Continue', '100-CONTINUE') {
     };
 }
 
+subtest 'Expect: 100-continue with a body of 20 KiB, then the next request' => sub {
+    # (a body that psgi.input reads where it lies in the connection's buffer)
+    my $sock = raw_connect($server);
+    my $buf = '';
+    my $body = join '', map { sprintf '%07d;', $_ } 1 .. 2560;
+    my ($interim, $final) = wait_then_send($sock,
+        "POST /up HTTP/1.1\r\nHost: x\r\nContent-Length: " . length($body)
+        . "\r\nExpect: 100-continue\r\n\r\n", $body . "GET /next HTTP/1.1\r\nHost: x\r\n\r\n", \$buf);
+    is $interim && $interim->{status}, 100, '100 Continue came before the body was sent';
+    ok $final && JSON::PP::decode_json($final->{body})->{body} eq $body, 'the app read the body';
+    my $next = read_response($sock, buffer => \$buf);
+    is $next && JSON::PP::decode_json($next->{body})->{path}, '/next', 'the request after it';
+};
+
 subtest 'the interim response is exactly a 100 status line and an empty line' => sub {
     my $sock = raw_connect($server);
     syswrite $sock, "PUT /up HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nExpect: 100-continue\r\n\r\n";

@@ -1,6 +1,8 @@
 # psgi.input of a small body that came whole with its head is one
 # in-memory handle per worker, filled and rewound for each such request
-# (src/psgi_env.c).  Each request must read its own body whatever an app did
+# (src/psgi_env.c); a body of 1 KiB or more is not copied into its scalar but
+# read where it lies, in the connection's buffer, lent until the next body
+# (src/psgi_input.c).  Each request must read its own body whatever an app did
 # to the handle before: kept it (or an env with it), closed it, pushed a
 # layer on it, opened it again on a scalar of its own, left it half read.
 use strict;
@@ -97,32 +99,36 @@ subtest 'the largest bodies it takes, and one more byte' => sub {
     is post('', $body)->{body}, $body, 'a small body again after them';
 };
 
-for my $keep (qw(keep-handle keep-env)) {
-    subtest "an app that keeps the handle ($keep) reads its body later" => sub {
-        my $first = fresh_body(40);
-        is post($keep, $first)->{body}, $first, 'the first body';
-        my $second = fresh_body(40);
-        my $got = post('', $second);
-        is $got->{body}, $second, 'the next request reads its own body';
-        is $got->{uses}, 1, '... from another handle: the kept one is not refilled';
-        is post('read-kept', fresh_body(10)), $first, 'the kept handle still reads the first body';
-        my $after = fresh_body(30);
-        is post('', $after)->{body}, $after, 'once it is let go ...';
-        my $again = post('', fresh_body(30));
-        cmp_ok $again->{uses}, '>', 1, '... one handle serves again';
-    };
-}
+# Bodies copied into the handle's scalar, and bodies lent (1 KiB and more).
+for my $size (40, 5000) {
+    for my $keep (qw(keep-handle keep-env)) {
+        subtest "an app that keeps the handle ($keep) reads its $size-byte body later" => sub {
+            my $first = fresh_body($size);
+            is post($keep, $first)->{body}, $first, 'the first body';
+            my $second = fresh_body($size);
+            my $got = post('', $second);
+            is $got->{body}, $second, 'the next request reads its own body';
+            is $got->{uses}, 1, '... from another handle: the kept one is not refilled';
+            is post('read-kept', fresh_body($size)), $first,
+                'the kept handle still reads the first body';
+            my $after = fresh_body($size);
+            is post('', $after)->{body}, $after, 'once it is let go ...';
+            my $again = post('', fresh_body($size));
+            cmp_ok $again->{uses}, '>', 1, '... one handle serves again';
+        };
+    }
 
-for my $abuse (qw(close utf8 encoding partial)) {
-    subtest "after an app did $abuse to it" => sub {
-        post($abuse, fresh_body(40));
-        for (1, 2) {
-            my $body = fresh_body(60) . "\xC3\xA9\xFF";
-            my $got = post('', $body);
-            is $got->{body}, $body, "request $_ after it reads its own bytes";
-            is $got->{layers}, 'scalar', '... as bytes';
-        }
-    };
+    for my $abuse (qw(close utf8 encoding partial)) {
+        subtest "after an app did $abuse to it ($size bytes)" => sub {
+            post($abuse, fresh_body($size));
+            for (1, 2) {
+                my $body = fresh_body($size + 20) . "\xC3\xA9\xFF";
+                my $got = post('', $body);
+                is $got->{body}, $body, "request $_ after it reads its own bytes";
+                is $got->{layers}, 'scalar', '... as bytes';
+            }
+        };
+    }
 }
 
 subtest 'an app that opened the handle again on its own scalar' => sub {
@@ -141,6 +147,18 @@ subtest 'pipelined requests with bodies, each its own' => sub {
     my $buffer = '';
     my @read = map { $json->decode(read_response($sock, buffer => \$buffer)->{body})->{body} } @bodies;
     is_deeply \@read, \@bodies, 'all read, in order';
+};
+
+subtest 'pipelined requests with bodies of 1 KiB and more, each its own' => sub {
+    my @bodies = map { fresh_body(1000 + 397 * $_) } 0 .. 9;
+    syswrite $sock, join '', map {
+        "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: " . length($_) . "\r\n\r\n$_"
+    } @bodies;
+    my $buffer = '';
+    my @read = map { $json->decode(read_response($sock, buffer => \$buffer)->{body})->{body} } @bodies;
+    ok +(!grep { $read[$_] ne $bodies[$_] } 0 .. $#bodies), 'all read, in order';
+    my $after = fresh_body(3000);
+    is post('', $after)->{body}, $after, 'and the next request';
 };
 
 is $server->stop, 0, 'clean stop';
