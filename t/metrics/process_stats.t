@@ -28,7 +28,7 @@ sysread $ready_r, my $byte, 1;
 
 open(my $fh, '<', "/proc/$pid/stat") or die "stat: $!";
 my $stat = <$fh>;
-like $stat, qr/\(a\) b \(c\) d\) S /, "its name in /proc/$pid/stat has ') ' in it" or diag $stat;
+like $stat, qr/\(a\) b \(c\) d\) [A-Z] /, "its name in /proc/$pid/stat has ') ' in it" or diag $stat;
 
 open(my $statm, '<', "/proc/$pid/statm") or die "statm: $!";
 my (undef, $resident_pages) = split ' ', scalar <$statm>;
