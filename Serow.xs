@@ -557,6 +557,16 @@ shared_count_worker_restart(Serow::Shared shared)
     serow_shared_count_worker_restart(shared);
 
 void
+shared_set_generation_pids(Serow::Shared shared, ...)
+  CODE:
+    /* serow FILE: the generation processes running now, for the metrics. */
+    int32_t pids[SHARED_GENERATIONS];
+    size_t n = 0;
+    for (I32 i = 1; i < items && n < SHARED_GENERATIONS; i++)
+        pids[n++] = (int32_t)SvIV(ST(i));
+    serow_shared_set_generation_pids(shared, pids, n);
+
+void
 shared_count_worker_recycled(Serow::Shared shared, const char *reason)
   CODE:
     /* The master asked a worker to leave for reason ("rss"). */

@@ -24,9 +24,12 @@ Serow - a fast, strict HTTP/1.1 preforking PSGI server with its hot path in C
 
 =head1 DESCRIPTION
 
-Serow serves PSGI apps. A master process loads the app, opens the listen
-sockets (or takes them from Server::Starter or systemd) and forks the
-workers and a connection holder. Each worker runs an event loop in C
+Serow serves PSGI apps. A master process opens the listen sockets (or
+takes them from Server::Starter or systemd) and starts a connection holder
+and, with C<serow FILE>, a generation process, which loads the app and
+forks the workers (the master never loads it, so that a HUP can load new
+code in a new generation; under plackup, which has loaded the app, the
+master forks the workers itself). Each worker runs an event loop in C
 (accept, read, parse, env, write) and calls the app for one request at a
 time; idle keep-alive connections move to the connection holder, so they
 cost no worker, and any free worker serves any connection that has a

@@ -157,6 +157,12 @@ void serow_shared_count_worker_restart(struct shared_state *shared)
     atomic_fetch_add(&shared->worker_restarts, 1);
 }
 
+void serow_shared_set_generation_pids(struct shared_state *shared, const int32_t *pids, size_t n)
+{
+    for (size_t i = 0; i < SHARED_GENERATIONS; i++)
+        atomic_store(&shared->generation_pids[i], i < n ? pids[i] : 0);
+}
+
 const char *const serow_shared_recycle_reasons[SHARED_RECYCLE_REASONS] = {
     [SHARED_RECYCLE_RSS] = "rss",
 };
@@ -200,6 +206,8 @@ void serow_shared_totals(struct shared_state *shared, struct serow_shared_totals
     serow_shared_count_workers(shared, &totals->workers);
     totals->started_ms = shared->started_ms;
     totals->holder_pid = atomic_load(&shared->holder_pid);
+    for (size_t i = 0; i < SHARED_GENERATIONS; i++)
+        totals->generation_pids[i] = atomic_load(&shared->generation_pids[i]);
     totals->open_connections = atomic_load(&shared->open_connections);
     totals->held_connections = atomic_load(&shared->held_connections);
     totals->waiting_connections = totals->held_connections + totals->workers.idle_connections;

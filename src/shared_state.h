@@ -154,9 +154,14 @@ enum shared_recycle_reason {
 };
 extern const char *const serow_shared_recycle_reasons[SHARED_RECYCLE_REASONS];
 
+/* serow FILE: the generation processes the metrics may see at once (the
+ * serving one, one loading, one leaving; any more are left out). */
+#define SHARED_GENERATIONS 4
+
 struct shared_state {
     uint64_t started_ms;              /* wall clock, for the uptime */
     _Atomic int32_t holder_pid;
+    _Atomic int32_t generation_pids[SHARED_GENERATIONS]; /* by the master only; 0: none */
     _Atomic uint32_t holder_sleeping; /* the holder waits long: wake it on busy */
     _Atomic uint32_t holder_awaits_free; /* a worker is stuck: wake the holder when free */
     int holder_wake_fd;               /* eventfd the holder waits on */
@@ -244,6 +249,10 @@ void serow_shared_set_server_stopping(struct shared_state *shared);
 /* The master replaced a worker that left while the server ran. */
 void serow_shared_count_worker_restart(struct shared_state *shared);
 
+/* serow FILE: the generation processes now running, pids[0..n) (the
+ * master's word, for the process metrics; past SHARED_GENERATIONS left out). */
+void serow_shared_set_generation_pids(struct shared_state *shared, const int32_t *pids, size_t n);
+
 /* The master asked a worker to leave for reason ("rss": the name in
  * serow_shared_recycle_reasons).  -1 for a reason there is no such name. */
 int serow_shared_count_worker_recycled(struct shared_state *shared, const char *reason);
@@ -264,6 +273,7 @@ uint64_t serow_shared_app_running_ms(struct shared_state *shared, uint32_t index
 struct serow_shared_totals {
     uint64_t started_ms;                /* wall clock */
     int32_t holder_pid;
+    int32_t generation_pids[SHARED_GENERATIONS]; /* 0: none */
     uint32_t open_connections;          /* client connections, wherever they are */
     uint32_t held_connections;          /* idle in the holder */
     uint32_t waiting_connections;       /* idle: in the holder or parked in a worker */

@@ -94,6 +94,11 @@ SV *serow_shared_metrics_value(pTHX_ struct shared_state *shared)
     /* The processes whose /proc the metrics read (Serow::Metrics): the
      * holder, and each worker with its slot (stable across its restarts). */
     hv_stores(m, "holder_pid", newSViv(totals.holder_pid));
+    AV *generations = newAV();
+    for (size_t i = 0; i < SHARED_GENERATIONS; i++)
+        if (totals.generation_pids[i] > 0)
+            av_push(generations, newSViv(totals.generation_pids[i]));
+    hv_stores(m, "generation_pids", newRV_noinc((SV *)generations));
     AV *workers = newAV();
     uint32_t slots = serow_shared_max_workers(shared);
     for (uint32_t i = 0; i < slots; i++) {

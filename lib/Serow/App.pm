@@ -208,7 +208,7 @@ its place. F<eg/guestbook/guestbook.psgi> runs each way from one file.
 
 The last value of the F<.psgi> file. C<build> is another name for it.
 Templates matching C<precompile> are compiled now, while C<serow> loads the
-file in its master: every worker shares them (copy-on-write) and compiles
+file once before forking the workers: every worker shares them (copy-on-write) and compiles
 nothing.
 
 =item Its own server

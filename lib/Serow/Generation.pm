@@ -25,10 +25,16 @@ use constant SPAWN_REPLY_SECONDS => 10;
 # it reaps again, so no worker can exit before the master knows it.
 #
 # Messages on the channel (SOCK_SEQPACKET, Serow::send_message):
-#   master -> generation: "spawn SLOT LIMIT" with the worker's doorbell
-#                         (eventfd) and, if any, the access log; "exit"
-#   generation -> master: "loaded" once the app is; "pid PID" or
-#                         "error WHY" for each spawn.
+#   master -> generation: "spawn SLOT LIMIT ERR ACC" with the worker's
+#                         doorbell (eventfd), then the master's standard
+#                         error if ERR is 1 and the access log if ACC is 1
+#                         (the files as they are now: USR1 may have opened
+#                         them again since the generation was forked); "exit"
+#   generation -> master: "loaded" once the app is; "slot SLOT pid PID" or
+#                         "slot SLOT error WHY" for each spawn (SLOT "-"
+#                         for a request it could not read): the master
+#                         tells a late answer to a request it gave up on
+#                         from the answer to its current one.
 # A generation that cannot load the app logs why and exits: the master reads
 # the end of the stream.
 
@@ -72,25 +78,50 @@ sub read_load_result {
     return $self->{state} eq 'serving' ? 'loaded' : 'failed';
 }
 
-# Master side: asks for a worker.  Returns its pid, or undef (logged).
+# Master side: asks for a worker, with its doorbell and the master's error
+# and access logs (each undef when there is none).  Returns its pid, or
+# undef (logged).
 sub spawn_worker {
-    my ($self, $slot, $limit, @fds) = @_;
-    if (!defined $self->{channel} || !Serow::send_message($self->{channel}, "spawn $slot $limit", @fds)) {
+    my ($self, $slot, $limit, $wake_fd, $error_log, $access_log) = @_;
+    my @fds = ($wake_fd, grep { defined } $error_log, $access_log);
+    my $message = join ' ', 'spawn', $slot, $limit, map { defined $_ ? 1 : 0 } $error_log, $access_log;
+    if (!defined $self->{channel} || !Serow::send_message($self->{channel}, $message, @fds)) {
         Serow::Log->error("cannot ask generation $self->{number} (pid $self->{pid}) for a worker: "
             . ($! || 'it has exited'));
         return undef;
     }
-    my $reply = $self->wait_for_reply(SPAWN_REPLY_SECONDS) // '';
-    return $1 if $reply =~ /\Apid (\d+)\z/;
-    Serow::Log->error("generation $self->{number} (pid $self->{pid}) could not fork a worker: "
-        . ($reply =~ /\Aerror (.*)/s ? $1 : $reply eq '' ? 'no answer' : "it said '$reply'"));
-    return undef;
+    my $deadline = Time::HiRes::time + SPAWN_REPLY_SECONDS;
+    for (;;) {
+        my $reply = $self->wait_for_reply($deadline - Time::HiRes::time) // '';
+        my ($for, $answer) = $reply =~ /\Aslot (\d+|-) (.*)\z/s;
+        if (defined $for && $for ne '-' && $for != $slot) {
+            $self->late_answer($for, $answer);
+            next;
+        }
+        return $1 if defined $answer && $answer =~ /\Apid (\d+)\z/;
+        Serow::Log->error("generation $self->{number} (pid $self->{pid}) could not fork a worker: "
+            . (defined $answer && $answer =~ /\Aerror (.*)/s ? $1 : $reply eq '' ? 'no answer' : "it said '$reply'"));
+        return undef;
+    }
+}
+
+# The answer to a spawn the master gave up waiting for (its slot was given
+# to another since): a worker the master does not know, with a slot that is
+# not its own, must not serve.  It is the master's child (re-parented), so
+# the master reaps it.
+sub late_answer {
+    my ($self, $slot, $answer) = @_;
+    my ($pid) = $answer =~ /\Apid (\d+)\z/ or return;
+    Serow::Log->error("generation $self->{number} forked worker $pid for slot $slot after the master "
+        . "had given up waiting: killed");
+    kill 'KILL', $pid;
 }
 
 # Master side: the next message, waiting up to $seconds; undef when none came
 # (or the stream ended).
 sub wait_for_reply {
     my ($self, $seconds) = @_;
+    return undef if $seconds <= 0;
     my $deadline = Time::HiRes::time + $seconds;
     while ((my $left = $deadline - Time::HiRes::time) > 0) {
         my $rin = '';
@@ -129,7 +160,12 @@ sub run_process {
     # the whole process group (^C, systemd's stop) acts once, through the
     # master, which ends this process by closing the channel (or, while it
     # loads the app, with SIGKILL).
-    $SIG{$_} = 'IGNORE' for grep { $_ ne 'CHLD' } Serow::Master->signal_names, 'USR2';
+    my @ignored = grep { $_ ne 'CHLD' } Serow::Master->signal_names, 'USR2';
+    $SIG{$_} = 'IGNORE' for @ignored;
+    # Ignored here, not in what the app starts as it loads (a helper it
+    # runs, a daemon it launches): they get the default actions back, as
+    # from a worker (Serow::Worker, install_signal_handlers).
+    Serow::default_signals_in_children(@ignored);
     $master->forget_in_generation;
     Serow::set_signal_mask($signal_mask);
     my $app = eval { $load_app->() } // do {
@@ -142,8 +178,9 @@ sub run_process {
     while (defined(my $request = $self->next_request)) {
         my ($message, @fds) = @$request;
         last if $message eq 'exit';
-        my $reply = $message =~ /\Aspawn (\d+) (\d+)\z/
-            ? $self->fork_worker($master, $1, $2, @fds) : "error unknown request '$message'";
+        my $reply = $message =~ /\Aspawn (\d+) (\d+) ([01]) ([01])\z/
+            ? "slot $1 " . $self->spawn_request($master, $1, $2, $3, $4, @fds)
+            : "slot - error unknown request '$message'";
         Serow::close_fd($_) for @fds;
         Serow::send_message($self->{channel}, $reply) or last;
     }
@@ -163,6 +200,23 @@ sub next_request {
         return [$message, @fds] if defined $message;
         return undef unless $!{EAGAIN} || $!{EINTR};
     }
+}
+
+# A spawn request: the master's error log becomes this process's standard
+# error (after a USR1 the master's is the file opened again: this process's
+# lines and the worker's go there), then the worker is forked.
+sub spawn_request {
+    my ($self, $master, $slot, $limit, $with_error_log, $with_access_log, @fds) = @_;
+    my $wake_fd = shift @fds;
+    my $error_log = $with_error_log ? shift @fds : undef;
+    my $access_log = $with_access_log ? shift @fds : undef;
+    return "error spawn: descriptors missing" unless defined $wake_fd
+        && (!$with_error_log || defined $error_log) && (!$with_access_log || defined $access_log);
+    if (defined $error_log) {
+        open(STDERR, '>&', $error_log) or return "error standard error: $!";
+        select((select(STDERR), $| = 1)[0]); # (as Serow::Log->open_file leaves it)
+    }
+    return $self->fork_worker($master, $slot, $limit, $wake_fd, $access_log);
 }
 
 # Forks a worker through an intermediate process, so that the worker's

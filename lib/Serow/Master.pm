@@ -92,7 +92,11 @@ sub run {
     $self->{pid} = $$;
     # serow FILE: the workers a generation process forks (through a process
     # that exits at once) become the master's children.
-    Serow::set_child_subreaper() if $self->{preload_app};
+    # (Without it every such worker would find another parent than the
+    # master and leave at once: better not to start.)
+    if ($self->{preload_app} && !Serow::set_child_subreaper()) {
+        die "cannot become a child subreaper (prctl PR_SET_CHILD_SUBREAPER): $!\n";
+    }
     # (serow FILE: once the first generation has loaded the app.)
     $self->announce unless $self->{preload_app};
 
@@ -112,6 +116,7 @@ sub run {
         $self->handle_signals;
         $self->reap_children;
         $self->check_loading_generation;
+        $self->start_generation_when_due;
         $self->kill_overdue_workers;
         if ($self->{stopping}) {
             # The workers have handed their idle connections over: now the
@@ -183,6 +188,7 @@ sub reap_children {
         if ($self->is_holder($pid)) {
             $self->holder_exited($pid, $status);
         } elsif (my $generation = delete $self->{generations}{$pid}) {
+            $self->publish_generations;
             $self->generation_exited($generation, $status);
         } else {
             $self->worker_exited($pid, $status);

@@ -112,6 +112,7 @@ sub _processes {
     my @processes;
     push @processes, [master => $master_pid, []] if $master_pid;
     push @processes, [holder => $m->{holder_pid}, []] if $m->{holder_pid};
+    push @processes, map { [generation => $_, []] } @{ $m->{generation_pids} || [] };
     push @processes, map { [worker => $_->[1], [slot => $_->[0]]] }
         sort { $a->[0] <=> $b->[0] } @{ $m->{workers} || [] };
     return @processes;

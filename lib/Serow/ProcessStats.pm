@@ -38,7 +38,7 @@ sub of_pid {
 }
 
 # The resident memory of process $pid in bytes (the pages it still shares
-# with the master count too), or undef when it is gone: what --max-worker-rss
+# with the process it was forked from count too), or undef when it is gone: what --max-worker-rss
 # compares with its limit (Serow::Master::Limits), and process_resident_memory_bytes.
 sub resident_bytes {
     my ($class, $pid) = @_;
@@ -52,7 +52,8 @@ sub _stat {
     my ($pid) = @_;
     open(my $fh, '<', "/proc/$pid/stat") or return undef;
     my $line = <$fh> // return undef;
-    my ($after_name) = $line =~ /\) (.*)\z/s or return undef;
+    # (The last ") ": greedy, the name's own are passed over.)
+    my ($after_name) = $line =~ /\A\d+ \(.*\) (.*)\z/s or return undef;
     # Field 3 of proc(5) (the state) is $f[0]: field N is $f[N - 3].
     my @f = split / /, $after_name;
     my $ticks = Serow::CLOCK_TICKS;

@@ -92,4 +92,25 @@ subtest '--error-log is opened again on USR1 (logrotate)' => sub {
     unlike $read->("$log.1"), qr{app line /final}, 'none in the old one';
 };
 
+# serow FILE: the workers are forked by the generation process, which was
+# forked before the rotation; a worker started after it (TTIN, a crash,
+# --max-requests) writes to the file the master has now, not the old one.
+subtest '--error-log after USR1: workers a generation forks later write to the new file' => sub {
+    my $log = "$dir/generation.log";
+    my $server = start_server(app_file => 't/apps/pid.psgi', options => ['--workers', 1, '--error-log', $log]);
+    my $read = sub { open(my $in, '<', $_[0]) or return ''; local $/; <$in> };
+    ok wait_until(sub { $read->($log) =~ /worker \d+ started/ }), 'the first worker logs to the file'
+        or diag $server->log;
+    rename $log, "$log.1" or die "rename: $!";
+    $server->signal('USR1');
+    ok wait_until(sub { $read->($log) =~ /reopen their logs/ }), 'the master writes to a new file';
+    $server->signal('TTIN');
+    my $started;
+    ok wait_until(sub { ($started) = $read->($log) =~ /worker (\d+) started/ }),
+        'the worker TTIN adds logs its start to the new file' or diag $read->("$log.1");
+    is readlink("/proc/$started/fd/2"), $log, 'its standard error is the new file' if $started;
+    is scalar(() = $read->("$log.1") =~ /worker \d+ started/g), 1, 'the old file has the first worker\'s start only';
+    is $server->stop, 0;
+};
+
 done_testing;

@@ -3,7 +3,7 @@ use warnings;
 use Test::More;
 use Time::HiRes ();
 use lib 't/lib';
-use Serow::Test qw(start_server http_get wait_until all_child_pids is_connection_holder);
+use Serow::Test qw(start_server http_get wait_until all_child_pids is_connection_holder generation_pids);
 use Serow::Test::Prometheus qw(parse value);
 
 # The process metrics: process_* for the whole server, serow_process_* for
@@ -133,4 +133,30 @@ subtest 'the CPU of a worker that left still counts' => sub {
 };
 
 is $server->stop, 0, 'the server stops cleanly';
+
+# serow FILE: the generation process, which holds a compiled copy of the
+# app, is one of the processes; after a HUP, the new one (the old one left).
+subtest 'serow FILE: the generation process is counted, the new one after a HUP' => sub {
+    my $server = start_server(app_file => 't/apps/pid.psgi', options => ['--workers', 1, '--metrics-path', '/metrics']);
+    ok $server->wait_for_log(qr/worker \d+ started/), 'a worker started' or return diag $server->log;
+    my ($generation) = generation_pids($server->pid);
+    ok $generation, 'the generation process' or return;
+    my $generations = sub {
+        my $res = http_get($server, '/metrics') or return '';
+        my $m = eval { parse($res->{body}) } or return '';
+        return join ' ', sort map { /\Ageneration (\d+) / ? $1 : () }
+            keys %{ by_process($m, 'serow_process_resident_memory_bytes') };
+    };
+    ok wait_until(sub { $generations->() eq $generation }), 'serow_process_*{role="generation"}, its pid'
+        or diag $generations->();
+    $server->signal('HUP');
+    my $new;
+    ok wait_until(sub { my @now = generation_pids($server->pid);
+                        ($new) = grep { $_ != $generation } @now;
+                        $new && !grep { $_ == $generation } @now }),
+        'HUP: a new generation, the old one gone';
+    ok wait_until(sub { $generations->() eq ($new // '') }), 'the metrics follow' or diag $generations->();
+    is $server->stop, 0;
+};
+
 done_testing;

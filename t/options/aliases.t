@@ -36,6 +36,10 @@ subtest 'each alias sets its Serow option' => sub {
             listen => ['127.0.0.1:1', '/tmp/b.sock', '127.0.0.1:2']],
         [[qw(--preload-app --workers 2)], workers => 2],
         [[qw(--lazy-apps)], lazy_app => 1],
+        [[qw(--log-syslog)], error_log => 'syslog'],
+        [[qw(--harakiri 30)], request_timeout => 30],
+        [[qw(--harakiri 30 --harakiri-graceful-timeout 2)], request_timeout_grace => 2],
+        [[qw(--reload-on-rss 300)], max_worker_rss => 300],
     ) {
         my ($argv, $name, $want) = @$case;
         is_deeply parse(@$argv)->{$name}, $want, "@$argv: $name";

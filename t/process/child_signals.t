@@ -4,7 +4,7 @@ use Test::More;
 use File::Temp ();
 use POSIX ();
 use lib 't/lib';
-use Serow::Test qw(start_server http_get wait_until);
+use Serow::Test qw(start_server http_get wait_until write_file_whole);
 
 # A worker ignores the master's signals (the master tells it to stop or to
 # reopen its logs through shared memory), but what the app starts must not
@@ -64,10 +64,11 @@ my $app = sub {
 
 # The signals of a hex mask from /proc/PID/status.
 sub signals_in {
-    my ($hex) = @_;
+    my ($hex, @names) = @_;
+    @names = @SIGNALS unless @names;
     my $mask = 0;
     $mask = $mask * 16 + hex($_) for split //, $hex;
-    return grep { $mask & (1 << ($NUMBER{$_} - 1)) } @SIGNALS;
+    return grep { $mask & (1 << (($NUMBER{$_} // POSIX->can("SIG$_")->()) - 1)) } @names;
 }
 
 my $server = start_server(app => $app, options => ['--workers', 1]);
@@ -99,5 +100,27 @@ subtest 'a program the app starts is stopped by a plain TERM' => sub {
 };
 
 is $server->stop, 0, 'the server stops';
+
+# serow FILE: the app is loaded by a generation process, which ignores the
+# master's signals (and USR2) as a worker does; what the app starts as it
+# loads gets their default actions back too.
+subtest 'a process the app starts while it loads (serow FILE)' => sub {
+    my $out = "$dir/load.out";
+    my $file = "$dir/load.psgi";
+    write_file_whole($file, <<"APP");
+system("grep ^Sig /proc/self/status > $out") == 0 or die "system: \$?";
+sub { [200, ['Content-Type' => 'text/plain'], ['ok']] };
+APP
+    my $server = start_server(app_file => $file, options => ['--workers', 1]);
+    is http_get($server, '/')->{status}, 200, 'the app loaded and answers';
+    open(my $fh, '<', $out) or return fail("$out: $!");
+    my $lines = do { local $/; <$fh> };
+    my ($blocked) = $lines =~ /^SigBlk:\s*([0-9a-f]+)$/m;
+    my ($ignored) = $lines =~ /^SigIgn:\s*([0-9a-f]+)$/m;
+    ok defined $blocked && defined $ignored, 'with its signal masks' or return diag $lines;
+    is_deeply [signals_in($blocked, @SIGNALS, 'USR2')], [], 'none of the master\'s signals is blocked';
+    is_deeply [signals_in($ignored, @SIGNALS, 'USR2')], [], 'none is ignored';
+    is $server->stop, 0;
+};
 
 done_testing;

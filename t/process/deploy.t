@@ -162,6 +162,28 @@ subtest 'a generation process that dies: a new one loads the app and replaces th
     is $server->stop, 0;
 };
 
+subtest 'a generation that dies while the file is broken: the workers serve on, the load is retried' => sub {
+    write_app('v1');
+    my $server = start_server(app_file => $app_file, options => ['--workers', 2], env => \%env);
+    my @workers = $server->wait_for_log_all(qr/worker (\d+) started/, 2);
+    is scalar(@workers), 2, 'two workers started' or return diag $server->log;
+    my ($generation) = generation_pids($server->pid);
+    ok $generation, "the generation process ($generation)" or return;
+    write_file_whole($app_file, "my \$x = ;\n");
+    my $mark = $server->log_mark;
+    kill 'KILL', $generation;
+    my $retries = qr/generation \d+ could not load the app \Q$app_file\E, and no generation holds it: .*trying again in (\d+) s/;
+    is_deeply [$server->wait_for_log_all($retries, 2, undef, $mark)], [1, 2],
+        'the load fails, and is tried again after 1 s, then 2 s';
+    ok process_alive($server->pid), 'serow goes on';
+    is body($server), 'v1', 'the running workers serve';
+    ok !grep({ !process_alive($_) } @workers), 'both of them';
+    write_app('v2');
+    ok wait_until(sub { body($server) eq 'v2' }), 'once mended, a retry loads it and its workers serve';
+    ok wait_until(sub { !grep { process_alive($_) } @workers }), 'the old workers leave';
+    is $server->stop, 0, 'and serow stops with status 0';
+};
+
 subtest '--access-log: the workers a generation forks write to the master\'s log, the reopened one after USR1' => sub {
     write_app('v1');
     my $log = "$dir/access.log";

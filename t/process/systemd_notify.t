@@ -187,6 +187,30 @@ subtest 'serow FILE: READY=1 after a HUP once the new generation has started, or
     is $server->stop, 0;
 };
 
+subtest '--lazy-app: READY=1 after a HUP whose new workers cannot load the file' => sub {
+    my $dir = File::Temp->newdir;
+    my $systemd = notify_socket("$dir/notify");
+    my $file = "$dir/app.psgi";
+    my $write = sub {
+        open my $fh, '>', "$file.new" or die $!;
+        print {$fh} $_[0];
+        close $fh;
+        rename "$file.new", $file or die $!;
+    };
+    $write->('sub { [200, [], ["v1"]] }');
+    my $server = start_server(app_file => $file, options => ['--workers', 1, '--lazy-app'],
+        env => { NOTIFY_SOCKET => "$dir/notify" });
+    ok wait_for_message($systemd, qr/\AREADY=1\n\z/), 'READY=1' or return diag $server->log;
+    $write->("my \$x = ;\n");
+    my $mark = $server->log_mark;
+    $server->signal('HUP');
+    ok wait_for_message($systemd, qr/\ARELOADING=1\n/, $STATUS), 'RELOADING=1 on HUP' or return diag $server->log;
+    ok wait_for_message($systemd, qr/\AREADY=1\n\z/, $STATUS), 'READY=1 again';
+    like $server->log, qr/cannot load \Q$file\E/, 'sent once a new worker had failed to load it';
+    is http_get($server, '/')->{body}, 'v1', 'the old worker serves';
+    is $server->stop, 0;
+};
+
 subtest 'without NOTIFY_SOCKET, nothing is sent' => sub {
     my $dir = File::Temp->newdir;
     my $systemd = notify_socket("$dir/notify");

@@ -11,7 +11,15 @@ use Serow::Log ();
 # retired, stopped.  Methods of the master object (Serow::Master); the
 # fields they own are 'generation' (the number of the current workers),
 # 'generations' (pid => Serow::Generation, every one still running),
-# 'serving', 'loading', 'generations_started' and 'retire_old_when_ready'.
+# 'serving', 'loading', 'generations_started', 'retire_old_when_ready',
+# 'generation_retry_at' and 'generation_retry_delay'.
+
+use Time::HiRes ();
+
+# serow FILE, when no generation holds the app (the serving one died and
+# the file does not load now): the load is tried again after 1, 2, 4...
+# seconds, at most this many, until it loads (or a HUP tries at once).
+use constant MAX_GENERATION_RETRY_SECONDS => 16;
 
 # New workers first, then the old ones finish what they have: the listen
 # sockets never go unserved.
@@ -56,6 +64,7 @@ sub retire_old_generation {
 # loading starts over with the file as it is now.
 sub start_generation {
     my ($self) = @_;
+    delete $self->{generation_retry_at};
     if (my $loading = delete $self->{loading}) {
         Serow::Log->info("generation " . $loading->number . " has not loaded the app yet: "
             . "a new one loads it afresh");
@@ -66,6 +75,14 @@ sub start_generation {
         load_app => $self->{preload_app}) or return;
     $self->{generations}{ $generation->pid } = $generation;
     $self->{loading} = $generation;
+    $self->publish_generations;
+}
+
+# The generation processes running, for the process metrics (each holds a
+# compiled copy of the app: memory an operator wants to see).
+sub publish_generations {
+    my ($self) = @_;
+    $self->{shared}->set_generation_pids(sort { $a <=> $b } keys %{ $self->{generations} });
 }
 
 # serow FILE: the generation loading the app has loaded it (its workers
@@ -77,7 +94,16 @@ sub check_loading_generation {
     my $loading = $self->{loading} or return;
     my $result = $loading->read_load_result or return;
     $self->{loading} = undef;
+    my $number = $loading->number;
+    if ($result eq 'loaded' && !$self->{generations}{ $loading->pid }) {
+        # It said so, then died before the master read it: reaped first.
+        $loading->retire;
+        Serow::Log->error("generation $number (pid " . $loading->pid . ") exited once it had loaded "
+            . "the app: a new generation loads it in " . $self->retry_generation_later . " s");
+        return;
+    }
     if ($result eq 'loaded') {
+        delete $self->{generation_retry_delay};
         $self->{serving} = $loading;
         $self->{generation}++;
         $self->{retire_old_when_ready} = 1;
@@ -85,14 +111,43 @@ sub check_loading_generation {
         return;
     }
     $loading->retire;
-    if (!$self->{serving}) {
+    if (!$self->{announced}) {
         Serow::Log->error("could not load the app $self->{app_file}: exiting");
         $self->{exit_status} = 2;
         return $self->begin_stop;
     }
-    # (READY=1 again: notify_systemd, the old generation being ready.)
-    Serow::Log->error("generation " . $loading->number . " could not load the app $self->{app_file}: "
-        . "the workers of generation " . $self->{serving}->number . " keep serving");
+    if ($self->{serving}) {
+        Serow::Log->error("generation $number could not load the app $self->{app_file}: "
+            . "the workers of generation " . $self->{serving}->number . " keep serving");
+    } else {
+        # The serving generation died, and the file does not load now: the
+        # workers that run serve on, but none can be forked in place of one
+        # that leaves until a generation holds the app again.
+        Serow::Log->error("generation $number could not load the app $self->{app_file}, and no "
+            . "generation holds it: the running workers keep serving, none is started in place "
+            . "of one that leaves; trying again in " . $self->retry_generation_later . " s (or on HUP)");
+    }
+    # (Once said: READY=1 again, the old workers serving on.)
+    $self->reload_failed;
+}
+
+# serow FILE, no generation holding the app: another is started after a
+# while (start_generation_when_due), twice as long each time.  The delay, in
+# seconds.
+sub retry_generation_later {
+    my ($self) = @_;
+    my $delay = $self->{generation_retry_delay} ? $self->{generation_retry_delay} * 2 : 1;
+    $delay = MAX_GENERATION_RETRY_SECONDS if $delay > MAX_GENERATION_RETRY_SECONDS;
+    $self->{generation_retry_delay} = $delay;
+    $self->{generation_retry_at} = Time::HiRes::time + $delay;
+    return $delay;
+}
+
+sub start_generation_when_due {
+    my ($self) = @_;
+    my $at = $self->{generation_retry_at} or return;
+    return if $self->{loading} || $self->{stopping} || Time::HiRes::time < $at;
+    $self->start_generation;
 }
 
 # A generation process has exited: it was told to (retired, or stopping),

@@ -43,6 +43,16 @@ sub notify_systemd {
     $notify->watchdog;
 }
 
+# A HUP's new code could not be loaded (a generation, or --lazy-app's new
+# workers): the old workers serve on, and the reload is over.
+sub reload_failed {
+    my ($self) = @_;
+    return unless $self->{notify} && $self->{awaiting_ready};
+    $self->{awaiting_ready} = 0;
+    $self->{ready_once} = 1;
+    $self->{notify}->ready;
+}
+
 # A HUP: RELOADING=1, and READY=1 is owed again once the new workers are up.
 sub notify_reloading {
     my ($self) = @_;

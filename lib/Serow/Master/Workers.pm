@@ -37,6 +37,11 @@ use constant MAX_REQUESTS_SPREAD => 0.25;
 
 sub add_worker {
     my ($self, $sig) = @_;
+    # Half the slots: a HUP's new workers need theirs while the old finish.
+    my $most = int($self->{shared}->max_workers / 2);
+    return Serow::Log->warn("received SIG$sig: already $self->{target} workers, the most there is "
+        . "room for (half the shared memory's slots: 4 times --workers, at least 64, at most 256)")
+        if $self->{target} >= $most;
     $self->{target}++;
     Serow::Log->info("received SIG$sig: $self->{target} workers");
 }
@@ -186,8 +191,8 @@ sub spawn_worker {
 sub fork_worker {
     my ($self, $limit, $slot, $wake_fd) = @_;
     if (my $serving = $self->{serving}) {
-        my @access_log = $self->{access_log_fh} ? fileno $self->{access_log_fh} : ();
-        my $pid = $serving->spawn_worker($slot, $limit, $wake_fd, @access_log);
+        my $pid = $serving->spawn_worker($slot, $limit, $wake_fd, fileno(STDERR),
+            $self->{access_log_fh} ? fileno $self->{access_log_fh} : undef);
         $self->throttle_spawning unless $pid;
         return $pid;
     }
@@ -283,6 +288,8 @@ sub worker_exited {
         $delay = $self->throttle_spawning;
     }
     $self->log_worker_exit($pid, $w, $status, $delay);
+    # (--lazy-app after a HUP: the old workers serve on; said once logged.)
+    $self->reload_failed if $load_failed && !$self->{first_load};
 }
 
 # --lazy-app: whether a worker's exit $status says it could not load the app.
@@ -305,6 +312,12 @@ sub log_worker_exit {
     }
     if ($w->{stopping_since}) {
         Serow::Log->info("worker $pid $how");
+    } elsif ($w->{generation} != $self->{generation}) {
+        # A HUP's workers take its place: with --lazy-app once they can load
+        # the file (no process holds the old code to start one of the old).
+        my $log = $status == 0 ? 'info' : 'error';
+        Serow::Log->$log("worker $pid $how; not replaced: it was of generation $w->{generation}, "
+            . "which a HUP's workers replace");
     } elsif ($status == 0) {
         # It left on its own: --max-requests or psgix.harakiri.
         Serow::Log->info("worker $pid $how; starting a new one");
