@@ -775,9 +775,8 @@ int serow_send_informational_response(pTHX_ struct worker_loop *loop, SV *status
     size_t n = serow_format_response_head(buffer, &facts, list.items, list.count, &framing);
     free_header_list(&list);
     struct iovec iov = {buffer, n};
-    r = serow_worker_loop_write(loop, &iov, 1) == 0 ? RESPONSE_OK : RESPONSE_CLIENT_GONE;
-    /* The final response has not started: a 1xx does not count. */
-    loop->request.response_started = 0;
+    /* (the final response has not started: a 1xx does not count) */
+    r = serow_worker_loop_write_interim(loop, &iov, 1) == 0 ? RESPONSE_OK : RESPONSE_CLIENT_GONE;
     free(buffer);
     return r;
 }
