@@ -19,8 +19,9 @@
  * serow_response_starts and the lending of psgix.io; a 1xx before the
  * response marks it only while it goes: serow_worker_loop_write_interim):
  * the master takes that connection before the kill and answers it 503
- * after, if none did; with an access log, the worker also copies there
- * what that 503's line needs (serow_request_accounting_publish_for_master).
+ * after, if none did and the app still runs that request; with an
+ * access log, the worker also copies there what that 503's line needs
+ * (serow_request_accounting_publish_for_master).
  *
  * Owns: the timer and that verdict.  With the option off nothing here runs:
  * the callers test serow_app_timer_on (worker_internal.h) first.
