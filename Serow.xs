@@ -593,21 +593,30 @@ shared_app_running(Serow::Shared shared, unsigned int index)
             PUSHs(&PL_sv_undef);
     }
 
-int
+void
 shared_take_app_connection(Serow::Shared shared, unsigned int index)
-  CODE:
-    /* Before the master kills a stuck worker: our copy of the connection
-     * its app answers, or -1. */
-    RETVAL = serow_take_app_connection(shared, index);
-  OUTPUT:
-    RETVAL
+  PPCODE:
+    /* Before the master kills a stuck worker: (our copy of the connection
+     * its app answers, and which request that is: the two values
+     * answer_app_connection takes after it), or empty. */
+    uint64_t since_ms = 0;
+    int32_t app_fd = -1;
+    int copy = serow_take_app_connection(shared, index, &since_ms, &app_fd);
+    if (copy >= 0) {
+        EXTEND(SP, 3);
+        mPUSHi(copy);
+        mPUSHu((UV)since_ms);
+        mPUSHi(app_fd);
+    }
 
 int
-shared_answer_app_connection(Serow::Shared shared, unsigned int index, int fd, HV *settings)
+shared_answer_app_connection(Serow::Shared shared, unsigned int index, int fd, UV since_ms, int app_fd, HV *settings)
   CODE:
     /* Once it is dead: 503 on that copy (1), or only a close when bytes of
-     * the response went out (0).  settings (Serow::Master::Limits): the id
-     * header, and the access log the 503's line goes to. */
+     * the response went out (0) or the app had returned from that request
+     * (-1).  since_ms, app_fd: what take_app_connection said with the copy.
+     * settings (Serow::Master::Limits): the id header, and the access log
+     * the 503's line goes to. */
     const char *who = "Serow::Shared->answer_app_connection";
     char id_name[64];
     size_t id_name_len = id_header_setting(aTHX_ settings, who, id_name, sizeof(id_name));
@@ -616,7 +625,8 @@ shared_answer_app_connection(Serow::Shared shared, unsigned int index, int fd, H
     if (access_log_setting(aTHX_ settings, who, &log, error, sizeof(error)) != 0)
         serow_log_warn("the master cannot write to the access log: %s; the 503 for the request "
                        "of the worker in slot %u has no line", error, index);
-    RETVAL = serow_answer_app_connection(shared, index, fd, id_name, id_name_len, log);
+    RETVAL = serow_answer_app_connection(shared, index, fd, (uint64_t)since_ms, (int32_t)app_fd,
+                                         id_name, id_name_len, log);
     serow_access_log_close(log);
   OUTPUT:
     RETVAL

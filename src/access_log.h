@@ -147,9 +147,10 @@ struct access_log_request {
 };
 
 /* A request's times, in nanoseconds of the wall clock (CLOCK_REALTIME: the
- * kernel stamps arriving bytes on that clock): when the first bytes of its
- * head arrived, when the app was called, when the app gave the response's
- * head, when the last byte of the response was written.  A time not reached
+ * kernel stamps arriving bytes on that clock): when its head arrived (the
+ * stamp of the first read of it: connection.h's serow_receive_stamp_ns),
+ * when the app was called, when the app gave the final response's head,
+ * when the last byte of the response was written.  A time not reached
  * (no app called, no head given) is 0. */
 struct access_log_times {
     uint64_t arrived_ns, app_ns, head_ns, end_ns;

@@ -73,9 +73,10 @@ struct connection {
     int in_ready_queue;
     int timer_list;            /* which list timer_link is in, or -1 */
 
-    /* When the first bytes of the request head being read arrived (the
-     * kernel's receive time when it gives one, request_accounting.h's
-     * clock); 0: not known (the request's queue time then counts as 0). */
+    /* When the request head being read arrived, as far as the first read
+     * of it tells (the kernel's receive stamp when it gives one: see
+     * serow_receive_stamp_ns; request_accounting.h's clock); 0: not known
+     * (the request's queue time then counts as 0). */
     uint64_t arrived_ns;
 
     unsigned long requests_served;
@@ -91,10 +92,18 @@ union serow_stamp_control {
     struct cmsghdr align;
 };
 
-/* The kernel's receive time of the first bytes recvmsg returned (or peeked),
- * in nanoseconds of the wall clock: SO_TIMESTAMPNS, set on the listen
- * sockets and so on every connection accepted from them.  0 without one (a
- * UNIX socket).  Where a request's time starts (access_log.h). */
+/* The kernel's receive stamp that recvmsg returned (or peeked) with its
+ * bytes, in nanoseconds of the wall clock: SO_TIMESTAMPNS, set on the
+ * listen sockets and so on every connection accepted from them.  0 without
+ * one (a UNIX socket).  Where a request's time starts (access_log.h).
+ * On TCP it is not the arrival of the first byte returned but of the last
+ * segment among those the call copied: tcp_recvmsg_locked takes the stamp
+ * of each skb it copies from, and tcp_try_coalesce gives a queued skb the
+ * stamp of each segment merged into it.  So a head split over segments
+ * that arrived apart, or read with the start of its body, is stamped with
+ * the later arrival (the time its first bytes waited for the rest is not
+ * counted).  Reading one byte first would not fix it (a merged skb has its
+ * last segment's stamp) and would cost every request a system call. */
 static inline uint64_t serow_receive_stamp_ns(struct msghdr *msg)
 {
     struct cmsghdr *c = CMSG_FIRSTHDR(msg);

@@ -6,11 +6,11 @@
  * Used by the holder and by gathering; what a slot means is shared_state.h's.
  * Also what the master takes from a worker it is about to kill (its app
  * stuck past --request-timeout and its grace): the stuck request's
- * connection, answered 503 once the worker is dead if no byte of the
- * response went out.  And
- * the one way a taken connection is answered with an error page and closed
- * (the holder's --max-queue-wait sheds, the master's stuck requests), and
- * the access log line of the master's 503 (written by access_log.c).
+ * connection, answered 503 once the worker is dead if the app still ran
+ * that request and no byte of its response went out.  And the one way a
+ * taken connection is answered with an error page and closed (the holder's
+ * --max-queue-wait sheds, the master's stuck requests), and the access log
+ * line of the master's 503 (written by access_log.c).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -173,7 +173,8 @@ static int copy_descriptor(int32_t pid, int fd)
     return copy;
 }
 
-int serow_take_app_connection(struct shared_state *shared, uint32_t worker_index)
+int serow_take_app_connection(struct shared_state *shared, uint32_t worker_index,
+                              uint64_t *since_ms, int32_t *app_fd)
 {
     if (worker_index >= shared->max_workers)
         return -1;
@@ -188,6 +189,8 @@ int serow_take_app_connection(struct shared_state *shared, uint32_t worker_index
         close(copy);
         return -1;
     }
+    *since_ms = since;
+    *app_fd = fd;
     return copy;
 }
 
@@ -241,11 +244,28 @@ static void log_app_connection(struct access_log *log, const struct worker_slot 
 }
 
 int serow_answer_app_connection(struct shared_state *shared, uint32_t worker_index, int fd,
-                                const char *id_name, size_t id_name_len, struct access_log *log)
+                                uint64_t since_ms, int32_t app_fd, const char *id_name,
+                                size_t id_name_len, struct access_log *log)
 {
+    if (worker_index >= shared->max_workers) {
+        close(fd);
+        return -1;
+    }
     struct worker_slot *w = &shared->workers[worker_index];
-    if (worker_index >= shared->max_workers || atomic_load(&w->app_answered)) {
+    /* The slot says what the worker did last; it is about the request taken
+     * only if the app still ran that request when the worker died: between
+     * the copy and the kill, the app may have returned, the worker finished
+     * that response and begun another request (on this connection or on
+     * another), whose slot fields then stand here.  Then the client of fd
+     * may have had its whole response: no 503 on it, and the other
+     * request's line is not this one's.  (The worker is dead: the slot no
+     * longer changes.) */
+    if (atomic_load(&w->app_since_ms) != since_ms || atomic_load(&w->app_fd) != app_fd) {
         close(fd); /* (the worker's copy is gone: this closes the connection) */
+        return -1;
+    }
+    if (atomic_load(&w->app_answered)) {
+        close(fd);
         return 0;
     }
     uint32_t id_len = atomic_load(&w->request_id_len);

@@ -66,16 +66,24 @@ size_t serow_answer_and_shut(int fd, int status, int head_request,
  * For the master, about to kill the worker in slot worker_index because its
  * app outlived --request-timeout and its grace.  serow_take_app_connection:
  * a copy of the connection whose request the app runs (-1: none, or the app
- * returned meanwhile).  serow_answer_app_connection, once the worker is dead
- * (its slot not reset yet): answers that copy 503 if no byte of the response
- * went out (returns 1), else closes it (returns 0).  The 503 carries the
- * request's id in header id_name (--request-id-header; id_name_len 0: off),
- * the one the worker published for it; with log (--access-log; NULL: none),
- * the 503 has its line there, in the log's format, from what the worker
- * published for it (shared_state.h, struct shared_logged_request).
+ * returned meanwhile), and in *since_ms and *app_fd which request that was
+ * (the slot's app_since_ms and app_fd), for the answer.
+ * serow_answer_app_connection, once the worker is dead (its slot not reset
+ * yet), with the copy and what the take said of it: answers that copy 503
+ * if the app still ran that request when the worker died and no byte of its
+ * response went out (returns 1); else closes it: 0 when bytes went out (the
+ * response is cut), -1 when the app had returned from that request (its
+ * response may be whole; the slot says something of a later one).  The 503
+ * carries the request's id in header id_name (--request-id-header;
+ * id_name_len 0: off), the one the worker published for it; with log
+ * (--access-log; NULL: none), the 503 has its line there, in the log's
+ * format, from what the worker published for it (shared_state.h, struct
+ * shared_logged_request).
  */
-int serow_take_app_connection(struct shared_state *shared, uint32_t worker_index);
+int serow_take_app_connection(struct shared_state *shared, uint32_t worker_index,
+                              uint64_t *since_ms, int32_t *app_fd);
 int serow_answer_app_connection(struct shared_state *shared, uint32_t worker_index, int fd,
-                                const char *id_name, size_t id_name_len, struct access_log *log);
+                                uint64_t since_ms, int32_t app_fd, const char *id_name,
+                                size_t id_name_len, struct access_log *log);
 
 #endif

@@ -501,9 +501,11 @@ SV *serow_request_next(pTHX_ struct worker_loop *loop)
 /* ---- the streaming writer: Serow::Writer -----------------------------------
  *
  * What a psgi.streaming app's responder returns, and what sends a body
- * handle's lines (lib/Serow/Writer.pm is its manual).  Its
- * state is a struct in the string buffer of the scalar the object refers
- * to (read-only to Perl): no hash to look up, no method of Perl's per write.
+ * handle's lines (lib/Serow/Writer.pm is its manual).  Its state is a
+ * struct in ext magic of the scalar the object refers to, magic that only
+ * this file can add (its vtable's address is the mark): no hash to look up,
+ * no method of Perl's per write, and no scalar of Perl's taken for a writer
+ * (a string blessed into Serow::Writer, a copy of a writer's scalar).
  * Each write goes out at once, in one writev with its chunk framing (and
  * the head, on the first): nothing waits in the server for a next write,
  * except the first bytes of a compressed body (see serow_compression_header_size). */
@@ -516,27 +518,51 @@ struct serow_writer {
 
 static HV *writer_stash;
 
+/* The mark of a writer's magic: no callbacks (the struct is the magic's
+ * own copy, freed with it), only this address, which Perl code cannot
+ * give a magic of its own. */
+static const MGVTBL writer_vtbl = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+
+/* The writer of a scalar, or NULL when it is none of ours.  (Every method
+ * call asks: ours is looked at first, the only magic of a writer the app
+ * did not weaken or tie, before a walk of them all.) */
+static inline struct serow_writer *writer_state(pTHX_ SV *state)
+{
+    PERL_UNUSED_CONTEXT;
+    if (!SvMAGICAL(state))
+        return NULL;
+    MAGIC *mg = SvMAGIC(state);
+    if (mg->mg_virtual != &writer_vtbl || mg->mg_type != PERL_MAGIC_ext)
+        mg = mg_findext(state, PERL_MAGIC_ext, &writer_vtbl);
+    return mg ? (struct serow_writer *)mg->mg_ptr : NULL;
+}
+
 /* The scalar of the last writer made, kept for the next response while
  * nothing but this holds it (a blessed scalar made and freed per response
  * cost a few hundred instructions, its free a look for a DESTROY).  One
- * the app kept is left to it (abandoned when its request ended) and
- * another is made. */
+ * the app kept, even weakly (a backreference is magic besides ours), is
+ * left to it (abandoned when its request ended) and another is made. */
 static SV *kept_writer;
 
 SV *serow_writer_new(pTHX_ struct worker_loop *loop)
 {
-    if (kept_writer != NULL && !only_ours(aTHX_ kept_writer)) {
+    if (kept_writer != NULL &&
+        (SvREFCNT(kept_writer) != 1 || SvMAGIC(kept_writer)->mg_moremagic != NULL)) {
         SvREFCNT_dec(kept_writer);
         kept_writer = NULL;
     }
     if (kept_writer == NULL) {
         if (writer_stash == NULL)
             writer_stash = gv_stashpvs("Serow::Writer", GV_ADD);
-        kept_writer = newSV(sizeof(struct serow_writer));
+        struct serow_writer fresh = {NULL, 0, 0};
+        kept_writer = newSV_type(SVt_PVMG);
+        /* (namlen > 0: Perl keeps a copy of the struct, freed with the magic) */
+        sv_magicext(kept_writer, NULL, PERL_MAGIC_ext, &writer_vtbl, (const char *)&fresh,
+                    sizeof(fresh));
         sv_bless(sv_2mortal(newRV_inc(kept_writer)), writer_stash);
         SvREADONLY_on(kept_writer); /* (after the bless, which would refuse it) */
     }
-    struct serow_writer *writer = (struct serow_writer *)SvPVX(kept_writer);
+    struct serow_writer *writer = (struct serow_writer *)SvMAGIC(kept_writer)->mg_ptr;
     writer->loop = loop;
     writer->closed = 0;
     writer->gone = 0;
@@ -546,12 +572,11 @@ SV *serow_writer_new(pTHX_ struct worker_loop *loop)
 /* The writer an object holds; dies on anything else. */
 static struct serow_writer *writer_of(pTHX_ SV *self)
 {
-    SV *state = SvROK(self) ? SvRV(self) : NULL;
-    if (state == NULL || !SvOBJECT(state) || SvTYPE(state) < SVt_PV ||
-        SvLEN(state) < sizeof(struct serow_writer) + 1 ||
-        (SvSTASH(state) != writer_stash && !sv_derived_from(self, "Serow::Writer")))
-        croak("not a Serow::Writer");
-    return (struct serow_writer *)SvPVX(state);
+    struct serow_writer *writer = SvROK(self) ? writer_state(aTHX_ SvRV(self)) : NULL;
+    if (writer == NULL)
+        croak("not a Serow::Writer: a writer is made by the server (the responder, "
+              "Serow::Writer->new), not blessed");
+    return writer;
 }
 
 int serow_writer_send(pTHX_ SV *self, SV *data)

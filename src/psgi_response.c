@@ -362,9 +362,8 @@ static int prepare_head(pTHX_ struct worker_loop *loop, SV *status_sv, SV *heade
     int r = collect_headers(aTHX_ headers, &list, bad_header);
     if (r != RESPONSE_OK)
         return r;
-    /* The app's part ends here; the request id joins its headers, and the
-     * log keeps the ones it names. */
-    list.count = serow_request_accounting_response_head(loop, list.items, list.count);
+    /* the request id joins the app's headers */
+    list.count = serow_request_accounting_add_id_header(loop, list.items, list.count);
     facts.is_head_request = serow_is_head_request(&loop->request.head);
     facts.minor_version = loop->request.head.minor_version;
     facts.may_keep_alive = serow_worker_loop_may_keep_alive(loop);
@@ -378,6 +377,9 @@ static int prepare_head(pTHX_ struct worker_loop *loop, SV *status_sv, SV *heade
         free_header_list(&list);
         return r;
     }
+    /* The app's part ends here (not at a head refused: the app may give
+     * another), and the log keeps the headers it names. */
+    serow_request_accounting_response_head(loop, list.items, list.count);
     /* After a 101 the bytes are no longer HTTP: no next request to read. */
     if (facts.status == 101)
         response->framing.keep_alive = 0;
@@ -752,9 +754,10 @@ int serow_send_informational_response(pTHX_ struct worker_loop *loop, SV *status
     int r = collect_headers(aTHX_ headers, &list, bad_header);
     if (r != RESPONSE_OK)
         return r;
-    /* The app's part ends here; the request id joins its headers, and the
-     * log keeps the ones it names. */
-    list.count = serow_request_accounting_response_head(loop, list.items, list.count);
+    /* The request id joins its headers.  (The app's part goes on after a
+     * 1xx, and the log names the final response's headers: neither is noted
+     * here.) */
+    list.count = serow_request_accounting_add_id_header(loop, list.items, list.count);
     struct response_facts facts = {status, 0, 1, 1, 0, 0};
     struct response_framing framing;
     r = serow_plan_response(&facts, list.items, list.count, &framing, &bad_index);
@@ -775,9 +778,8 @@ int serow_send_informational_response(pTHX_ struct worker_loop *loop, SV *status
     size_t n = serow_format_response_head(buffer, &facts, list.items, list.count, &framing);
     free_header_list(&list);
     struct iovec iov = {buffer, n};
-    r = serow_worker_loop_write(loop, &iov, 1) == 0 ? RESPONSE_OK : RESPONSE_CLIENT_GONE;
-    /* The final response has not started: a 1xx does not count. */
-    loop->request.response_started = 0;
+    /* (the final response has not started: a 1xx does not count) */
+    r = serow_worker_loop_write_interim(loop, &iov, 1) == 0 ? RESPONSE_OK : RESPONSE_CLIENT_GONE;
     free(buffer);
     return r;
 }

@@ -204,12 +204,10 @@ static int name_is(const struct response_header *h, const char *name, size_t len
     return h->name_len == len && strncasecmp(h->name, name, len) == 0;
 }
 
-size_t serow_request_accounting_response_head(struct worker_loop *loop,
+size_t serow_request_accounting_add_id_header(struct worker_loop *loop,
                                               struct response_header *headers, size_t count)
 {
     struct serow_request *r = &loop->request;
-    if (r->times.head_ns == 0)
-        r->times.head_ns = serow_request_clock_ns();
     if (r->id_len) {
         const char *name = loop->settings.request_id_header;
         size_t len = loop->settings.request_id_header_len;
@@ -219,6 +217,14 @@ size_t serow_request_accounting_response_head(struct worker_loop *loop,
         if (i == count) /* the app's own, if it set one, goes out instead */
             headers[count++] = (struct response_header){name, len, r->id, r->id_len};
     }
+    return count;
+}
+
+void serow_request_accounting_response_head(struct worker_loop *loop,
+                                            const struct response_header *headers, size_t count)
+{
+    struct serow_request *r = &loop->request;
+    r->times.head_ns = serow_request_clock_ns();
     if (loop->access_log) {
         const struct access_log_format *f = &loop->access_log->format;
         for (int n = 0; n < f->num_response_headers; n++) {
@@ -230,7 +236,6 @@ size_t serow_request_accounting_response_head(struct worker_loop *loop,
                 }
         }
     }
-    return count;
 }
 
 int serow_request_accounting_env_names(struct worker_loop *loop, const struct access_log_name **names)

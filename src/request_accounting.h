@@ -77,13 +77,21 @@ void serow_request_accounting_note_error_page(struct worker_loop *loop, int stat
 /* REMOTE_USER as the app set it, for the current request's log line. */
 void serow_request_accounting_note_remote_user(struct worker_loop *loop, const char *user, size_t len);
 
-/* The app gave the response's head, whose headers are headers[0..count):
- * notes the time (the end of the app's part), adds the request id header
- * (--request-id-header) unless the app set it, and keeps the header values
- * the log format names.  headers has room for one more.  Returns the new
- * count. */
-size_t serow_request_accounting_response_head(struct worker_loop *loop,
+/* A head of the app's is about to go out (the final response's, or a
+ * 1xx's), with headers[0..count): adds the request id header
+ * (--request-id-header) unless the app set it.  headers has room for one
+ * more.  Returns the new count. */
+size_t serow_request_accounting_add_id_header(struct worker_loop *loop,
                                               struct response_header *headers, size_t count);
+
+/* The final response's head, whose headers are headers[0..count) (the id
+ * header added), was accepted (planned): notes the time, the end of the
+ * app's part, and keeps the header values the log format names.  Not for a
+ * 1xx, which is no part of the response (the app's part goes on after it,
+ * and %{NAME}o is the final response's header), nor for a head refused
+ * (the app may give another). */
+void serow_request_accounting_response_head(struct worker_loop *loop,
+                                            const struct response_header *headers, size_t count);
 
 /* The env keys the log format names (%{NAME}e): their count, *names set;
  * and one's value, noted for the current request's line (psgi_request.c

@@ -16,8 +16,10 @@
  * runs (app_since_ms), and the master kills the worker after the grace.
  * The slot also says which connection the app answers and whether bytes of
  * its response went out (app_fd, app_answered, kept up to date by
- * serow_response_starts and the lending of psgix.io): the master takes that
- * connection before the kill and answers it 503 after, if none did; with an
+ * serow_response_starts and the lending of psgix.io; a 1xx before the
+ * response marks it only while it goes: serow_worker_loop_write_interim):
+ * the master takes that connection before the kill and answers it 503
+ * after, if none did and the app still runs that request; with an
  * access log, the worker also copies there what that 503's line needs
  * (serow_request_accounting_publish_for_master).
  *
@@ -65,6 +67,14 @@ static void set_timer(struct worker_loop *loop, uint64_t ns)
     timer_settime(loop->app_timer.id, 0, &t, NULL);
 }
 
+/* Whether the client may have bytes of the response (or the app has the
+ * socket, or there is no connection to answer): then the master may not
+ * answer it. */
+static uint32_t answered(const struct serow_request *r)
+{
+    return (uint32_t)(r->response_started || r->socket.handle != NULL || r->conn == NULL);
+}
+
 void serow_app_timer_start(struct worker_loop *loop)
 {
     loop->app_timer.started_ns = serow_metrics_clock_ns();
@@ -75,8 +85,7 @@ void serow_app_timer_start(struct worker_loop *loop)
         const struct serow_request *r = &loop->request;
         serow_request_accounting_publish_for_master(loop);
         atomic_store(&loop->slot->app_fd, r->conn ? r->conn->fd : -1);
-        atomic_store(&loop->slot->app_answered,
-                     (uint32_t)(r->response_started || r->socket.handle != NULL || r->conn == NULL));
+        atomic_store(&loop->slot->app_answered, answered(r));
         atomic_store(&loop->slot->app_since_ms, serow_shared_clock_ms());
     }
     set_timer(loop, loop->app_timer.limit_ns);
@@ -86,6 +95,13 @@ void serow_app_timer_note_answer(struct worker_loop *loop)
 {
     if (loop->app_timer.running && loop->slot != NULL)
         atomic_store(&loop->slot->app_answered, 1);
+}
+
+void serow_app_timer_note_interim_sent(struct worker_loop *loop)
+{
+    /* (the 1xx marked it while it went: serow_response_starts) */
+    if (loop->app_timer.running && loop->slot != NULL)
+        atomic_store(&loop->slot->app_answered, answered(&loop->request));
 }
 
 int serow_app_timer_stop(struct worker_loop *loop)

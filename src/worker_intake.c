@@ -178,10 +178,11 @@ void serow_examine_buffered_head(struct worker_loop *loop, struct connection *co
 /*
  * recv for the first bytes of a request head: the kernel says when they
  * arrived (SO_TIMESTAMPNS, set on the listen sockets and so on every
- * connection accepted from them), which is where the request's time starts:
- * what it waited in the listen backlog, in the holder, or parked in a busy
- * worker counts as its queue time.  Without a stamp (a Unix socket) the
- * time of the read stands in.
+ * connection accepted from them; on TCP the arrival of the last segment
+ * this read takes bytes of: connection.h's serow_receive_stamp_ns), which
+ * is where the request's time starts: what it waited in the listen backlog,
+ * in the holder, or parked in a busy worker counts as its queue time.
+ * Without a stamp (a Unix socket) the time of the read stands in.
  */
 static ssize_t recv_head_start(struct connection *conn, char *into, size_t room)
 {

@@ -179,6 +179,9 @@ void serow_app_timer_free(struct worker_loop *loop);
 /* Bytes of the response may have reached the client (or the app has the
  * socket): the slot says so before they go (see serow_response_starts). */
 void serow_app_timer_note_answer(struct worker_loop *loop);
+/* An interim response (1xx) went out whole: the slot says again what it
+ * said before it (see serow_worker_loop_write_interim). */
+void serow_app_timer_note_interim_sent(struct worker_loop *loop);
 /* Whether --request-timeout is on: the one test on the hot path. */
 static inline int serow_app_timer_on(const struct worker_loop *loop)
 {
@@ -277,13 +280,23 @@ static inline void serow_ready_remove(struct worker_loop *loop, struct connectio
 /* Bytes of the final response are about to go out: no error page can follow
  * them.  While the app runs under --request-timeout the slot learns it too,
  * before the bytes go (the master answers the client of a worker it kills
- * only if none went: request_timeout.c). */
+ * only if none went: request_timeout.c).  (A 1xx's bytes too, while they
+ * go: serow_worker_loop_write_interim undoes it after.) */
 static inline void serow_response_starts(struct worker_loop *loop)
 {
     loop->request.response_started = 1;
     if (loop->app_timer.running)
         serow_app_timer_note_answer(loop);
 }
+
+/* Writes an interim response (a 1xx: 100 Continue, psgix.informational's)
+ * to the current connection, as serow_worker_loop_write (0, or -1).  No part
+ * of the final response: that has still not started once it is out.  While
+ * it goes, the slot says bytes went out (a master's 503 after half a 1xx
+ * would be garbage to the client); once it is out whole, the slot says
+ * again what it said before, so that the master's 503 for an app stuck
+ * after it still reaches the client.  A failed write leaves the slot so. */
+int serow_worker_loop_write_interim(struct worker_loop *loop, struct iovec *iov, int iovcnt);
 
 /* Waits until fd is ready for events, up to timeout seconds. 1 ready, 0 not. */
 int serow_wait_for(int fd, short events, double timeout);

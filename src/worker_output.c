@@ -74,6 +74,15 @@ int serow_worker_loop_write(struct worker_loop *loop, struct iovec *iov, int iov
     return 0;
 }
 
+int serow_worker_loop_write_interim(struct worker_loop *loop, struct iovec *iov, int iovcnt)
+{
+    int r = serow_worker_loop_write(loop, iov, iovcnt);
+    loop->request.response_started = 0;
+    if (r == 0 && loop->app_timer.running)
+        serow_app_timer_note_interim_sent(loop);
+    return r;
+}
+
 int serow_worker_loop_sendfile(struct worker_loop *loop, int file_fd, uint64_t offset, uint64_t len)
 {
     struct connection *conn = loop->request.conn;

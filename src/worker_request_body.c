@@ -53,8 +53,7 @@ static void send_continue(struct worker_loop *loop, struct connection *conn, int
         return;
     }
     struct iovec iov = {(void *)continue_line, len};
-    serow_worker_loop_write(loop, &iov, 1);
-    loop->request.response_started = 0;
+    serow_worker_loop_write_interim(loop, &iov, 1);
 }
 
 /* ---- read ahead, in the event loop -------------------------------------- */

@@ -261,9 +261,11 @@ C<_count> equals the sum of C<serow_requests_total>.
 
 Where the time of each request that reached a worker went (buckets 0.5 ms
 to 10 s): C<queue>, from the arrival of its head (the kernel's receive
-time of its first bytes) to the app being called: the time it waited in the
+stamp given with the first read of it: on TCP, the arrival of the last
+segment that read took) to the app being called: the time it waited in the
 listen backlog, in the connection holder, or on a connection of a busy
-worker; C<app>, from then until the app gave the response's head; C<write>,
+worker; C<app>, from then until the app gave the final response's head (a
+1xx before it is the app's time); C<write>,
 from then until the last byte of the response was written. A growing
 C<queue> asks for more workers; a growing C<app>, for a faster app; a
 growing C<write>, for a look at slow clients or large responses. The

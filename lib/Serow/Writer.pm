@@ -58,4 +58,8 @@ sending side): it dies as a write would.
 
 =back
 
+Only the server makes writers: a scalar blessed into Serow::Writer (or a
+class derived from it), a copy of a writer's own scalar among them, is not
+one, and its methods die with C<not a Serow::Writer>.
+
 =cut

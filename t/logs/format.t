@@ -3,6 +3,7 @@ use warnings;
 use Test::More;
 use lib 't/lib';
 use File::Temp ();
+use Time::HiRes ();
 use Serow::Test qw(start_server raw_request wait_until run_serow root);
 
 # --access-log-format: each Apache directive Serow knows, in one line whose
@@ -133,6 +134,60 @@ subtest 'Apache\'s escapes in literal text; %k on a kept-alive connection' => su
     ok wait_until(sub { lines_of($file) >= 2 }), 'two lines';
     is_deeply [lines_of($file)], ["GET\t/one\\\"0\"\t201\n", "GET\t/two\\\"1\"\t201\n"],
         '\t a tab (and a tab as it is), \\\\ a backslash, \\" a quote; %k counts the requests before';
+    $server->stop;
+};
+
+# A 1xx the app sends first (psgix.informational) is no part of the
+# response: %{NAME}o logs the final response's headers, and the app's time
+# runs on to the final head.  Nor is a head the server refused: the app may
+# give another.  The app measures the time it spends after the 103 (or the
+# refused head) and sends it in X-Waited: the app's part covers it.
+subtest 'a 1xx or a refused head before the response: %{NAME}o and the app time are the final head\'s' => sub {
+    my $wait = sub {
+        my $from = Time::HiRes::time();
+        select(undef, undef, undef, 0.1); # time in the app worth measuring (nothing waits on it)
+        return int((Time::HiRes::time() - $from) * 1e6);
+    };
+    my $interim_app = sub {
+        my ($env) = @_;
+        my $path = $env->{PATH_INFO};
+        if ($path eq '/hints' || $path eq '/hints-both') {
+            $env->{'psgix.informational'}->(103, [Link => '</early.css>; rel=preload', 'X-Note' => '103']);
+            my $waited = $wait->();
+            return [200, ['Content-Type' => 'text/plain', 'X-Waited' => $waited,
+                ($path eq '/hints-both' ? (Link => '</final.css>; rel=preload') : ())], ["final\n"]];
+        }
+        return sub {
+            my ($responder) = @_;
+            eval { $responder->([200, ['X-Note' => 'refused', 'Bad Name' => 'x']]) };
+            my $refused = $@ ? 'yes' : 'no';
+            my $waited = $wait->();
+            my $w = $responder->([200, ['Content-Type' => 'text/plain', 'X-Waited' => $waited,
+                'X-Refused' => $refused]]);
+            $w->write("final\n");
+            $w->close;
+        };
+    };
+    my $file = "$dir/interim.log";
+    my @directives = qw(%U %>s %{Link}o %{X-Note}o %{X-Refused}o %{X-Waited}o %{app_us}x %{write_us}x);
+    my $server = start_server(app => $interim_app, options => ['--workers', 1, '--access-log', $file,
+        '--access-log-format', join('|', @directives)]);
+    my %f;
+    for my $path ('/hints', '/hints-both', '/refused') {
+        my $line = one_line($server, $file, "GET $path HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n");
+        chomp $line;
+        @{ $f{$path} }{@directives} = split /\|/, $line, -1;
+        is $f{$path}{'%>s'}, 200, "$path: answered" or diag $line, $server->log;
+        like $f{$path}{'%{X-Waited}o'}, qr/\A\d+\z/, "$path: the app measured its wait";
+        # (+ 2: both are cut to the microsecond, the app's ends on either side)
+        cmp_ok $f{$path}{'%{app_us}x'} + 2, '>=', $f{$path}{'%{X-Waited}o'},
+            "$path: the app's part covers its time up to the final head" or diag $line;
+    }
+    is $f{'/hints'}{'%{Link}o'}, '-', "a header only the 103 had is not the response's";
+    is $f{'/hints'}{'%{X-Note}o'}, '-', '... nor is another';
+    is $f{'/hints-both'}{'%{Link}o'}, '</final.css>; rel=preload', "one both had: the final response's value";
+    is $f{'/refused'}{'%{X-Refused}o'}, 'yes', 'the first head was refused';
+    is $f{'/refused'}{'%{X-Note}o'}, '-', 'a header only the refused head had is not logged';
     $server->stop;
 };
 

@@ -54,7 +54,7 @@ subtest 'Serow::Shared->answer_app_connection takes every setting from its calle
     for my $name (sort keys %$settings) {
         my %less = %$settings;
         delete $less{$name};
-        ok !eval { $shared->answer_app_connection(0, -1, \%less); 1 }, "without $name: refused";
+        ok !eval { $shared->answer_app_connection(0, -1, 0, -1, \%less); 1 }, "without $name: refused";
         like $@, qr/\ASerow::Shared->answer_app_connection: no '\Q$name\E' setting/, "the error names $name";
     }
 };

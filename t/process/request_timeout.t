@@ -38,6 +38,12 @@ my $app = sub {
         local $SIG{ALRM} = 'IGNORE';
         sleep 1 while 1;
     }
+    if ($path eq '/stuck-after-103') {
+        # Sends 103 Early Hints (an interim response), then gets stuck for good.
+        $env->{'psgix.informational'}->(103, [Link => '</style.css>; rel=preload']);
+        local $SIG{ALRM} = 'IGNORE';
+        sleep 1 while 1;
+    }
     if ($path eq '/spin') {
         # Computes, and catches every die to go on computing.
         for (;;) { eval { 1 while 1 } }
@@ -226,6 +232,33 @@ subtest 'killed after a 100 Continue (an interim response): the client still get
     syswrite $sock, 'hello';
     my $got = read_until_close($sock, timeout => 30);
     like $got, qr{\AHTTP/1.1 503 }, 'the worker killed, the client gets 503' or diag $server->log;
+    is $server->stop, 0, 'clean stop';
+};
+
+# Nor is a 1xx the app sends (psgix.informational): the master's 503
+# follows it, with its access log line.
+subtest 'killed after a 103 Early Hints (an interim response): the client gets 103, then 503' => sub {
+    my $dir = File::Temp->newdir;
+    my $file = "$dir/access.log";
+    my $server = start_server(app => $app, options => ['--workers', 1, '--request-timeout', 1,
+        '--request-timeout-grace', 1, '--access-log', $file, '--access-log-format', '%r|%>s']);
+    my $sock = raw_connect($server);
+    syswrite $sock, "GET /stuck-after-103 HTTP/1.1\r\nHost: x\r\n\r\n";
+    my $hints = Serow::Test::read_until_match($sock, qr/\r\n\r\n/);
+    like $hints, qr{\AHTTP/1.1 103 Early Hints\r\n.*Link: </style.css>; rel=preload\r\n}s,
+        'the app sends 103 Early Hints';
+    my $got = $hints . read_until_close($sock, timeout => 30);
+    like $got, qr{\AHTTP/1.1 103 [^\r\n]*\r\n(?:[^\r\n]+\r\n)*\r\nHTTP/1.1 503 },
+        'the worker killed, the client gets 503 after it' or diag $got, $server->log;
+    ok $server->wait_for_log(qr/ran GET \/stuck-after-103 for .*: killed/), 'the master killed the worker';
+    my $line;
+    ok wait_until(sub {
+        open(my $fh, '<', $file) or return 0;
+        ($line) = grep { m{/stuck-after-103} } <$fh>;
+        defined $line;
+    }), "the 503's access log line" or diag $server->log;
+    is $line, "GET /stuck-after-103 HTTP/1.1|503\n", '... with its request and status';
+    unlike $server->log, qr/had begun its response/, 'the log does not say the response was cut';
     is $server->stop, 0, 'clean stop';
 };
 

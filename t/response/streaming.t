@@ -4,6 +4,7 @@
 use strict;
 use warnings;
 use Test::More;
+use POSIX ();
 use Scalar::Util ();
 use lib 't/lib';
 use Serow::Test qw(start_server raw_connect read_response parse_response raw_request);
@@ -161,6 +162,17 @@ my $app = sub {
     }
     if ($path eq '/wide') {
         return sub { my $w = $_[0]->([200, [@type]]); $w->write('ok '); $w->write("\x{263a}"); $w->close };
+    }
+    if ($path eq '/forged-copy') {
+        # A copy of a writer's own scalar, blessed: no writer either.
+        return sub {
+            my $w = $_[0]->([200, [@type]]);
+            my $copy = ${$w};
+            my $forged = bless \$copy, 'Serow::Writer';
+            my $error = eval { $forged->write('FORGED'); 1 } ? 'written' : $@;
+            $w->write($error =~ /\A(not a Serow::Writer)/ ? $1 : "not refused: $error");
+            $w->close;
+        };
     }
     if ($path eq '/bad-head') {
         return sub {
@@ -327,6 +339,41 @@ subtest 'a writer or responder weakly kept from an earlier request is not the ne
 subtest 'a writer kept from an earlier request writes nothing into a later one' => sub {
     is get11('/keep-writer')->{body}, 'kept';
     is get11('/use-old-writer')->{body}, 'mine only';
+};
+
+# Serow::Writer's methods are C, on the state of a writer the server made:
+# a scalar of Perl's blessed into the class is refused, not read as one
+# (its bytes taken for pointers would crash the process).
+subtest 'a scalar blessed into Serow::Writer is not a writer: its methods die, nothing crashes' => sub {
+    pipe(my $from_child, my $to_parent) or die "pipe: $!";
+    my $pid = fork // die "fork: $!";
+    if (!$pid) {
+        close $from_child;
+        require Serow;
+        { no warnings 'once'; @Forged::Writer::ISA = ('Serow::Writer'); }
+        my @args = (write => ['data'], send => ['data'], poll_cb => [sub { }], close => [],
+            closed => [], gone => [], abandon => [], given => []);
+        my @results;
+        while (my ($method, $args) = splice @args, 0, 2) {
+            for my $class ('Serow::Writer', 'Forged::Writer') {
+                my $forged = bless \(my $bytes = 'A' x 64), $class;
+                my $ok = eval { $forged->$method(@$args); 1 };
+                push @results, "$class/$method: " . ($ok ? 'accepted' : $@ =~ s/ at \S+ line \d+.*//sr);
+            }
+        }
+        print {$to_parent} map { "$_\n" } @results;
+        close $to_parent;
+        POSIX::_exit(0);
+    }
+    close $to_parent;
+    my @results = map { chomp; $_ } <$from_child>;
+    waitpid $pid, 0;
+    is $? & 127, 0, 'the process is not killed by a signal';
+    is $? >> 8, 0, '... and runs to its end';
+    is scalar @results, 16, 'every method tried, on Serow::Writer and a subclass';
+    like $_, qr{\A[\w:]+/\w+: not a Serow::Writer: a writer is made by the server}, $_ for @results;
+    is get11('/forged-copy')->{body}, 'not a Serow::Writer',
+        "a copy of a real writer's scalar, blessed, is refused too";
 };
 
 subtest 'a wide character in a write: the response is cut and logged' => sub {

@@ -81,15 +81,17 @@ sub stuck_request {
 }
 
 # Before a stuck worker is killed: the connection of the stuck request, to
-# answer once it is dead (answer_stuck_client).  Its parked connections are
-# with the holder already: it takes those idle in a worker for
-# IDLE_HANDOFF_MS (Serow::ConnectionHolder), less than any --request-timeout.
-# Connections it was reading (a partial head, pipelined requests) close
-# with it.
+# answer once it is dead (answer_stuck_client), kept with which request it
+# was (since when the app ran it, and the worker's descriptor number): the
+# app may return before the kill, and the worker go on to another request.
+# Its parked connections are with the holder already: it takes those idle
+# in a worker for IDLE_HANDOFF_MS (Serow::ConnectionHolder), less than any
+# --request-timeout.  Connections it was reading (a partial head, pipelined
+# requests) close with it.
 sub take_from_stuck_worker {
     my ($self, $w) = @_;
-    my $fd = $self->{shared}->take_app_connection($w->{slot});
-    $w->{stuck_client} = $fd if $fd >= 0;
+    my ($fd, $since_ms, $app_fd) = $self->{shared}->take_app_connection($w->{slot}) or return;
+    $w->{stuck_client} = [$fd, $since_ms, $app_fd];
 }
 
 sub kill_worker {
@@ -100,16 +102,23 @@ sub kill_worker {
 }
 
 # A killed worker is dead (its slot not reset yet): the client of its stuck
-# request gets 503 unless bytes of the response had gone out, and the 503
-# its access log line (written by the master, from what the worker left in
-# its slot: src/connection_transfer.c).
+# request gets 503 unless bytes of the response had gone out or the app had
+# returned from that request before the kill, and the 503 its access log
+# line (written by the master, from what the worker left in its slot:
+# src/connection_transfer.c).
 sub answer_stuck_client {
     my ($self, $pid, $w) = @_;
-    my $fd = delete $w->{stuck_client} // return;
-    return if $self->{shared}->answer_app_connection($w->{slot}, $fd,
+    my $taken = delete $w->{stuck_client} // return;
+    my $answered = $self->{shared}->answer_app_connection($w->{slot}, @$taken,
         $self->stuck_answer_settings($self->{options}, $self->{access_log_fh}));
-    Serow::Log->error("worker $pid: its stuck request had begun its response: the client's "
-        . "connection is closed, the response cut");
+    return if $answered > 0;
+    if ($answered == 0) {
+        Serow::Log->error("worker $pid: its stuck request had begun its response: the client's "
+            . "connection is closed, the response cut");
+    } else {
+        Serow::Log->warn("worker $pid: its stuck request ended just before the kill: the "
+            . "client's connection is closed, with no 503");
+    }
 }
 
 # What Serow::Shared->answer_app_connection takes (it has no default of its

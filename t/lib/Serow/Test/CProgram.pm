@@ -1,9 +1,9 @@
 package Serow::Test::CProgram;
-# The C test programs (t/parser/guard_page.c, t/connection/buffers.c): built
-# with the system C compiler from Serow's own sources, with ASan and UBSan when
-# their runtimes work here, and run with their reports made fatal.  A program
-# prints "ok - NAME" or "not ok - NAME" per check; report() turns those into
-# Test::More tests.
+# The C test programs (t/parser/guard_page.c, t/connection/buffers.c,
+# t/process/stuck_answer.c): built with the system C compiler from Serow's own
+# sources, with ASan and UBSan when their runtimes work here, and run with
+# their reports made fatal.  A program prints "ok - NAME" or "not ok - NAME"
+# per check; report() turns those into Test::More tests.
 use strict;
 use warnings;
 use File::Temp ();

@@ -1,0 +1,27 @@
+# The master's answer to the client of a worker it killed past
+# --request-timeout (src/connection_transfer.c), decided from the worker's
+# shared slot: 503 only if the app still ran the request whose connection
+# the master copied, and no byte of its response went out.  The race it
+# guards against (the app returns between the copy and the kill, and the
+# worker goes on to another request) cannot be timed from outside:
+# t/process/stuck_answer.c sets the slot by hand, as a worker would leave it
+# (built with the system C compiler, and ASan + UBSan when they work here:
+# Serow::Test::CProgram).  t/process/request_timeout.t has the real kills.
+use strict;
+use warnings;
+use Test::More;
+use lib 't/lib';
+use Serow::Test::CProgram ();
+
+my $build = Serow::Test::CProgram::build(name => 'stuck_answer',
+    sources => [qw(t/process/stuck_answer.c src/connection_transfer.c src/shared_state.c
+                   src/access_log.c src/access_log_format.c src/response_writer.c src/http_parser.c)]);
+plan skip_all => 'no C compiler (build-essential)' unless $build->{compiler};
+is $build->{status}, 0, "compiled with $build->{compiler}" . ($build->{sanitized} ? ' and ASan + UBSan' : '')
+    or diag $build->{output};
+SKIP: {
+    skip 'not compiled', 1 unless $build->{binary};
+    Serow::Test::CProgram::report(Serow::Test::CProgram::run($build->{binary}), 'the checks');
+}
+
+done_testing;
