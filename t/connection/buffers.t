@@ -7,14 +7,7 @@ use Test::More;
 use lib 't/lib';
 use Serow::Test::CProgram ();
 
-my $build = Serow::Test::CProgram::build(name => 'buffers',
+Serow::Test::CProgram::test_program(name => 'buffers',
     sources => [qw(t/connection/buffers.c src/connection.c)]);
-plan skip_all => 'no C compiler (build-essential)' unless $build->{compiler};
-is $build->{status}, 0, "compiled with $build->{compiler}" . ($build->{sanitized} ? ' and ASan + UBSan' : '')
-    or diag $build->{output};
-SKIP: {
-    skip 'not compiled', 1 unless $build->{binary};
-    Serow::Test::CProgram::report(Serow::Test::CProgram::run($build->{binary}), 'the checks');
-}
 
 done_testing;

@@ -13,15 +13,8 @@ use Test::More;
 use lib 't/lib';
 use Serow::Test::CProgram ();
 
-my $build = Serow::Test::CProgram::build(name => 'stuck_answer',
+Serow::Test::CProgram::test_program(name => 'stuck_answer',
     sources => [qw(t/process/stuck_answer.c src/connection_transfer.c src/shared_state.c
                    src/access_log.c src/access_log_format.c src/response_writer.c src/http_parser.c)]);
-plan skip_all => 'no C compiler (build-essential)' unless $build->{compiler};
-is $build->{status}, 0, "compiled with $build->{compiler}" . ($build->{sanitized} ? ' and ASan + UBSan' : '')
-    or diag $build->{output};
-SKIP: {
-    skip 'not compiled', 1 unless $build->{binary};
-    Serow::Test::CProgram::report(Serow::Test::CProgram::run($build->{binary}), 'the checks');
-}
 
 done_testing;

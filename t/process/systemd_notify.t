@@ -48,6 +48,15 @@ sub wait_for_message {
 }
 
 # Whatever runs this test may itself be under systemd.
+# An app file rewritten as a deploy does: whole, then renamed over the old.
+sub replace_file {
+    my ($file, $text) = @_;
+    open my $fh, '>', "$file.new" or die $!;
+    print {$fh} $text;
+    close $fh;
+    rename "$file.new", $file or die $!;
+}
+
 delete @ENV{qw(NOTIFY_SOCKET WATCHDOG_USEC WATCHDOG_PID)};
 
 my $STATUS = qr/\ASTATUS=\d+ workers: \d+ busy, \d+ idle; \d+ connections queued, \d+ idle\n\z/;
@@ -152,12 +161,7 @@ subtest 'serow FILE: READY=1 after a HUP once the new generation has started, or
     my $dir = File::Temp->newdir;
     my $systemd = notify_socket("$dir/notify");
     my $file = "$dir/app.psgi";
-    my $write = sub {
-        open my $fh, '>', "$file.new" or die $!;
-        print {$fh} $_[0];
-        close $fh;
-        rename "$file.new", $file or die $!;
-    };
+    my $write = sub { replace_file($file, $_[0]) };
     $write->('sub { [200, [], ["v1"]] }');
     my $server = start_server(app_file => $file, options => ['--workers', 2],
         env => { NOTIFY_SOCKET => "$dir/notify" });
@@ -191,12 +195,7 @@ subtest '--lazy-app: READY=1 after a HUP whose new workers cannot load the file'
     my $dir = File::Temp->newdir;
     my $systemd = notify_socket("$dir/notify");
     my $file = "$dir/app.psgi";
-    my $write = sub {
-        open my $fh, '>', "$file.new" or die $!;
-        print {$fh} $_[0];
-        close $fh;
-        rename "$file.new", $file or die $!;
-    };
+    my $write = sub { replace_file($file, $_[0]) };
     $write->('sub { [200, [], ["v1"]] }');
     my $server = start_server(app_file => $file, options => ['--workers', 1, '--lazy-app'],
         env => { NOTIFY_SOCKET => "$dir/notify" });

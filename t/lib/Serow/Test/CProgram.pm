@@ -56,6 +56,21 @@ sub report {
     Test::More::is($out->{status}, 0, "$what ran to its end") or Test::More::diag($out->{output});
 }
 
+# The whole test of a program that reports its own checks: built (skipping
+# the test file without a C compiler), run, and its checks reported.
+# Arguments as build's.
+sub test_program {
+    my (%args) = @_;
+    my $build = build(%args);
+    Test::More::plan(skip_all => 'no C compiler (build-essential)') unless $build->{compiler};
+    Test::More::is($build->{status}, 0, "compiled with $build->{compiler}"
+        . ($build->{sanitized} ? ' and ASan + UBSan' : '')) or Test::More::diag($build->{output});
+    SKIP: {
+        Test::More::skip('not compiled', 1) unless $build->{binary};
+        report(run($build->{binary}), 'the checks');
+    }
+}
+
 sub compiler_works {
     my ($dir, $cc, @flags) = @_;
     my $src = "$dir/probe.c";
