@@ -75,7 +75,7 @@ struct connection {
 
     /* When the request head being read arrived, as far as the first read
      * of it tells (the kernel's receive stamp when it gives one: see
-     * serow_receive_stamp_ns; request_accounting.h's clock); 0: not known
+     * serow_recv_stamped; request_accounting.h's clock); 0: not known
      * (the request's queue time then counts as 0). */
     uint64_t arrived_ns;
 
@@ -85,17 +85,13 @@ struct connection {
     void *perl_io;             /* the psgix.io handle (an SV*), made on demand */
 };
 
-/* Room for the control message of a receive stamp (SO_TIMESTAMPNS), for
- * a recvmsg's msg_control. */
-union serow_stamp_control {
-    char buf[CMSG_SPACE(sizeof(struct timespec))];
-    struct cmsghdr align;
-};
-
-/* The kernel's receive stamp that recvmsg returned (or peeked) with its
- * bytes, in nanoseconds of the wall clock: SO_TIMESTAMPNS, set on the
- * listen sockets and so on every connection accepted from them.  0 without
- * one (a UNIX socket).  Where a request's time starts (access_log.h).
+/* recv of up to room bytes into into (flags as recv's), with the kernel's
+ * receive stamp of those bytes in *stamp_ns, in nanoseconds of the wall
+ * clock: SO_TIMESTAMPNS, set on the listen sockets and so on every
+ * connection accepted from them.  *stamp_ns is 0 without one (a UNIX
+ * socket) or when nothing was read.  Where a request's time starts
+ * (access_log.h): the worker's first read of a head, the holder's peek at
+ * a request it sheds.
  * On TCP it is not the arrival of the first byte returned but of the last
  * segment among those the call copied: tcp_recvmsg_locked takes the stamp
  * of each skb it copies from, and tcp_try_coalesce gives a queued skb the
@@ -104,14 +100,25 @@ union serow_stamp_control {
  * the later arrival (the time its first bytes waited for the rest is not
  * counted).  Reading one byte first would not fix it (a merged skb has its
  * last segment's stamp) and would cost every request a system call. */
-static inline uint64_t serow_receive_stamp_ns(struct msghdr *msg)
+static inline ssize_t serow_recv_stamped(int fd, char *into, size_t room, int flags,
+                                         uint64_t *stamp_ns)
 {
-    struct cmsghdr *c = CMSG_FIRSTHDR(msg);
-    if (c == NULL || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_TIMESTAMPNS)
-        return 0;
-    struct timespec ts;
-    memcpy(&ts, CMSG_DATA(c), sizeof(ts));
-    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+    union {
+        char buf[CMSG_SPACE(sizeof(struct timespec))];
+        struct cmsghdr align;
+    } control;
+    struct iovec iov = {into, room};
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
+                         .msg_controllen = sizeof(control.buf)};
+    ssize_t n = recvmsg(fd, &msg, flags);
+    *stamp_ns = 0;
+    struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&msg) : NULL;
+    if (c != NULL && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
+        struct timespec ts;
+        memcpy(&ts, CMSG_DATA(c), sizeof(ts));
+        *stamp_ns = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+    }
+    return n;
 }
 
 struct connection *serow_connection_new(int fd, const struct sockaddr *addr, socklen_t addr_len,

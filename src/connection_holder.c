@@ -286,13 +286,9 @@ static void shed(struct holder *h, struct held_connection *c)
                                                     : 5;
     /* (with the kernel's receive stamp, where the request's time starts, as
      * a worker reads it: worker_intake.c) */
-    union serow_stamp_control control;
-    struct iovec iov = {head, want};
-    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
-                         .msg_controllen = sizeof(control.buf)};
-    ssize_t n = recvmsg(c->fd, &msg, MSG_PEEK | MSG_DONTWAIT);
+    uint64_t arrived_ns;
+    ssize_t n = serow_recv_stamped(c->fd, head, want, MSG_PEEK | MSG_DONTWAIT, &arrived_ns);
     size_t len = n > 0 ? (size_t)n : 0;
-    uint64_t arrived_ns = n > 0 ? serow_receive_stamp_ns(&msg) : 0;
     char id[REQUEST_ID_MAX];
     size_t id_len = 0;
     struct response_header id_header;

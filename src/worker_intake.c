@@ -179,22 +179,17 @@ void serow_examine_buffered_head(struct worker_loop *loop, struct connection *co
  * recv for the first bytes of a request head: the kernel says when they
  * arrived (SO_TIMESTAMPNS, set on the listen sockets and so on every
  * connection accepted from them; on TCP the arrival of the last segment
- * this read takes bytes of: connection.h's serow_receive_stamp_ns), which
+ * this read takes bytes of: connection.h's serow_recv_stamped), which
  * is where the request's time starts: what it waited in the listen backlog,
  * in the holder, or parked in a busy worker counts as its queue time.
  * Without a stamp (a Unix socket) the time of the read stands in.
  */
 static ssize_t recv_head_start(struct connection *conn, char *into, size_t room)
 {
-    union serow_stamp_control control;
-    struct iovec iov = {into, room};
-    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
-                         .msg_controllen = sizeof(control.buf)};
-    ssize_t n = recvmsg(conn->fd, &msg, 0);
-    if (n <= 0)
-        return n;
-    uint64_t stamp = serow_receive_stamp_ns(&msg);
-    conn->arrived_ns = stamp ? stamp : serow_request_clock_ns();
+    uint64_t stamp;
+    ssize_t n = serow_recv_stamped(conn->fd, into, room, 0, &stamp);
+    if (n > 0)
+        conn->arrived_ns = stamp ? stamp : serow_request_clock_ns();
     return n;
 }
 
