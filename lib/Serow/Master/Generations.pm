@@ -16,10 +16,6 @@ use Serow::Log ();
 
 use Time::HiRes ();
 
-# serow FILE, when no generation holds the app (the serving one died and
-# the file does not load now): the load is tried again after 1, 2, 4...
-# seconds, at most this many, until it loads (or a HUP tries at once).
-use constant MAX_GENERATION_RETRY_SECONDS => 16;
 
 # New workers first, then the old ones finish what they have: the listen
 # sockets never go unserved.
@@ -131,14 +127,14 @@ sub check_loading_generation {
     $self->reload_failed;
 }
 
-# serow FILE, no generation holding the app: another is started after a
-# while (start_generation_when_due), twice as long each time.  The delay, in
+# serow FILE, no generation holding the app (the serving one died and the
+# file does not load now): another is started after a while
+# (start_generation_when_due), longer each time (next_retry_delay: 1, 2,
+# 4... seconds), until one loads it or a HUP tries at once.  The delay, in
 # seconds.
 sub retry_generation_later {
     my ($self) = @_;
-    my $delay = $self->{generation_retry_delay} ? $self->{generation_retry_delay} * 2 : 1;
-    $delay = MAX_GENERATION_RETRY_SECONDS if $delay > MAX_GENERATION_RETRY_SECONDS;
-    $self->{generation_retry_delay} = $delay;
+    my $delay = $self->{generation_retry_delay} = $self->next_retry_delay($self->{generation_retry_delay});
     $self->{generation_retry_at} = Time::HiRes::time + $delay;
     return $delay;
 }

@@ -24,8 +24,18 @@ use constant FAST_DEATH_SECONDS => 1;
 # hook that dies), each round waits twice as long as the one before, up to
 # this: a server left broken overnight neither floods its log nor spends a
 # CPU compiling the app every second.  A worker that starts, or a HUP, ends
-# the streak.
-use constant MAX_SPAWN_DELAY_SECONDS => 16;
+# the streak.  (The same for a generation that cannot load the app:
+# Serow::Master::Generations.)
+use constant MAX_RETRY_SECONDS => 16;
+
+# The wait before the next try of something that keeps failing: 1 second
+# first ($previous undef), then twice the one before, MAX_RETRY_SECONDS at
+# most.  A method, for the master's modules that retry.
+sub next_retry_delay {
+    my ($self, $previous) = @_;
+    my $delay = $previous ? $previous * 2 : FAST_DEATH_SECONDS;
+    return $delay > MAX_RETRY_SECONDS ? MAX_RETRY_SECONDS : $delay;
+}
 
 # --lazy-app: a worker that cannot load the app exits with this status, so
 # that the master tells it from a worker that failed later.
@@ -103,8 +113,7 @@ sub spawn_missing_workers {
 }
 
 # A worker, or the fork of one, failed: spawn_missing_workers starts none
-# for a while, FAST_DEATH_SECONDS at first and twice as long each round the
-# failures go on (MAX_SPAWN_DELAY_SECONDS at most).  Failures while the hold
+# for a while (next_retry_delay: longer each round the failures go on).  Failures while the hold
 # lasts are of the same round (the workers spawned together).  The delay,
 # in seconds.
 sub throttle_spawning {
@@ -112,9 +121,7 @@ sub throttle_spawning {
     my $now = Time::HiRes::time;
     $self->{failed_at} = $now;
     return $self->{spawn_delay} if $self->{throttled_until} && $now < $self->{throttled_until};
-    my $delay = $self->{spawn_delay} ? $self->{spawn_delay} * 2 : FAST_DEATH_SECONDS;
-    $delay = MAX_SPAWN_DELAY_SECONDS if $delay > MAX_SPAWN_DELAY_SECONDS;
-    $self->{spawn_delay} = $delay;
+    my $delay = $self->{spawn_delay} = $self->next_retry_delay($self->{spawn_delay});
     $self->{throttled_until} = $now + $delay;
     return $delay;
 }
