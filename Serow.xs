@@ -33,6 +33,10 @@
 #include "src/response_writer.h"
 
 typedef struct worker_loop *Serow__Loop;
+
+/* The request a Serow::Loop's methods act on: the one the loop serves for
+ * the embedding. */
+#define REQUEST(loop) serow_worker_loop_request(loop)
 typedef struct shared_state *Serow__Shared;
 
 /* The Serow::Loop package, for the typemap's quick check of the object. */
@@ -145,7 +149,7 @@ loop_new(const char *class, HV *settings)
     if (RETVAL == NULL)
         croak("cannot create the event loop: %s", strerror(errno));
     /* Perl's "a signal waits for its handler" flag: see wait_for_events. */
-    serow_loop_watch_signals(RETVAL, (volatile int *)&PL_sig_pending);
+    serow_worker_loop_watch_signals(RETVAL, (volatile int *)&PL_sig_pending);
   OUTPUT:
     RETVAL
 
@@ -197,21 +201,21 @@ int
 loop_request_body_framing(Serow::Loop loop)
   CODE:
     /* Serow::BODY_NONE, BODY_LENGTH or BODY_CHUNKED */
-    RETVAL = serow_loop_body_framing(loop);
+    RETVAL = serow_worker_loop_request_body_framing(REQUEST(loop));
   OUTPUT:
     RETVAL
 
 double
 loop_request_content_length(Serow::Loop loop)
   CODE:
-    RETVAL = (double)serow_loop_content_length(loop);
+    RETVAL = (double)serow_worker_loop_request_content_length(REQUEST(loop));
   OUTPUT:
     RETVAL
 
 int
 loop_read_body(Serow::Loop loop, SV *buffer, size_t max)
   CODE:
-    RETVAL = serow_input_read_body(aTHX_ loop, buffer, max);
+    RETVAL = serow_input_read_body(aTHX_ REQUEST(loop), buffer, max);
   OUTPUT:
     RETVAL
 
@@ -220,7 +224,7 @@ loop_send_response(Serow::Loop loop, SV *status, SV *headers, AV *body)
   CODE:
     SV *bad = NULL;
     /* (two statements: bad must be read after the call has set it) */
-    int r = serow_send_psgi_response(aTHX_ loop, status, headers, body, &bad);
+    int r = serow_send_psgi_response(aTHX_ REQUEST(loop), status, headers, body, &bad);
     RETVAL = serow_response_result(aTHX_ r, bad);
   OUTPUT:
     RETVAL
@@ -230,7 +234,7 @@ loop_start_response(Serow::Loop loop, SV *status, SV *headers, SV *length)
   CODE:
     SV *bad = NULL;
     int64_t n = SvOK(length) ? (int64_t)SvNV(length) : -1;
-    int r = serow_start_psgi_response(aTHX_ loop, status, headers, n, &bad);
+    int r = serow_start_psgi_response(aTHX_ REQUEST(loop), status, headers, n, &bad);
     RETVAL = serow_response_result(aTHX_ r, bad);
   OUTPUT:
     RETVAL
@@ -238,14 +242,14 @@ loop_start_response(Serow::Loop loop, SV *status, SV *headers, SV *length)
 int
 loop_sendfile_body(Serow::Loop loop, int fd, double offset, double len)
   CODE:
-    RETVAL = serow_sendfile_psgi_body(aTHX_ loop, fd, (uint64_t)offset, (uint64_t)len) == RESPONSE_OK;
+    RETVAL = serow_sendfile_psgi_body(aTHX_ REQUEST(loop), fd, (uint64_t)offset, (uint64_t)len) == RESPONSE_OK;
   OUTPUT:
     RETVAL
 
 int
 loop_finish_body(Serow::Loop loop)
   CODE:
-    RETVAL = serow_finish_psgi_body(aTHX_ loop) == RESPONSE_OK;
+    RETVAL = serow_finish_psgi_body(aTHX_ REQUEST(loop)) == RESPONSE_OK;
   OUTPUT:
     RETVAL
 
@@ -253,7 +257,7 @@ int
 loop_send_informational(Serow::Loop loop, SV *status, SV *headers)
   CODE:
     SV *bad = NULL;
-    int r = serow_send_informational_response(aTHX_ loop, status, headers, &bad);
+    int r = serow_send_informational_response(aTHX_ REQUEST(loop), status, headers, &bad);
     RETVAL = serow_response_result(aTHX_ r, bad);
   OUTPUT:
     RETVAL
@@ -263,7 +267,7 @@ loop_serve_request(Serow::Loop loop, SV *app, SV *env_ref, int note_remote_user,
   PPCODE:
     /* () when done; else (stage, answer, error) for the worker to go on */
     SV *answer, *error;
-    enum serve_stage stage = serow_serve_request(aTHX_ loop, app, env_ref, note_remote_user,
+    enum serve_stage stage = serow_serve_request(aTHX_ REQUEST(loop), app, env_ref, note_remote_user,
                                                  (enum serve_stage)from, &answer, &error);
     SP = PL_stack_base + ax - 1; /* (the app may have grown the stack) */
     if (stage != SERVE_DONE) {
@@ -276,7 +280,7 @@ loop_serve_request(Serow::Loop loop, SV *app, SV *env_ref, int note_remote_user,
 int
 loop_socket_handle_made(Serow::Loop loop)
   CODE:
-    RETVAL = serow_psgi_env_socket_handle_made(loop);
+    RETVAL = serow_psgi_env_socket_handle_made(REQUEST(loop));
   OUTPUT:
     RETVAL
 
@@ -295,7 +299,7 @@ loop_set_triple_responder(const char *class, SV *code)
 int
 loop_response_started(Serow::Loop loop)
   CODE:
-    RETVAL = serow_loop_response_started(loop);
+    RETVAL = serow_worker_loop_request_response_started(REQUEST(loop));
   OUTPUT:
     RETVAL
 
@@ -303,7 +307,7 @@ void
 loop_end_request(Serow::Loop loop, SV *env_ref, int fail_status)
   CODE:
     HV *env = SvROK(env_ref) && SvTYPE(SvRV(env_ref)) == SVt_PVHV ? (HV *)SvRV(env_ref) : NULL;
-    serow_request_end(aTHX_ loop, env, fail_status); /* 0: as the response went */
+    serow_request_end(aTHX_ REQUEST(loop), env, fail_status); /* 0: as the response went */
 
 void
 loop_open_access_log(Serow::Loop loop, SV *path, int fd, const char *format)
@@ -314,7 +318,7 @@ loop_open_access_log(Serow::Loop loop, SV *path, int fd, const char *format)
     struct access_log *log = serow_access_log_open(p, fd, format, error, sizeof(error));
     if (log == NULL)
         croak("cannot use the access log %s: %s", p ? p : "(standard error)", error);
-    serow_loop_set_access_log(loop, log);
+    serow_worker_loop_set_access_log(loop, log);
 
 SV *
 loop_access_log_format_error(const char *class, const char *format)
@@ -336,7 +340,7 @@ int
 loop_reopen_access_log(Serow::Loop loop)
   CODE:
     /* 1 done (or nothing to do), 0 failed with $! set: the old file stays */
-    struct access_log *log = serow_loop_access_log(loop);
+    struct access_log *log = serow_worker_loop_access_log(loop);
     RETVAL = log == NULL || serow_access_log_reopen(log) == 0;
   OUTPUT:
     RETVAL
@@ -344,7 +348,7 @@ loop_reopen_access_log(Serow::Loop loop)
 int
 loop_current_fd(Serow::Loop loop)
   CODE:
-    RETVAL = serow_loop_current_fd(loop);
+    RETVAL = serow_worker_loop_request_fd(REQUEST(loop));
   OUTPUT:
     RETVAL
 
@@ -359,33 +363,18 @@ loop_take_master_requests(Serow::Loop loop)
   PPCODE:
     /* What the master asked (Serow::Shared::ask_worker) since the last
      * call, by name: "stop", "reopen_logs". */
-    int asked = serow_loop_take_master_requests(loop);
+    int asked = serow_worker_loop_take_master_requests(loop);
     if (asked & WORKER_ASKED_STOP)
         mXPUSHp("stop", 4);
     if (asked & WORKER_ASKED_REOPEN_LOGS)
         mXPUSHp("reopen_logs", 11);
-
-void
-loop_start_app_timer(Serow::Loop loop)
-  CODE:
-    /* --request-timeout around a streaming response's callback (the app's
-     * own call is timed in C): a no-op with the option off. */
-    if (serow_loop_request_timeout_on(loop))
-        serow_app_timer_start(loop);
-
-int
-loop_stop_app_timer(Serow::Loop loop)
-  CODE:
-    RETVAL = serow_loop_request_timeout_on(loop) && serow_app_timer_stop(loop);
-  OUTPUT:
-    RETVAL
 
 SV *
 loop_app_overdue(Serow::Loop loop)
   CODE:
     /* Seconds the app has run past --request-timeout, or undef: the
      * SIGALRM handler's question (was this signal the timer's?). */
-    double ran = serow_app_timer_overdue(loop);
+    double ran = serow_worker_loop_app_overdue(loop);
     RETVAL = ran < 0 ? &PL_sv_undef : newSVnv(ran);
   OUTPUT:
     RETVAL
@@ -393,10 +382,10 @@ loop_app_overdue(Serow::Loop loop)
 SV *
 loop_request_line(Serow::Loop loop)
   CODE:
-    /* "METHOD target" of the current request, for the log; undef: none. */
+    /* "METHOD target" of the request the app runs for, for the log; undef: none. */
     const char *method, *target;
     size_t target_len;
-    size_t method_len = serow_loop_request_line(loop, &method, &target, &target_len);
+    size_t method_len = serow_worker_loop_app_request_line(loop, &method, &target, &target_len);
     RETVAL = method_len == 0 ? &PL_sv_undef
            : newSVpvf("%.*s %.*s", (int)method_len, method, (int)target_len, target);
   OUTPUT:
@@ -410,7 +399,7 @@ loop_stop(Serow::Loop loop)
 int
 loop_is_stopping(Serow::Loop loop)
   CODE:
-    RETVAL = serow_loop_is_stopping(loop);
+    RETVAL = serow_worker_loop_is_stopping(loop);
   OUTPUT:
     RETVAL
 
@@ -434,7 +423,7 @@ SV *
 writer_new(const char *class, Serow::Loop loop)
   CODE:
     PERL_UNUSED_VAR(class);
-    RETVAL = serow_writer_new(aTHX_ loop);
+    RETVAL = serow_writer_new(aTHX_ REQUEST(loop));
   OUTPUT:
     RETVAL
 

@@ -10,8 +10,9 @@
  *
  * Owns: the env and its per-process caches (the env kept for reuse, the
  * key and slot tables, the template).  The handles the env lends the app
- * are psgi_input.c's; the request's fields it reads are the loop's
- * (worker_internal.h), and it writes none of them.
+ * are psgi_input.c's; the request's fields it reads are the request's
+ * (request.h), its listener the worker's (worker_loop.h), and it writes
+ * none of them.
  */
 #define PERL_NO_GET_CONTEXT
 #include "psgi_env.h"
@@ -19,7 +20,9 @@
 #include "XSUB.h"
 
 #include "psgi_input.h"
-#include "worker_internal.h" /* the current request and its listener */
+#include "connection.h"
+#include "request.h"
+#include "worker_loop.h"
 
 /* What an entry of the env holds, which says how a kept entry is made ready
  * for the next request. */
@@ -620,19 +623,20 @@ static void set_decoded_path(pTHX_ SV *sv, const char *path, size_t len)
     SvCUR_set(sv, n);
 }
 
-/* psgix.io for the request on fd: the kept value (made unresolved again by
- * serow_psgi_env_retire) or a new one. */
-static void set_socket_handle(pTHX_ HV *env, struct worker_loop *loop, int fd)
+/* psgix.io for req: the kept value (made unresolved again by
+ * serow_psgi_env_retire) or a new one, lent for req. */
+static void set_socket_handle(pTHX_ HV *env, struct serow_request *req)
 {
     struct env_slot *slot = &request_slots[KEY_PSGIX_IO];
-    IV serial = serow_socket_lend(aTHX_ loop, fd);
+    SV *sv;
     if (slot->kept != NULL) {
-        sv_setiv(slot_value(aTHX_ env, slot), serial);
-        return;
+        sv = slot_value(aTHX_ env, slot);
+    } else {
+        sv = newSViv(0);
+        sv_magicext(sv, NULL, PERL_MAGIC_ext, &serow_socket_handle_vtbl, NULL, 0);
+        store_new(aTHX_ env, slot, sv);
     }
-    SV *sv = newSViv(serial);
-    sv_magicext(sv, NULL, PERL_MAGIC_ext, &serow_socket_handle_vtbl, NULL, 0);
-    store_new(aTHX_ env, slot, sv);
+    serow_socket_lend(aTHX_ req, sv);
 }
 
 /* Most names fit in a buffer on the stack; a longer one (the parser takes
@@ -686,27 +690,29 @@ static void store_header(pTHX_ HV *env, const struct http_header *h)
 /* --request-id-header: the request's id is the header's value in the env,
  * whatever the client sent (nothing, one that was refused, several), and
  * psgix.request_id. */
-static void store_request_id(pTHX_ HV *env, struct worker_loop *loop)
+static void store_request_id(pTHX_ HV *env, const struct serow_request *r)
 {
-    const struct serow_request *r = &loop->request;
-    const char *name = loop->settings.request_id_header;
-    size_t n = loop->settings.request_id_header_len;
+    const struct worker_settings *s = serow_worker_loop_settings(r->worker);
+    const char *name = s->request_id_header;
+    size_t n = s->request_id_header_len;
     set_key_bytes(aTHX_ env, KEY_PSGIX_REQUEST_ID, r->id, r->id_len);
     const struct known_header *known = known_header(name, n);
     if (known != NULL) {
         set_bytes(aTHX_ slot_value(aTHX_ env, known->slot), r->id, r->id_len);
         return;
     }
-    char key[5 + sizeof(loop->settings.request_id_header)];
+    char key[5 + sizeof(s->request_id_header)];
     header_key(key, name, n);
     (void)hv_store(env, key, (I32)(5 + n), newSVpvn(r->id, r->id_len), 0);
 }
 
-HV *serow_build_psgi_env(pTHX_ struct worker_loop *loop)
+HV *serow_build_psgi_env(pTHX_ struct serow_request *req)
 {
-    struct connection *conn = loop->request.conn;
-    const struct http_request_head *head = &loop->request.head;
-    const struct listener *listener = &loop->listeners[conn->listener_index];
+    struct connection *conn = req->conn;
+    const struct http_request_head *head = &req->head;
+    int server_port = 0;
+    const char *server_name = serow_worker_loop_listener(req->worker, conn->listener_index,
+                                                         &server_port);
     HV *env;
 
     serow_psgi_env_retire(aTHX); /* (the Perl side calls it before waiting) */
@@ -755,13 +761,14 @@ HV *serow_build_psgi_env(pTHX_ struct worker_loop *loop)
     else
         set_key_bytes(aTHX_ env, KEY_QUERY_STRING, "", 0);
 
-    set_key_bytes(aTHX_ env, KEY_SERVER_NAME, listener->server_name,
-                  strlen(listener->server_name));
-    set_integer(aTHX_ slot_value(aTHX_ env, &request_slots[KEY_SERVER_PORT]), listener->server_port);
+    if (server_name == NULL)
+        server_name = "";
+    set_key_bytes(aTHX_ env, KEY_SERVER_NAME, server_name, strlen(server_name));
+    set_integer(aTHX_ slot_value(aTHX_ env, &request_slots[KEY_SERVER_PORT]), server_port);
     set_key_bytes(aTHX_ env, KEY_REMOTE_ADDR, conn->remote_addr, strlen(conn->remote_addr));
     set_integer(aTHX_ slot_value(aTHX_ env, &request_slots[KEY_REMOTE_PORT]), conn->remote_port);
 
-    set_socket_handle(aTHX_ env, loop, conn->fd);
+    set_socket_handle(aTHX_ env, req);
     struct env_slot *cleanup = &request_slots[KEY_PSGIX_CLEANUP_HANDLERS];
     if (cleanup->kept != NULL) /* emptied by serow_psgi_env_retire */
         (void)slot_value(aTHX_ env, cleanup);
@@ -775,7 +782,7 @@ HV *serow_build_psgi_env(pTHX_ struct worker_loop *loop)
         else if (input != NULL)
             store_new(aTHX_ env, input_slot, newRV_inc(input));
     } else {
-        SV *input = serow_input_filled(aTHX_ loop);
+        SV *input = serow_input_filled(aTHX_ req);
         if (input != NULL && input_slot->kept != NULL) /* the empty handle's entry */
             sv_setrv_inc(slot_value(aTHX_ env, input_slot), input);
         else if (input != NULL)
@@ -787,8 +794,8 @@ HV *serow_build_psgi_env(pTHX_ struct worker_loop *loop)
     /* RFC 9112 3.2.2: an absolute-form target's authority is the host. */
     if (head->authority != NULL)
         set_key_bytes(aTHX_ env, KEY_HTTP_HOST, head->authority, head->authority_len);
-    if (loop->request.id_len)
-        store_request_id(aTHX_ env, loop);
+    if (req->id_len)
+        store_request_id(aTHX_ env, req);
 
     delete_unused_kept_entries(aTHX_ env);
     return env;

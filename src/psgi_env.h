@@ -1,5 +1,5 @@
 /*
- * psgi_env.h - builds the PSGI environment hash of the current request (the
+ * psgi_env.h - builds the PSGI environment hash of a request (the
  * handles it lends, psgi.input and psgix.io, are psgi_input.h's).
  */
 #ifndef SEROW_PSGI_ENV_H
@@ -8,7 +8,7 @@
 #include "EXTERN.h"
 #include "perl.h"
 
-#include "worker_loop.h"
+struct serow_request;
 
 /* Precomputes the hash keys the env uses on every request. */
 void serow_psgi_env_init(pTHX);
@@ -19,7 +19,7 @@ void serow_psgi_env_init(pTHX);
 void serow_psgi_env_set_template(pTHX_ HV *template);
 
 /*
- * The env for loop->request.conn: the template's keys plus the request's own,
+ * The env for req, being served: the template's keys plus the request's own,
  * psgix.io included (made on first use), an empty psgix.cleanup.handlers
  * and, without a body, the empty psgi.input while that handle is open;
  * with a small body all buffered, the body handle filled with it (the body
@@ -29,7 +29,7 @@ void serow_psgi_env_set_template(pTHX_ HV *template);
  * request's env, made ready by serow_psgi_env_retire, when nothing else held that
  * one any more.
  */
-HV *serow_build_psgi_env(pTHX_ struct worker_loop *loop);
+HV *serow_build_psgi_env(pTHX_ struct serow_request *req);
 
 /* The request of the last env is over and the worker dropped its reference:
  * if no other is left, the env is emptied of what the app added or changed

@@ -8,8 +8,8 @@
  * lent, and given back), the reads of a body into a Perl string, and the
  * lending of the socket: the psgix.io value's magic, the handle made on
  * first read, the socket made blocking for it and non-blocking again.  The
- * handles are per-process caches; what was lent for the current request is
- * in its struct serow_request (request.socket).  It builds no env
+ * handles are per-process caches; what was lent for a request is in its
+ * struct serow_request (request.socket).  It builds no env
  * (psgi_env.c puts these handles in it) and ends no request: the end
  * (psgi_request.c) calls serow_psgi_env_request_done.
  */
@@ -19,8 +19,11 @@
 #include "XSUB.h"
 #include "perliol.h" /* the layer of an in-memory handle (in_memory_scalar) */
 
-#include "worker_internal.h" /* the current request */
 #include <fcntl.h>
+
+#include "connection.h"
+#include "request.h"
+#include "worker_loop.h"
 
 /* ---- psgi.input ----------------------------------------------------------- */
 
@@ -70,6 +73,12 @@ static size_t body_input_max;
  * copied: the trade (the head copied into the connection's other buffer)
  * costs what copying them does, a 162-byte body counts the same either way,
  * and the connection keeps reading into the one buffer.
+ *
+ * The lending is the handle's, not a request's: the handle, and an env
+ * holding it, may outlive the request whose body it reads, so the buffer
+ * goes back only when the handle takes its next body (or is let go); and
+ * one request at a time has the handle (refillable_body_input), so this
+ * per-process state is all that the one cached handle reads.
  */
 #define LEND_MIN 1024
 static char *lent_buffer; /* the connection's buffer the scalar reads, or NULL */
@@ -201,12 +210,12 @@ static GV *refillable_body_input(pTHX)
     return gv;
 }
 
-/* The body handle filled with the current request's body, rewound, when the
+/* The body handle filled with req's body, rewound, when the
  * body is all buffered and small enough, and the handle free; else NULL (the
  * Perl worker reads the body).  Reads the body: the request has none left. */
-SV *serow_input_filled(pTHX_ struct worker_loop *loop)
+SV *serow_input_filled(pTHX_ struct serow_request *req)
 {
-    if (!serow_worker_loop_body_buffered(loop, body_input_max))
+    if (!serow_worker_loop_body_buffered(req, body_input_max))
         return NULL;
     GV *gv = refillable_body_input(aTHX);
     if (gv == NULL)
@@ -215,14 +224,14 @@ SV *serow_input_filled(pTHX_ struct worker_loop *loop)
      * worker would find no body left to read). */
     if (PerlIO_seek(IoIFP(GvIO(gv)), 0, SEEK_SET) != 0)
         return NULL;
-    size_t len = (size_t)loop->request.head.content_length, got = 0;
+    size_t len = (size_t)req->head.content_length, got = 0;
     SV *scalar = body_input_scalar;
     if (len >= LEND_MIN) {
         char *buffer;
         size_t size;
         /* (the last body lent goes back first: the connection may take it) */
         end_lending(aTHX_ scalar, 0);
-        char *body = serow_worker_loop_lend_body(loop, &buffer, &size);
+        char *body = serow_worker_loop_lend_body(req, &buffer, &size);
         if (body != NULL) {
             read_lent(aTHX_ scalar, body, len, buffer, size);
             return (SV *)gv;
@@ -232,7 +241,7 @@ SV *serow_input_filled(pTHX_ struct worker_loop *loop)
     sv_setpvs(scalar, "");
     char *p = SvGROW(scalar, len + 1);
     /* (all of it is buffered: one call takes it whole, without waiting) */
-    (void)serow_worker_loop_read_body(loop, p, len, &got);
+    (void)serow_worker_loop_read_body(req, p, len, &got);
     p[got] = '\0';
     SvCUR_set(scalar, got);
     return (SV *)gv;
@@ -258,7 +267,7 @@ SV *serow_input_empty(pTHX)
 
 /* ---- reading a body into a Perl string ------------------------------------ */
 
-int serow_input_read_body(pTHX_ struct worker_loop *loop, SV *buffer, size_t max)
+int serow_input_read_body(pTHX_ struct serow_request *req, SV *buffer, size_t max)
 {
     size_t got = 0;
     STRLEN cur;
@@ -268,9 +277,9 @@ int serow_input_read_body(pTHX_ struct worker_loop *loop, SV *buffer, size_t max
     /* Room for what can still come, not max more each call: a body read
      * in several calls then grows the string once, not once per call (each
      * growth a copy of all that was read). */
-    max = serow_loop_body_read_size(loop, max);
+    max = serow_worker_loop_body_read_size(req, max);
     char *p = SvGROW(buffer, cur + max + 1);
-    int r = serow_worker_loop_read_body(loop, p + cur, max, &got);
+    int r = serow_worker_loop_read_body(req, p + cur, max, &got);
     if (r != 0)
         return r < 0 ? READ_BODY_CLIENT_GONE : -r;
     SvCUR_set(buffer, cur + got);
@@ -286,13 +295,8 @@ int serow_input_read_body(pTHX_ struct worker_loop *loop, SV *buffer, size_t max
  * also tells the worker whether the app may have used the socket itself.
  */
 
-/* The loop whose request's env is out (its request.socket is lent: the
- * getter has no loop to ask), set by each build; and
- * the serial of the last env built.  Per process: neither is the state of
- * a request. */
-static struct worker_loop *lending;
-static IV env_serial;
-static SV *socket_opener; /* Perl code: fd -> handle (a dup) or undef */
+/* Perl code: fd -> handle (a dup) or undef; the worker's setting. */
+static SV *socket_opener;
 
 void serow_psgi_env_set_socket_opener(pTHX_ SV *code)
 {
@@ -332,19 +336,20 @@ static int set_nonblocking(int fd, int on)
     return fcntl(fd, F_SETFL, on ? flags | O_NONBLOCK : flags & ~O_NONBLOCK);
 }
 
-/* The value starts as the serial of its request; the first read replaces it
- * with the handle, or with undef when that request is over. */
+/* The value's magic points at its request (mg_ptr) while that request
+ * lives; the first read replaces the value with the handle, or with undef
+ * when the request is over. */
 static int socket_handle_get(pTHX_ SV *sv, MAGIC *mg)
 {
     if (mg->mg_private)
         return 0; /* resolved: sv holds the handle */
     mg->mg_private = 1;
-    IV serial = SvIOKp(sv) ? SvIVX(sv) : 0;
-    struct serow_socket_lending *sock = lending ? &lending->request.socket : NULL;
-    if (serial == 0 || sock == NULL || serial != sock->serial) {
+    struct serow_request *req = (struct serow_request *)mg->mg_ptr;
+    if (req == NULL) {
         sv_setsv(sv, &PL_sv_undef);
         return 0;
     }
+    struct serow_socket_lending *sock = &req->socket;
     if (sock->handle == NULL) {
         sock->handle = open_socket_handle(aTHX_ sock->fd);
         /* The handle is blocking, as Starman's is: an app written for it (a
@@ -354,7 +359,7 @@ static int socket_handle_get(pTHX_ SV *sv, MAGIC *mg)
         if (sock->handle && set_nonblocking(sock->fd, 0) == 0)
             sock->lent = 1;
         if (sock->handle)
-            serow_app_timer_note_answer(lending); /* it may answer on it itself */
+            serow_worker_loop_socket_lent(req); /* it may answer on it itself */
     }
     sv_setsv(sv, sock->handle ? sock->handle : &PL_sv_undef);
     return 0;
@@ -363,49 +368,64 @@ static int socket_handle_get(pTHX_ SV *sv, MAGIC *mg)
 const MGVTBL serow_socket_handle_vtbl = {socket_handle_get, NULL, NULL, NULL, NULL,
                                           NULL, NULL, NULL};
 
-IV serow_socket_lend(pTHX_ struct worker_loop *loop, int fd)
+void serow_socket_lend(pTHX_ struct serow_request *req, SV *value)
 {
-    struct serow_socket_lending *sock = &loop->request.socket;
-    lending = loop;
-    sock->serial = ++env_serial;
-    sock->fd = fd;
+    struct serow_socket_lending *sock = &req->socket;
+    MAGIC *mg = mg_findext(value, PERL_MAGIC_ext, &serow_socket_handle_vtbl);
+    sock->fd = req->conn->fd;
     if (sock->handle) {
         SvREFCNT_dec(sock->handle);
         sock->handle = NULL;
     }
-    return sock->serial;
+    mg->mg_ptr = (char *)req; /* (mg_len 0: perl frees nothing of it) */
+    mg->mg_private = 0;
+    sock->value = SvREFCNT_inc_simple_NN(value);
 }
 
-void serow_socket_back_to_server(struct worker_loop *loop)
+void serow_socket_back_to_server(struct serow_request *req)
 {
-    struct serow_socket_lending *sock = &loop->request.socket;
-    if (sock->lent && sock->serial != 0) {
+    struct serow_socket_lending *sock = &req->socket;
+    if (sock->lent) {
         set_nonblocking(sock->fd, 1);
         sock->lent = 0;
     }
 }
 
-int serow_psgi_env_socket_handle_made(const struct worker_loop *loop)
+int serow_psgi_env_socket_handle_made(const struct serow_request *req)
 {
-    return loop->request.socket.handle != NULL;
+    return req->socket.handle != NULL;
 }
 
-SV *serow_psgi_env_take_socket_handle(pTHX_ struct worker_loop *loop)
+/* The env's psgix.io no longer reaches the request: read from now on, it
+ * is undef; and the request no longer holds it (nor the handle it may hold). */
+static void unhook_value(pTHX_ struct serow_socket_lending *sock)
 {
-    SV *handle = loop->request.socket.handle;
-    loop->request.socket.handle = NULL;
+    SV *value = sock->value;
+    if (value == NULL)
+        return;
+    MAGIC *mg = mg_findext(value, PERL_MAGIC_ext, &serow_socket_handle_vtbl);
+    if (mg != NULL)
+        mg->mg_ptr = NULL;
+    sock->value = NULL;
+    SvREFCNT_dec(value);
+}
+
+SV *serow_psgi_env_take_socket_handle(pTHX_ struct serow_request *req)
+{
+    SV *handle = req->socket.handle;
+    req->socket.handle = NULL;
+    unhook_value(aTHX_ &req->socket);
     return handle;
 }
 
-void serow_psgi_env_request_done(pTHX_ struct worker_loop *loop)
+void serow_psgi_env_request_done(pTHX_ struct serow_request *req)
 {
-    struct serow_socket_lending *sock = &loop->request.socket;
+    struct serow_socket_lending *sock = &req->socket;
     /* (a connection that is over, or the app's now: left as it is) */
     sock->lent = 0;
-    sock->serial = 0;
     if (sock->handle) {
         SvREFCNT_dec(sock->handle);
         sock->handle = NULL;
     }
-    lending = NULL;
+    unhook_value(aTHX_ sock);
 }

@@ -30,7 +30,8 @@
 #include "psgi_response.h"
 #include "request_accounting.h"
 #include "response_writer.h"
-#include "worker_internal.h" /* the current request */
+#include "request.h"
+#include "worker_loop.h"
 
 /* ---- what is wrong with a response ------------------------------------- */
 
@@ -146,11 +147,11 @@ static SV *response_fault(pTHX_ const struct serow_response *response)
  * now owns the connection, which the server lets go of without closing it
  * (1); else our duplicate is closed (0).  The env's own copy of the handle
  * goes first, so that only the app's references count. */
-static int socket_kept_by_app(pTHX_ struct worker_loop *loop, HV *env)
+static int socket_kept_by_app(pTHX_ struct serow_request *req, HV *env)
 {
-    if (loop->request.socket.handle == NULL)
+    if (req->socket.handle == NULL)
         return 0; /* (the usual case, without a call) */
-    SV *handle = serow_psgi_env_take_socket_handle(aTHX_ loop);
+    SV *handle = serow_psgi_env_take_socket_handle(aTHX_ req);
     if (env != NULL)
         (void)hv_deletes(env, "psgix.io", G_DISCARD);
     int kept = SvROK(handle) && SvREFCNT(SvRV(handle)) > 1;
@@ -158,28 +159,28 @@ static int socket_kept_by_app(pTHX_ struct worker_loop *loop, HV *env)
     return kept;
 }
 
-void serow_request_end(pTHX_ struct worker_loop *loop, HV *env, int fail_status)
+void serow_request_end(pTHX_ struct serow_request *req, HV *env, int fail_status)
 {
-    if (loop->request.conn != NULL) {
+    if (req->conn != NULL) {
         /* The response, for the access log and the metrics, before the
          * loop writes them. */
-        const struct serow_response *response = &loop->request.response;
-        serow_request_accounting_note_response(loop, response->active ? response->status : 0,
+        const struct serow_response *response = &req->response;
+        serow_request_accounting_note_response(req, response->active ? response->status : 0,
                                          response->active ? response->body_sent : 0);
-        if (fail_status == 0 && socket_kept_by_app(aTHX_ loop, env)) {
-            serow_worker_loop_release_current(loop);
+        if (fail_status == 0 && socket_kept_by_app(aTHX_ req, env)) {
+            serow_worker_loop_release_request(req);
         } else {
             /* (the app's psgix.io made the socket blocking) */
-            serow_socket_back_to_server(loop);
+            serow_socket_back_to_server(req);
             if (fail_status != 0)
-                serow_worker_loop_fail_request(loop, fail_status);
+                serow_worker_loop_fail_request(req, fail_status);
             else
-                serow_worker_loop_finish_request(loop, response_keeps_alive(response));
+                serow_worker_loop_finish_request(req, response_keeps_alive(response));
         }
     }
     /* The connection's part is over: the response's and psgix.io's go. */
-    serow_reset_psgi_response(loop);
-    serow_psgi_env_request_done(aTHX_ loop);
+    serow_reset_psgi_response(req);
+    serow_psgi_env_request_done(aTHX_ req);
 }
 
 /* ---- serving ------------------------------------------------------------ */
@@ -197,7 +198,7 @@ static SV *env_value(pTHX_ HV *env, const char *key, I32 len)
  * triple, else a mortal string saying why it cannot be sent.  last_one
  * (psgix.harakiri.commit): the loop stops first, so that the response
  * closes or hands over the connection. */
-static SV *send_array_triple(pTHX_ struct worker_loop *loop, SV *res, int last_one)
+static SV *send_array_triple(pTHX_ struct serow_request *req, SV *res, int last_one)
 {
     AV *triple = SvROK(res) && SvTYPE(SvRV(res)) == SVt_PVAV ? (AV *)SvRV(res) : NULL;
     SV **body = triple && av_count(triple) == 3 && !SvRMAGICAL((SV *)triple)
@@ -207,9 +208,9 @@ static SV *send_array_triple(pTHX_ struct worker_loop *loop, SV *res, int last_o
         return &PL_sv_no;
     SV *bad = NULL;
     if (last_one)
-        serow_worker_loop_stop(loop);
+        serow_worker_loop_stop(req->worker);
     SV **status = av_fetch(triple, 0, 0), **headers = av_fetch(triple, 1, 0);
-    int r = serow_send_psgi_response(aTHX_ loop, status ? *status : &PL_sv_undef,
+    int r = serow_send_psgi_response(aTHX_ req, status ? *status : &PL_sv_undef,
                                headers ? *headers : &PL_sv_undef, (AV *)SvRV(*body), &bad);
     SV *error = response_error(aTHX_ r, bad);
     return error ? error : &PL_sv_yes;
@@ -220,14 +221,14 @@ static SV *send_array_triple(pTHX_ struct worker_loop *loop, SV *res, int last_o
  * (NULL when !want_answer: void context, as `eval { $callback->($responder) }`).
  * *timed_out: it ran longer than --request-timeout (request_timeout.c; off,
  * one test). */
-static SV *run_app(pTHX_ struct worker_loop *loop, SV *app, SV *arg, int want_answer,
+static SV *run_app(pTHX_ struct serow_request *req, SV *app, SV *arg, int want_answer,
                    int *timed_out)
 {
     dSP;
     SV *answer = NULL;
-    int timed = serow_app_timer_on(loop);
+    int timed = serow_worker_loop_request_timeout_on(req->worker);
     if (timed)
-        serow_app_timer_start(loop);
+        serow_worker_loop_app_timer_start(req);
     ENTER;
     SAVETMPS;
     PUSHMARK(SP);
@@ -243,7 +244,7 @@ static SV *run_app(pTHX_ struct worker_loop *loop, SV *app, SV *arg, int want_an
     }
     FREETMPS;
     LEAVE;
-    *timed_out = timed && serow_app_timer_stop(loop);
+    *timed_out = timed && serow_worker_loop_app_timer_stop(req);
     return answer ? sv_2mortal(answer) : NULL; /* (after FREETMPS, which would free it) */
 }
 
@@ -254,21 +255,14 @@ static SV *run_app(pTHX_ struct worker_loop *loop, SV *app, SV *arg, int want_an
  * starts the response and returns a writer (Serow::Writer, below); called
  * with a whole [status, headers, body], it hands that to the worker's Perl
  * (set_triple_responder: the worker's own way for a handle or a malformed
- * answer).  The responder is an XSUB kept for the next stream unless the app
- * kept a reference to it: a closure of Perl's was cloned and freed for each
- * request.  It belongs to the stream whose serial it carries (CvXSUBANY),
- * and refuses to answer once that stream is over. */
+ * answer).  The responder is an XSUB: a closure of Perl's was cloned and
+ * freed for each request.  It points at the request of its stream
+ * (CvXSUBANY) while the stream is in progress, and refuses to answer once it
+ * is over; the stream's state is its request's (struct serow_stream).  One
+ * the app did not keep is kept for the next stream (a per-process cache). */
 
-static struct {
-    IV serial;      /* of the stream in progress; 0: none (its responder dies) */
-    int responded;  /* the responder started the response (or gave a triple) */
-    SV *writer;     /* the writer it returned (a reference of ours), or NULL */
-    SV *env_ref;    /* the request's env, for the triple responder */
-    struct worker_loop *loop;
-} stream;
-static IV last_stream_serial;
-static CV *responder;        /* a responder of ours, kept for the next stream */
-static SV *triple_responder; /* Perl code: ($env, [status, headers, body]) */
+static CV *free_responder;   /* a responder of ours, for the next stream */
+static SV *triple_responder; /* Perl code: ($env, [status, headers, body]); the worker's */
 
 void serow_set_triple_responder(pTHX_ SV *code)
 {
@@ -284,7 +278,7 @@ static int last_one_asked(pTHX_ HV *env)
     return harakiri && SvTRUE(harakiri);
 }
 
-static void answer_triple(pTHX_ SV *res)
+static void answer_triple(pTHX_ struct serow_request *req, SV *res)
 {
     dSP;
     if (triple_responder == NULL)
@@ -293,7 +287,7 @@ static void answer_triple(pTHX_ SV *res)
     SAVETMPS;
     PUSHMARK(SP);
     EXTEND(SP, 2);
-    PUSHs(stream.env_ref);
+    PUSHs((SV *)req->stream.env_ref);
     PUSHs(res);
     PUTBACK;
     call_sv(triple_responder, G_VOID | G_DISCARD);
@@ -304,34 +298,35 @@ static void answer_triple(pTHX_ SV *res)
 XS_INTERNAL(stream_responder)
 {
     dXSARGS;
-    if (stream.serial == 0 || CvXSUBANY(cv).any_iv != stream.serial)
+    struct serow_request *req = (struct serow_request *)CvXSUBANY(cv).any_ptr;
+    if (req == NULL || !req->stream.active)
         croak("the PSGI responder was called after its request ended\n");
-    if (stream.responded)
+    struct serow_stream *stream = &req->stream;
+    if (stream->responded)
         croak("the PSGI responder was called twice\n");
     SV *res = items > 0 ? ST(0) : &PL_sv_undef;
     SvGETMAGIC(res);
     if (!SvROK(res) || SvTYPE(SvRV(res)) != SVt_PVAV || SvOBJECT(SvRV(res)))
         croak("the PSGI responder takes an array reference\n");
     AV *av = (AV *)SvRV(res);
-    struct worker_loop *loop = stream.loop;
     if (av_count(av) >= 3) {
-        stream.responded = 1;
-        answer_triple(aTHX_ res);
+        stream->responded = 1;
+        answer_triple(aTHX_ req, res);
         XSRETURN_EMPTY;
     }
     /* The worker leaves after this response: stopping now makes it hand the
      * connection to the holder afterwards (or say "Connection: close")
      * rather than wait for a next request that it would not serve. */
-    if (last_one_asked(aTHX_ (HV *)SvRV(stream.env_ref)))
-        serow_worker_loop_stop(loop);
+    if (last_one_asked(aTHX_ (HV *)SvRV((SV *)stream->env_ref)))
+        serow_worker_loop_stop(req->worker);
     SV **status = av_fetch(av, 0, 0), **headers = av_fetch(av, 1, 0);
     SV *bad = NULL;
-    int r = serow_start_psgi_response(aTHX_ loop, status ? *status : &PL_sv_undef,
+    int r = serow_start_psgi_response(aTHX_ req, status ? *status : &PL_sv_undef,
                                       headers ? *headers : &PL_sv_undef, -1, &bad);
     serow_response_result(aTHX_ r, bad); /* dies on a bad head */
-    stream.responded = 1;
-    stream.writer = serow_writer_new(aTHX_ loop);
-    ST(0) = sv_mortalcopy(stream.writer);
+    stream->responded = 1;
+    stream->writer = (struct sv *)serow_writer_new(aTHX_ req);
+    ST(0) = sv_mortalcopy((SV *)stream->writer);
     XSRETURN(1);
 }
 
@@ -343,54 +338,74 @@ static int only_ours(pTHX_ SV *sv)
     return SvREFCNT(sv) == 1 && !SvMAGICAL(sv);
 }
 
-/* The responder for the next stream: ours again when the app kept none of
- * the last one. */
-static CV *responder_for(pTHX_ IV serial)
+/* A responder for req's stream: the free one when the app kept none of it
+ * (known only once the stream's own references are gone: at the next
+ * stream), or a new one.  Ours, a reference in req->stream.responder until
+ * the stream is over. */
+static CV *responder_for(pTHX_ struct serow_request *req)
 {
-    if (responder != NULL && !only_ours(aTHX_ (SV *)responder)) {
-        SvREFCNT_dec((SV *)responder); /* the app's now: its serial says it is over */
-        responder = NULL;
+    CV *cv = free_responder;
+    free_responder = NULL;
+    if (cv != NULL && !only_ours(aTHX_ (SV *)cv)) {
+        SvREFCNT_dec((SV *)cv); /* the app's now: it answers no stream */
+        cv = NULL;
     }
-    if (responder == NULL)
-        responder = newXS(NULL, stream_responder, __FILE__);
-    CvXSUBANY(responder).any_iv = serial;
-    return responder;
+    if (cv == NULL)
+        cv = newXS(NULL, stream_responder, __FILE__);
+    CvXSUBANY(cv).any_ptr = req;
+    req->stream.responder = (struct cv *)cv;
+    return cv;
+}
+
+/* req's stream is over: its responder dies from now on, and is free for the
+ * next stream. */
+static void responder_done(pTHX_ struct serow_request *req)
+{
+    CV *cv = (CV *)req->stream.responder;
+    req->stream.responder = NULL;
+    CvXSUBANY(cv).any_ptr = NULL;
+    if (free_responder == NULL)
+        free_responder = cv;
+    else
+        SvREFCNT_dec((SV *)cv);
 }
 
 /* Runs the app's callback with a responder, as `eval { $callback->($responder) }`
  * would, then ends the body it left open.  SERVE_SENT when the response is
  * out (or cut: the client left); else SERVE_TIMED_OUT, or SERVE_APP_FAILED
  * with *error. */
-static enum serve_stage serve_stream(pTHX_ struct worker_loop *loop, SV *callback, SV *env_ref,
+static enum serve_stage serve_stream(pTHX_ struct serow_request *req, SV *callback, SV *env_ref,
                                      SV **error)
 {
-    stream.serial = ++last_stream_serial;
-    stream.responded = 0;
-    stream.writer = NULL;
-    stream.env_ref = env_ref;
-    stream.loop = loop;
-    CV *cv = responder_for(aTHX_ stream.serial);
+    struct serow_stream *stream = &req->stream;
+    stream->active = 1;
+    stream->responded = 0;
+    stream->writer = NULL;
+    stream->env_ref = (struct sv *)env_ref;
+    CV *cv = responder_for(aTHX_ req);
     int timed_out;
-    run_app(aTHX_ loop, callback, sv_2mortal(newRV_inc((SV *)cv)), 0, &timed_out);
-    stream.serial = 0; /* over: its responder dies from now on */
-    SV *writer = stream.writer ? sv_2mortal(stream.writer) : NULL;
-    stream.writer = NULL;
+    run_app(aTHX_ req, callback, sv_2mortal(newRV_inc((SV *)cv)), 0, &timed_out);
+    stream->active = 0;
+    responder_done(aTHX_ req);
+    SV *writer = stream->writer ? sv_2mortal((SV *)stream->writer) : NULL;
+    stream->writer = NULL;
+    stream->env_ref = NULL;
     enum serve_stage stage = SERVE_SENT;
     if (timed_out) {
         stage = SERVE_TIMED_OUT;
     } else if (SvTRUE(ERRSV)) {
         if (writer && serow_writer_gone(aTHX_ writer)) {
             /* The client left while the app streamed: nothing to report. */
-            if (loop->request.conn != NULL)
-                serow_request_end(aTHX_ loop, (HV *)SvRV(env_ref), 500);
+            if (req->conn != NULL)
+                serow_request_end(aTHX_ req, (HV *)SvRV(env_ref), 500);
         } else {
             *error = sv_2mortal(newSVpvf("the app died while streaming: %" SVf, SVfARG(ERRSV)));
             stage = SERVE_APP_FAILED;
         }
     } else if (writer && !serow_writer_closed(aTHX_ writer)) {
         serow_writer_close(aTHX_ writer); /* the app forgot: the client is not left waiting */
-    } else if (!stream.responded && !loop->request.response_started &&
-               loop->request.conn != NULL && loop->request.socket.handle == NULL) {
+    } else if (!stream->responded && !req->response_started &&
+               req->conn != NULL && req->socket.handle == NULL) {
         /* (An app that read psgix.io may have answered on the socket itself.) */
         *error = sv_2mortal(newSVpvs("the streaming app never called the responder"));
         stage = SERVE_APP_FAILED;
@@ -403,42 +418,41 @@ static enum serve_stage serve_stream(pTHX_ struct worker_loop *loop, SV *callbac
 
 /* The env values the log format names (%{NAME}e), as the app left them:
  * strings and numbers; a reference or an undefined value logs as absent. */
-static void note_env_values(pTHX_ struct worker_loop *loop, HV *env)
+static void note_env_values(pTHX_ struct serow_request *req, HV *env)
 {
     const struct access_log_name *names;
-    int count = serow_request_accounting_env_names(loop, &names);
+    int count = serow_request_accounting_env_names(req, &names);
     for (int i = 0; i < count; i++) {
         SV **sv = hv_fetch(env, names[i].name, (I32)names[i].len, 0);
         if (sv == NULL || !SvOK(*sv) || SvROK(*sv))
             continue;
         STRLEN len;
         const char *p = SvPV(*sv, len);
-        serow_request_accounting_note_env(loop, i, p, len);
+        serow_request_accounting_note_env(req, i, p, len);
     }
 }
 
 /* The response is out: REMOTE_USER and env values for the log, then the end
  * of the request, unless the response went wrong (the worker logs that
  * first). */
-static enum serve_stage finish_served(pTHX_ struct worker_loop *loop, HV *env,
+static enum serve_stage finish_served(pTHX_ struct serow_request *req, HV *env,
                                       int note_remote_user, SV **error)
 {
     SV *user = note_remote_user ? ENV_VALUE(env, "REMOTE_USER") : NULL;
-    if (user && SvOK(user) && loop->request.conn != NULL) {
+    if (user && SvOK(user) && req->conn != NULL) {
         STRLEN len;
         const char *p = SvPV(user, len);
-        serow_request_accounting_note_remote_user(loop, p, len);
+        serow_request_accounting_note_remote_user(req, p, len);
     }
-    if (note_remote_user && loop->request.conn != NULL && loop->access_log &&
-        loop->access_log->format.num_env)
-        note_env_values(aTHX_ loop, env);
-    if ((*error = response_fault(aTHX_ &loop->request.response)) != NULL)
+    if (note_remote_user && req->conn != NULL)
+        note_env_values(aTHX_ req, env);
+    if ((*error = response_fault(aTHX_ &req->response)) != NULL)
         return SERVE_SENT;
-    serow_request_end(aTHX_ loop, env, 0);
+    serow_request_end(aTHX_ req, env, 0);
     return SERVE_DONE;
 }
 
-enum serve_stage serow_serve_request(pTHX_ struct worker_loop *loop, SV *app, SV *env_ref,
+enum serve_stage serow_serve_request(pTHX_ struct serow_request *req, SV *app, SV *env_ref,
                                      int note_remote_user, enum serve_stage from,
                                      SV **answer, SV **error)
 {
@@ -446,12 +460,12 @@ enum serve_stage serow_serve_request(pTHX_ struct worker_loop *loop, SV *app, SV
     *answer = *error = NULL;
     /* (the worker looks at what is left after it: cleanup handlers, harakiri) */
     if (from == SERVE_SENT)
-        return finish_served(aTHX_ loop, env, note_remote_user, error);
+        return finish_served(aTHX_ req, env, note_remote_user, error);
     SV *input = ENV_VALUE(env, "psgi.input");
     if (input == NULL || !SvOK(input))
         return SERVE_HANDLE; /* a body (psgi_env.c gives bodiless requests their input) */
     int timed_out;
-    *answer = run_app(aTHX_ loop, app, env_ref, 1, &timed_out);
+    *answer = run_app(aTHX_ req, app, env_ref, 1, &timed_out);
     if (timed_out)
         return SERVE_TIMED_OUT; /* its answer, whatever it is, is dropped: 503 */
     SV *answered = !SvTRUE(ERRSV) && SvROK(*answer) ? SvRV(*answer) : NULL;
@@ -459,7 +473,7 @@ enum serve_stage serow_serve_request(pTHX_ struct worker_loop *loop, SV *app, SV
     if (answered && SvTYPE(answered) == SVt_PVAV) {
         /* (set by the app, which has run: read once) */
         last_one = last_one_asked(aTHX_ env);
-        SV *sent = send_array_triple(aTHX_ loop, *answer, last_one);
+        SV *sent = send_array_triple(aTHX_ req, *answer, last_one);
         if (sent == &PL_sv_no)
             return SERVE_RESPOND; /* the worker's own way: a handle body, ... */
         if (sent != &PL_sv_yes) {
@@ -467,7 +481,7 @@ enum serve_stage serow_serve_request(pTHX_ struct worker_loop *loop, SV *app, SV
             return SERVE_BAD_RESPONSE;
         }
     } else if (answered && SvTYPE(answered) == SVt_PVCV) {
-        enum serve_stage streamed = serve_stream(aTHX_ loop, *answer, env_ref, error);
+        enum serve_stage streamed = serve_stream(aTHX_ req, *answer, env_ref, error);
         if (streamed != SERVE_SENT)
             return streamed;
         last_one = last_one_asked(aTHX_ env);
@@ -475,7 +489,7 @@ enum serve_stage serow_serve_request(pTHX_ struct worker_loop *loop, SV *app, SV
         *error = sv_mortalcopy(ERRSV); /* it died, or answered something else */
         return SERVE_RESPOND;
     }
-    enum serve_stage stage = finish_served(aTHX_ loop, env, note_remote_user, error);
+    enum serve_stage stage = finish_served(aTHX_ req, env, note_remote_user, error);
     if (stage != SERVE_DONE)
         return stage;
     SV *handlers = ENV_VALUE(env, "psgix.cleanup.handlers");
@@ -493,9 +507,10 @@ SV *serow_request_next(pTHX_ struct worker_loop *loop)
      * ended): it may be reused, and what the app left in it is freed before
      * the wait, not after it. */
     serow_psgi_env_retire(aTHX);
-    if (!serow_worker_loop_next_request(loop))
+    struct serow_request *req = serow_worker_loop_request(loop);
+    if (!serow_worker_loop_next_request(loop, req))
         return &PL_sv_undef;
-    return newRV_inc((SV *)serow_build_psgi_env(aTHX_ loop));
+    return newRV_inc((SV *)serow_build_psgi_env(aTHX_ req));
 }
 
 /* ---- the streaming writer: Serow::Writer -----------------------------------
@@ -511,7 +526,7 @@ SV *serow_request_next(pTHX_ struct worker_loop *loop)
  * except the first bytes of a compressed body (see serow_compression_header_size). */
 
 struct serow_writer {
-    struct worker_loop *loop;
+    struct serow_request *req; /* NULL once abandoned */
     int closed; /* closed, or abandoned when its request ended: writes do nothing */
     int gone;   /* a write found the client gone */
 };
@@ -544,7 +559,7 @@ static inline struct serow_writer *writer_state(pTHX_ SV *state)
  * left to it (abandoned when its request ended) and another is made. */
 static SV *kept_writer;
 
-SV *serow_writer_new(pTHX_ struct worker_loop *loop)
+SV *serow_writer_new(pTHX_ struct serow_request *req)
 {
     if (kept_writer != NULL &&
         (SvREFCNT(kept_writer) != 1 || SvMAGIC(kept_writer)->mg_moremagic != NULL)) {
@@ -563,7 +578,7 @@ SV *serow_writer_new(pTHX_ struct worker_loop *loop)
         SvREADONLY_on(kept_writer); /* (after the bless, which would refuse it) */
     }
     struct serow_writer *writer = (struct serow_writer *)SvMAGIC(kept_writer)->mg_ptr;
-    writer->loop = loop;
+    writer->req = req;
     writer->closed = 0;
     writer->gone = 0;
     return newRV_inc(kept_writer);
@@ -593,7 +608,7 @@ int serow_writer_send(pTHX_ SV *self, SV *data)
         serow_response_result(aTHX_ RESPONSE_WIDE_CHARACTER, NULL); /* dies */
     if (len == 0)
         return 1;
-    if (serow_write_psgi_body(aTHX_ writer->loop, p, len) == RESPONSE_OK)
+    if (serow_write_psgi_body(aTHX_ writer->req, p, len) == RESPONSE_OK)
         return 1;
     writer->gone = writer->closed = 1;
     return 0;
@@ -606,11 +621,11 @@ void serow_writer_close(pTHX_ SV *self)
         return;
     writer->closed = 1;
     /* (the held bytes first: a client gone then is one a write found) */
-    if (serow_flush_held_psgi_body(aTHX_ writer->loop) != RESPONSE_OK) {
+    if (serow_flush_held_psgi_body(aTHX_ writer->req) != RESPONSE_OK) {
         writer->gone = 1;
         return;
     }
-    serow_finish_psgi_body(aTHX_ writer->loop);
+    serow_finish_psgi_body(aTHX_ writer->req);
 }
 
 int serow_writer_closed(pTHX_ SV *self)
@@ -625,12 +640,15 @@ int serow_writer_gone(pTHX_ SV *self)
 
 void serow_writer_abandon(pTHX_ SV *self)
 {
-    writer_of(aTHX_ self)->closed = 1;
+    struct serow_writer *writer = writer_of(aTHX_ self);
+    writer->closed = 1;
+    writer->req = NULL;
 }
 
 uint64_t serow_writer_given(pTHX_ SV *self)
 {
-    return serow_psgi_body_given(writer_of(aTHX_ self)->loop);
+    struct serow_writer *writer = writer_of(aTHX_ self);
+    return writer->req ? serow_psgi_body_given(writer->req) : 0;
 }
 
 /* How long poll_cb waits for the client to hang up after a call of its
@@ -657,7 +675,7 @@ void serow_writer_poll_cb(pTHX_ SV *self, SV *cb)
     SAVEFREESV(state);
     SV *object = sv_2mortal(newRV_inc(state));
     while (!writer->closed) {
-        uint64_t given = serow_psgi_body_given(writer->loop);
+        uint64_t given = serow_psgi_body_given(writer->req);
         dSP;
         ENTER;
         SAVETMPS;
@@ -667,9 +685,9 @@ void serow_writer_poll_cb(pTHX_ SV *self, SV *cb)
         call_sv(cb, G_VOID | G_DISCARD);
         FREETMPS;
         LEAVE;
-        if (writer->closed || serow_psgi_body_given(writer->loop) != given)
+        if (writer->closed || serow_psgi_body_given(writer->req) != given)
             continue;
-        if (serow_client_hung_up(writer->loop, POLL_IDLE_SECONDS)) {
+        if (serow_worker_loop_client_hung_up(writer->req, POLL_IDLE_SECONDS)) {
             writer->gone = writer->closed = 1;
             croak("%s", SEROW_CLIENT_GONE_MESSAGE);
         }

@@ -8,7 +8,8 @@
 #include "EXTERN.h"
 #include "perl.h"
 
-#include "worker_loop.h"
+struct serow_request;
+struct worker_loop;
 
 /* Where serow_serve_request left a request for the Perl worker to go on
  * with (go_on_with_request in lib/Serow/Worker.pm): Serow.xs gives these
@@ -38,12 +39,12 @@ enum serve_stage {
  * SERVE_FINISHED when cleanup handlers or psgix.harakiri.commit are left
  * (from SERVE_SENT the worker looks at those itself: SERVE_DONE).
  */
-enum serve_stage serow_serve_request(pTHX_ struct worker_loop *loop, SV *app, SV *env_ref,
+enum serve_stage serow_serve_request(pTHX_ struct serow_request *req, SV *app, SV *env_ref,
                                      int note_remote_user, enum serve_stage from,
                                      SV **answer, SV **error);
 
 /*
- * Ends the current request: every request a worker serves ends here, from
+ * Ends req: every request the embedding serves ends here, from
  * C or from Perl, and this is the one place that resets the request's
  * state (struct serow_request).  fail_status 0: the response went out as
  * it did (the connection kept alive when it allows it, or closed; handed
@@ -52,11 +53,12 @@ enum serve_stage serow_serve_request(pTHX_ struct worker_loop *loop, SV *app, SV
  * was sent, and the connection closes.  No request current: only the
  * resets.
  */
-void serow_request_end(pTHX_ struct worker_loop *loop, HV *env, int fail_status);
+void serow_request_end(pTHX_ struct serow_request *req, HV *env, int fail_status);
 
-/* The start of the next request: the last env retired (serow_psgi_env_retire),
- * the wait for a request head, the env built (a new reference), or undef
- * when the wait was interrupted or the loop is done. */
+/* The start of the loop's next request (serow_worker_loop_request): the
+ * last env retired (serow_psgi_env_retire), the wait for a request head, the
+ * env built (a new reference), or undef when the wait was interrupted or the
+ * loop is done. */
 SV *serow_request_next(pTHX_ struct worker_loop *loop);
 
 /* The Perl code a streaming app's responder hands a whole response to,
@@ -66,9 +68,9 @@ void serow_set_triple_responder(pTHX_ SV *code);
 /* What a writer's write dies with when the client has gone away. */
 #define SEROW_CLIENT_GONE_MESSAGE "Serow: the client has gone away\n"
 
-/* The streaming writer, Serow::Writer (a new object for the response the
- * loop has started), and its methods: self is the object. */
-SV *serow_writer_new(pTHX_ struct worker_loop *loop);
+/* The streaming writer, Serow::Writer (a new object for the response req
+ * has started), and its methods: self is the object. */
+SV *serow_writer_new(pTHX_ struct serow_request *req);
 /* A part of the body, as the app gave it: 1 sent (or nothing to send, or
  * the writer closed), 0 the client is gone; croaks on wide characters. */
 int serow_writer_send(pTHX_ SV *self, SV *data);

@@ -1,8 +1,9 @@
 /*
  * psgi_response.c - Perl values of a PSGI response to bytes on the socket.
  *
- * Owns: the response part of the request (struct serow_response in
- * request.h) and the head and iovec buffers.  What a head says is
+ * Owns: the response part of a request (struct serow_response in
+ * request.h: its progress and the buffer its head is formatted in) and the
+ * iovec buffer of array bodies.  What a head says is
  * response_writer.c's; writing goes through worker_output.c; when the
  * request ends is psgi_request.c's.
  */
@@ -22,7 +23,9 @@
 #include "psgi_input.h"
 #include "request_accounting.h"
 #include "response_writer.h"
-#include "worker_internal.h" /* the current request */
+#include "connection.h"
+#include "request.h"
+#include "worker_loop.h"
 
 /* Headers taken from the app's array without allocating; more go to the heap. */
 #define STACK_HEADERS 64
@@ -33,21 +36,16 @@
  * writevs of IOV_MAX parts, without a copy. */
 #define COALESCE_MAX_BYTES (4 * 1024 * 1024)
 
-/* The head of the response in progress is formatted here; the buffer
- * outlives the request (a per-process cache, grown to the largest head),
- * the bytes waiting in it are the request's (response->head_len). */
-static char *head_buffer;
-static size_t head_buffer_size;
-
 /* The iovecs of an array body (the head in [0]), grown to the most parts
- * seen, and kept for the next response up to KEPT_IOVECS. */
+ * seen, and kept for the next response up to KEPT_IOVECS: a per-process
+ * cache, filled and written within one call. */
 #define KEPT_IOVECS 4096
 static struct iovec *body_iov;
 static size_t body_iov_size;
 
-void serow_reset_psgi_response(struct worker_loop *loop)
+void serow_reset_psgi_response(struct serow_request *req)
 {
-    struct serow_response *response = &loop->request.response;
+    struct serow_response *response = &req->response;
     response->active = 0;
     response->head_len = 0;
     response->body_given = 0;
@@ -275,8 +273,8 @@ static int app_chunks_valid(const struct iovec *parts, size_t count)
     return done && error == NULL;
 }
 
-static int write_all(struct worker_loop *loop, struct iovec *iov, int count);
-static int flush_head(struct worker_loop *loop, int more_follows);
+static int write_all(struct serow_request *req, struct iovec *iov, int count);
+static int flush_head(struct serow_request *req, int more_follows);
 
 /* The head still waiting, as the first iovec of the next write (returns 1),
  * so that it leaves with the body bytes that follow it; 0 when it is out. */
@@ -284,7 +282,7 @@ static int take_head(struct serow_response *response, struct iovec *iov)
 {
     if (response->head_len == 0)
         return 0;
-    iov->iov_base = head_buffer;
+    iov->iov_base = response->head;
     iov->iov_len = response->head_len;
     response->head_len = 0;
     return 1;
@@ -293,9 +291,9 @@ static int take_head(struct serow_response *response, struct iovec *iov)
 /* Sends the next len bytes of a body the app framed itself (the head first if
  * it has not gone): as they are, or decoded for HTTP/1.0, up to an error in
  * them or the end of the last chunk. */
-static int send_app_chunks(struct worker_loop *loop, const char *data, size_t len)
+static int send_app_chunks(struct serow_request *req, const char *data, size_t len)
 {
-    struct serow_response *response = &loop->request.response;
+    struct serow_response *response = &req->response;
     char block[APP_CHUNKS_BLOCK];
     response->body_given += len;
     while (len > 0 && response->app_framing_error == NULL) {
@@ -305,7 +303,7 @@ static int send_app_chunks(struct worker_loop *loop, const char *data, size_t le
         struct iovec iov[2];
         int count = 0;
         if (response->head_len) {
-            iov[count].iov_base = head_buffer;
+            iov[count].iov_base = response->head;
             iov[count++].iov_len = response->head_len;
         }
         iov[count].iov_base = response->framing.decode_app_chunks ? block : (char *)data;
@@ -313,7 +311,7 @@ static int send_app_chunks(struct worker_loop *loop, const char *data, size_t le
         if (iov[count].iov_len > 0) {
             response->body_sent += iov[count++].iov_len;
             response->head_len = 0;
-            int r = write_all(loop, iov, count);
+            int r = write_all(req, iov, count);
             if (r != RESPONSE_OK)
                 return r;
         }
@@ -342,18 +340,18 @@ static void end_app_chunks(struct serow_response *response)
  * other write goes out at once: a server-sent event or a long-poll answer is
  * never held. */
 
-/* Plans and formats the head into head_buffer.  parts: the whole body
- * when it is known (an array), else NULL. */
-static int prepare_head(pTHX_ struct worker_loop *loop, SV *status_sv, SV *headers,
+/* Plans and formats the head into the response's head buffer.  parts: the
+ * whole body when it is known (an array), else NULL. */
+static int prepare_head(pTHX_ struct serow_request *req, SV *status_sv, SV *headers,
                         int length_known, uint64_t length, const struct iovec *parts,
                         size_t num_parts, SV **bad_header)
 {
-    struct serow_response *response = &loop->request.response;
+    struct serow_response *response = &req->response;
     struct header_list list;
     struct response_facts facts;
     size_t bad_index = 0;
 
-    serow_reset_psgi_response(loop);
+    serow_reset_psgi_response(req);
     facts.status = status_of(aTHX_ status_sv);
     /* 1xx are interim: a client would wait on for the final response.
      * Only 101 ends the exchange (the connection then leaves HTTP). */
@@ -363,10 +361,10 @@ static int prepare_head(pTHX_ struct worker_loop *loop, SV *status_sv, SV *heade
     if (r != RESPONSE_OK)
         return r;
     /* the request id joins the app's headers */
-    list.count = serow_request_accounting_add_id_header(loop, list.items, list.count);
-    facts.is_head_request = serow_is_head_request(&loop->request.head);
-    facts.minor_version = loop->request.head.minor_version;
-    facts.may_keep_alive = serow_worker_loop_may_keep_alive(loop);
+    list.count = serow_request_accounting_add_id_header(req, list.items, list.count);
+    facts.is_head_request = serow_is_head_request(&req->head);
+    facts.minor_version = req->head.minor_version;
+    facts.may_keep_alive = serow_worker_loop_may_keep_alive(req);
     facts.body_length_known = length_known;
     facts.body_length = length;
 
@@ -379,7 +377,7 @@ static int prepare_head(pTHX_ struct worker_loop *loop, SV *status_sv, SV *heade
     }
     /* The app's part ends here (not at a head refused: the app may give
      * another), and the log keeps the headers it names. */
-    serow_request_accounting_response_head(loop, list.items, list.count);
+    serow_request_accounting_response_head(req, list.items, list.count);
     /* After a 101 the bytes are no longer HTTP: no next request to read. */
     if (facts.status == 101)
         response->framing.keep_alive = 0;
@@ -390,16 +388,16 @@ static int prepare_head(pTHX_ struct worker_loop *loop, SV *status_sv, SV *heade
             response->framing.keep_alive = 0;
     }
     size_t need = serow_response_head_size(list.items, list.count);
-    if (need > head_buffer_size) {
-        char *grown = realloc(head_buffer, need);
+    if (need > response->head_size) {
+        char *grown = realloc(response->head, need);
         if (grown == NULL) {
             free_header_list(&list);
             return RESPONSE_CLIENT_GONE;
         }
-        head_buffer = grown;
-        head_buffer_size = need;
+        response->head = grown;
+        response->head_size = need;
     }
-    response->head_len = serow_format_response_head(head_buffer, &facts, list.items, list.count,
+    response->head_len = serow_format_response_head(response->head, &facts, list.items, list.count,
                                              &response->framing);
     /* (an array body is whole: nothing of it is held) */
     size_t hold = parts == NULL ? serow_compression_header_size(list.items, list.count) : 0;
@@ -407,14 +405,14 @@ static int prepare_head(pTHX_ struct worker_loop *loop, SV *status_sv, SV *heade
     response->status = facts.status;
     response->hold = hold;
     response->active = 1;
-    serow_socket_back_to_server(loop);
+    serow_socket_back_to_server(req);
     return RESPONSE_OK;
 }
 
-static int write_all(struct worker_loop *loop, struct iovec *iov, int count)
+static int write_all(struct serow_request *req, struct iovec *iov, int count)
 {
-    struct serow_response *response = &loop->request.response;
-    if (serow_worker_loop_write(loop, iov, count) != 0) {
+    struct serow_response *response = &req->response;
+    if (serow_worker_loop_write(req, iov, count) != 0) {
         response->failed = 1;
         return RESPONSE_CLIENT_GONE;
     }
@@ -458,18 +456,18 @@ static void release_body_iov(void)
 
 /* Writes iov[0..count) (the head and the body parts), in one writev when
  * the parts are more than one writev takes but their tail can be copied. */
-static int write_head_and_parts(struct worker_loop *loop, struct iovec *iov, size_t count)
+static int write_head_and_parts(struct serow_request *req, struct iovec *iov, size_t count)
 {
     if (count <= IOV_MAX)
-        return write_all(loop, iov, (int)count);
+        return write_all(req, iov, (int)count);
     size_t tail = 0;
     for (size_t i = IOV_MAX - 1; i < count; i++)
         tail += iov[i].iov_len;
     if (tail > COALESCE_MAX_BYTES)
-        return write_all(loop, iov, (int)count); /* serow_worker_loop_write batches it */
+        return write_all(req, iov, (int)count); /* serow_worker_loop_write batches it */
     char *copy = malloc(tail);
     if (copy == NULL)
-        return write_all(loop, iov, (int)count);
+        return write_all(req, iov, (int)count);
     char *p = copy;
     for (size_t i = IOV_MAX - 1; i < count; i++) {
         memcpy(p, iov[i].iov_base, iov[i].iov_len);
@@ -477,20 +475,20 @@ static int write_head_and_parts(struct worker_loop *loop, struct iovec *iov, siz
     }
     iov[IOV_MAX - 1].iov_base = copy;
     iov[IOV_MAX - 1].iov_len = tail;
-    int r = write_all(loop, iov, IOV_MAX);
+    int r = write_all(req, iov, IOV_MAX);
     free(copy);
     return r;
 }
 
-int serow_send_psgi_response(pTHX_ struct worker_loop *loop, SV *status, SV *headers, AV *body,
+int serow_send_psgi_response(pTHX_ struct serow_request *req, SV *status, SV *headers, AV *body,
                        SV **bad_header)
 {
-    struct serow_response *response = &loop->request.response;
+    struct serow_response *response = &req->response;
     SSize_t parts = av_len(body) + 1;
     size_t count = 1; /* iov[0] is the head */
     uint64_t length = 0;
 
-    if (response->active || loop->request.response_started)
+    if (response->active || req->response_started)
         return RESPONSE_TOO_LATE;
     if (grow_body_iov((size_t)parts + 1) != 0)
         return RESPONSE_CLIENT_GONE;
@@ -513,16 +511,16 @@ int serow_send_psgi_response(pTHX_ struct worker_loop *loop, SV *status, SV *hea
         body_iov[count++].iov_len = len;
         length += len;
     }
-    int r = prepare_head(aTHX_ loop, status, headers, 1, length, body_iov + 1, count - 1,
+    int r = prepare_head(aTHX_ req, status, headers, 1, length, body_iov + 1, count - 1,
                          bad_header);
     if (r != RESPONSE_OK)
         return r;
     if (response->framing.app_chunked) {
         for (size_t i = 1; i < count && r == RESPONSE_OK; i++)
-            r = send_app_chunks(loop, body_iov[i].iov_base, body_iov[i].iov_len);
+            r = send_app_chunks(req, body_iov[i].iov_base, body_iov[i].iov_len);
         end_app_chunks(response);
         release_body_iov();
-        return r == RESPONSE_OK ? flush_head(loop, 0) : r;
+        return r == RESPONSE_OK ? flush_head(req, 0) : r;
     }
     if (!response->framing.body_allowed) {
         count = 1;
@@ -539,29 +537,29 @@ int serow_send_psgi_response(pTHX_ struct worker_loop *loop, SV *status, SV *hea
         }
         count = kept;
     }
-    body_iov[0].iov_base = head_buffer;
+    body_iov[0].iov_base = response->head;
     body_iov[0].iov_len = response->head_len;
     response->head_len = 0;
-    r = write_head_and_parts(loop, body_iov, count);
+    r = write_head_and_parts(req, body_iov, count);
     release_body_iov();
     return r;
 }
 
-int serow_start_psgi_response(pTHX_ struct worker_loop *loop, SV *status, SV *headers,
+int serow_start_psgi_response(pTHX_ struct serow_request *req, SV *status, SV *headers,
                         int64_t length, SV **bad_header)
 {
-    struct serow_response *response = &loop->request.response;
-    if (response->active || loop->request.response_started)
+    struct serow_response *response = &req->response;
+    if (response->active || req->response_started)
         return RESPONSE_TOO_LATE;
-    return prepare_head(aTHX_ loop, status, headers, length >= 0,
+    return prepare_head(aTHX_ req, status, headers, length >= 0,
                         length >= 0 ? (uint64_t)length : 0, NULL, 0, bad_header);
 }
 
 /* A write while the body's first bytes may be held (response->hold): held
  * while they fit, else sent after what was held, in one write. */
-static int write_held_and(pTHX_ struct worker_loop *loop, const char *data, size_t len)
+static int write_held_and(pTHX_ struct serow_request *req, const char *data, size_t len)
 {
-    struct serow_response *response = &loop->request.response;
+    struct serow_response *response = &req->response;
     if (response->held_len + len <= response->hold) {
         memcpy(response->held + response->held_len, data, len);
         response->held_len += len;
@@ -570,7 +568,7 @@ static int write_held_and(pTHX_ struct worker_loop *loop, const char *data, size
     response->hold = 0; /* a body byte goes now: nothing more is held */
     size_t held = response->held_len;
     if (held == 0)
-        return serow_write_psgi_body(aTHX_ loop, data, len);
+        return serow_write_psgi_body(aTHX_ req, data, len);
     char *joined = malloc(held + len);
     if (joined == NULL) {
         response->failed = 1;
@@ -579,14 +577,14 @@ static int write_held_and(pTHX_ struct worker_loop *loop, const char *data, size
     memcpy(joined, response->held, held);
     memcpy(joined + held, data, len);
     response->held_len = 0;
-    int r = serow_write_psgi_body(aTHX_ loop, joined, held + len);
+    int r = serow_write_psgi_body(aTHX_ req, joined, held + len);
     free(joined);
     return r;
 }
 
-int serow_flush_held_psgi_body(pTHX_ struct worker_loop *loop)
+int serow_flush_held_psgi_body(pTHX_ struct serow_request *req)
 {
-    struct serow_response *response = &loop->request.response;
+    struct serow_response *response = &req->response;
     char held[SEROW_MAX_HELD_BODY];
     size_t n = response->held_len;
     response->hold = 0;
@@ -594,12 +592,12 @@ int serow_flush_held_psgi_body(pTHX_ struct worker_loop *loop)
         return RESPONSE_OK;
     memcpy(held, response->held, n);
     response->held_len = 0;
-    return serow_write_psgi_body(aTHX_ loop, held, n);
+    return serow_write_psgi_body(aTHX_ req, held, n);
 }
 
-int serow_write_psgi_body(pTHX_ struct worker_loop *loop, const char *data, size_t len)
+int serow_write_psgi_body(pTHX_ struct serow_request *req, const char *data, size_t len)
 {
-    struct serow_response *response = &loop->request.response;
+    struct serow_response *response = &req->response;
     struct iovec iov[4];
     int count;
     char size_line[24];
@@ -607,11 +605,11 @@ int serow_write_psgi_body(pTHX_ struct worker_loop *loop, const char *data, size
     if (!response->active || response->failed)
         return RESPONSE_CLIENT_GONE;
     if (response->hold && len > 0)
-        return write_held_and(aTHX_ loop, data, len);
+        return write_held_and(aTHX_ req, data, len);
     if (!response->framing.body_allowed || len == 0)
         return RESPONSE_OK; /* HEAD, 204, 304: the body is dropped; "" would end a chunked body */
     if (response->framing.app_chunked)
-        return send_app_chunks(loop, data, len);
+        return send_app_chunks(req, data, len);
     len = allowed_body_bytes(response, len);
     if (len == 0)
         return RESPONSE_OK;
@@ -627,20 +625,20 @@ int serow_write_psgi_body(pTHX_ struct worker_loop *loop, const char *data, size
         iov[count++].iov_len = 2;
     }
     response->body_sent += len;
-    return write_all(loop, iov, count);
+    return write_all(req, iov, count);
 }
 
-static int flush_head(struct worker_loop *loop, int more_follows)
+static int flush_head(struct serow_request *req, int more_follows)
 {
-    struct serow_response *response = &loop->request.response;
+    struct serow_response *response = &req->response;
     if (response->head_len == 0)
         return RESPONSE_OK;
-    struct iovec iov = {head_buffer, response->head_len};
+    struct iovec iov = {response->head, response->head_len};
     response->head_len = 0;
     if (more_follows) {
         /* MSG_MORE: the head waits for the file's first bytes, one packet. */
-        serow_response_starts(loop);
-        ssize_t n = send(loop->request.conn->fd, iov.iov_base, iov.iov_len, MSG_MORE | MSG_NOSIGNAL);
+        serow_worker_loop_response_starts(req);
+        ssize_t n = send(req->conn->fd, iov.iov_base, iov.iov_len, MSG_MORE | MSG_NOSIGNAL);
         if (n == (ssize_t)iov.iov_len)
             return RESPONSE_OK;
         if (n > 0) {
@@ -648,14 +646,14 @@ static int flush_head(struct worker_loop *loop, int more_follows)
             iov.iov_len -= (size_t)n;
         }
     }
-    return write_all(loop, &iov, 1);
+    return write_all(req, &iov, 1);
 }
 
 /* A file whose bytes are chunked framing the app wrote: read, not sent with
  * sendfile, since each byte is checked (see send_app_chunks). */
-static int send_file_app_chunks(struct worker_loop *loop, int fd, uint64_t offset, uint64_t len)
+static int send_file_app_chunks(struct serow_request *req, int fd, uint64_t offset, uint64_t len)
 {
-    struct serow_response *response = &loop->request.response;
+    struct serow_response *response = &req->response;
     char data[APP_CHUNKS_BLOCK];
     while (len > 0 && response->app_framing_error == NULL) {
         ssize_t n = pread(fd, data, len < sizeof(data) ? (size_t)len : sizeof(data), (off_t)offset);
@@ -666,7 +664,7 @@ static int send_file_app_chunks(struct worker_loop *loop, int fd, uint64_t offse
             response->failed = 1;
             return RESPONSE_CLIENT_GONE;
         }
-        int r = send_app_chunks(loop, data, (size_t)n);
+        int r = send_app_chunks(req, data, (size_t)n);
         if (r != RESPONSE_OK)
             return r;
         offset += (uint64_t)n;
@@ -675,15 +673,15 @@ static int send_file_app_chunks(struct worker_loop *loop, int fd, uint64_t offse
     return RESPONSE_OK;
 }
 
-int serow_sendfile_psgi_body(pTHX_ struct worker_loop *loop, int fd, uint64_t offset, uint64_t len)
+int serow_sendfile_psgi_body(pTHX_ struct serow_request *req, int fd, uint64_t offset, uint64_t len)
 {
-    struct serow_response *response = &loop->request.response;
-    if (!response->active || response->failed || loop->request.conn == NULL)
+    struct serow_response *response = &req->response;
+    if (!response->active || response->failed || req->conn == NULL)
         return RESPONSE_CLIENT_GONE;
     if (!response->framing.body_allowed || len == 0)
         return RESPONSE_OK;
     if (response->framing.app_chunked)
-        return send_file_app_chunks(loop, fd, offset, len);
+        return send_file_app_chunks(req, fd, offset, len);
     response->body_given += len;
     if (response->framing.has_content_length &&
         len > response->framing.content_length - response->body_sent)
@@ -693,38 +691,38 @@ int serow_sendfile_psgi_body(pTHX_ struct worker_loop *loop, int fd, uint64_t of
     int r;
     if (response->framing.chunked) {
         char size_line[24];
-        struct iovec iov[2] = {{head_buffer, response->head_len},
+        struct iovec iov[2] = {{response->head, response->head_len},
                                {size_line, serow_format_chunk_size(size_line, (size_t)len)}};
         response->head_len = 0;
-        if ((r = write_all(loop, iov, 2)) != RESPONSE_OK)
+        if ((r = write_all(req, iov, 2)) != RESPONSE_OK)
             return r;
-    } else if ((r = flush_head(loop, 1)) != RESPONSE_OK) {
+    } else if ((r = flush_head(req, 1)) != RESPONSE_OK) {
         return r;
     }
-    if (serow_worker_loop_sendfile(loop, fd, offset, len) != 0) {
+    if (serow_worker_loop_sendfile(req, fd, offset, len) != 0) {
         response->failed = 1;
         return RESPONSE_CLIENT_GONE;
     }
     response->body_sent += len;
     if (response->framing.chunked) {
         struct iovec end = {(void *)CHUNK_END, 2};
-        return write_all(loop, &end, 1);
+        return write_all(req, &end, 1);
     }
     return RESPONSE_OK;
 }
 
-uint64_t serow_psgi_body_given(const struct worker_loop *loop)
+uint64_t serow_psgi_body_given(const struct serow_request *req)
 {
-    const struct serow_response *response = &loop->request.response;
+    const struct serow_response *response = &req->response;
     return response->active ? response->body_given + response->held_len : 0;
 }
 
-int serow_finish_psgi_body(pTHX_ struct worker_loop *loop)
+int serow_finish_psgi_body(pTHX_ struct serow_request *req)
 {
-    struct serow_response *response = &loop->request.response;
+    struct serow_response *response = &req->response;
     if (!response->active || response->failed)
         return RESPONSE_CLIENT_GONE;
-    int r = serow_flush_held_psgi_body(aTHX_ loop);
+    int r = serow_flush_held_psgi_body(aTHX_ req);
     if (r != RESPONSE_OK)
         return r;
     if (response->framing.chunked && response->framing.body_allowed) {
@@ -732,24 +730,24 @@ int serow_finish_psgi_body(pTHX_ struct worker_loop *loop)
         int count = take_head(response, iov);
         iov[count].iov_base = (void *)LAST_CHUNK;
         iov[count++].iov_len = sizeof(LAST_CHUNK) - 1;
-        return write_all(loop, iov, count);
+        return write_all(req, iov, count);
     }
     end_app_chunks(response);
-    return flush_head(loop, 0);
+    return flush_head(req, 0);
 }
 
-int serow_send_informational_response(pTHX_ struct worker_loop *loop, SV *status_sv, SV *headers,
+int serow_send_informational_response(pTHX_ struct serow_request *req, SV *status_sv, SV *headers,
                                 SV **bad_header)
 {
-    struct serow_response *response = &loop->request.response;
+    struct serow_response *response = &req->response;
     struct header_list list;
     size_t bad_index = 0;
     int status = status_of(aTHX_ status_sv);
     if (status < 100 || status > 199 || status == 101)
         return RESPONSE_BAD_STATUS;
-    if (response->active || loop->request.response_started)
+    if (response->active || req->response_started)
         return RESPONSE_TOO_LATE;
-    if (loop->request.head.minor_version == 0)
+    if (req->head.minor_version == 0)
         return RESPONSE_OK; /* HTTP/1.0 clients do not expect 1xx responses */
     int r = collect_headers(aTHX_ headers, &list, bad_header);
     if (r != RESPONSE_OK)
@@ -757,7 +755,7 @@ int serow_send_informational_response(pTHX_ struct worker_loop *loop, SV *status
     /* The request id joins its headers.  (The app's part goes on after a
      * 1xx, and the log names the final response's headers: neither is noted
      * here.) */
-    list.count = serow_request_accounting_add_id_header(loop, list.items, list.count);
+    list.count = serow_request_accounting_add_id_header(req, list.items, list.count);
     struct response_facts facts = {status, 0, 1, 1, 0, 0};
     struct response_framing framing;
     r = serow_plan_response(&facts, list.items, list.count, &framing, &bad_index);
@@ -774,12 +772,12 @@ int serow_send_informational_response(pTHX_ struct worker_loop *loop, SV *status
     }
     /* keep_alive=1 so that no Connection header is added to a 1xx */
     framing.keep_alive = 1;
-    serow_socket_back_to_server(loop);
+    serow_socket_back_to_server(req);
     size_t n = serow_format_response_head(buffer, &facts, list.items, list.count, &framing);
     free_header_list(&list);
     struct iovec iov = {buffer, n};
     /* (the final response has not started: a 1xx does not count) */
-    r = serow_worker_loop_write_interim(loop, &iov, 1) == 0 ? RESPONSE_OK : RESPONSE_CLIENT_GONE;
+    r = serow_worker_loop_write_interim(req, &iov, 1) == 0 ? RESPONSE_OK : RESPONSE_CLIENT_GONE;
     free(buffer);
     return r;
 }

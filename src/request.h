@@ -1,24 +1,34 @@
 /*
- * request.h - one home for the state of the request a worker is answering.
+ * request.h - one home for the state of a request a worker is answering.
  *
- * A worker answers one request at a time, and everything that belongs to
- * that one request is here, in struct serow_request (the loop's `request`):
- * its connection and parsed head, its body's progress, the response the app
- * gave and how far it went out, the psgix.io handle lent for it, and what
- * the access log and the metrics will record of it.  Each part is written
- * by the file named beside it; all of it is reset in one place,
- * serow_request_end (psgi_request.c), which ends every request the worker
- * serves, from C or from Perl.  (What starts a request sets its part: the
- * loop the head and the accounting, the body reader the body, the env
- * build the socket lending, each response its own progress.)
+ * Everything that belongs to one request is here, in struct serow_request:
+ * its connection and parsed head (with the array its fields are parsed
+ * into), its body's progress, the response the app gave and how far it went
+ * out (and the buffer its head is formatted in), the psgix.io handle lent
+ * for it, its streamed response's responder and writer, when its app began
+ * to run, and what the access log and the metrics will record of it.  Each
+ * part is written by the file named beside it; the PSGI parts are reset in
+ * one place, serow_request_end (psgi_request.c), which ends every request
+ * the embedding serves.  (What starts a request sets its part: the loop the
+ * head and the accounting, the body reader the body, the env build the
+ * socket lending, each response its own progress.)
+ *
+ * A request is made for one worker (serow_worker_loop_request_new) and
+ * started as often as it serves one; the worker serves any number at once,
+ * each on its own connection (t/request/interleaved.c).  What a request
+ * needs of its worker (settings, listener, access log, slot) it asks
+ * through worker_loop.h: the worker's layout is not the request's business.
  *
  * What outlives a request stays with its file, as a per-process cache: the
  * env kept for reuse and its key tables (psgi_env.c), the psgi.input
- * handles refilled for each request (psgi_input.c), the buffers a response head and
- * an array body are gathered in (psgi_response.c).
+ * handles refilled for each request and the buffer the body handle reads
+ * (psgi_input.c), the iovecs an array body is gathered in
+ * (psgi_response.c), a responder and a writer kept for the next stream
+ * (psgi_request.c).
  *
- * No Perl here: the psgix.io handle is a Perl value, named by its struct
- * (Perl's SV is a struct sv) so that this header needs no perl.h.
+ * No Perl here: the Perl values a request holds are named by their struct
+ * (Perl's SV is a struct sv, its CV a struct cv) so that this header needs
+ * no perl.h.
  */
 #ifndef SEROW_REQUEST_H
 #define SEROW_REQUEST_H
@@ -32,7 +42,9 @@
 #include "response_writer.h"
 
 struct connection;
+struct cv;
 struct sv;
+struct worker_loop;
 
 /* The largest header of a compressed body held back (gzip's, 10 bytes). */
 #define SEROW_MAX_HELD_BODY 16
@@ -59,20 +71,45 @@ struct serow_response {
     size_t hold;
     size_t held_len;
     char held[SEROW_MAX_HELD_BODY];
+    /* The head's bytes are formatted here (head_len of them still to go):
+     * the buffer outlives the response, kept for the request's next one,
+     * grown to the largest head. */
+    char *head;
+    size_t head_size;
 };
 
 /* psgix.io, the connection's socket as a Perl handle, made when the app
  * first reads the key (psgi_input.c). */
 struct serow_socket_lending {
-    long serial;          /* the env's serial; 0 between requests */
     int fd;               /* the connection's socket */
     struct sv *handle;    /* the handle made for the app, if it asked */
+    struct sv *value;     /* the env's psgix.io value, held while the request lives:
+                           * its magic points here, and is unhooked at the end */
     int lent;             /* the socket is blocking, for the app's handle */
 };
 
+/* A psgi.streaming response's callback at work (psgi_request.c): the
+ * responder it was given and the writer that responder made. */
+struct serow_stream {
+    int active;           /* the callback runs: its responder may be called */
+    int responded;        /* the responder was called */
+    struct cv *responder; /* the responder given (ours) */
+    struct sv *writer;    /* the writer the responder returned, or NULL */
+    struct sv *env_ref;   /* the request's env */
+};
+
 struct serow_request {
+    /* The worker that serves it, opaque here: what the request needs of it
+     * (its settings, listeners, access log, slot) it asks through
+     * worker_loop.h.  Set once, when the request is made
+     * (serow_worker_loop_request_new). */
+    struct worker_loop *worker;
+    /* The next request the worker is serving (worker_loop.c's list). */
+    struct serow_request *next_serving;
+
     /* The connection and its head (worker_loop.c); conn is NULL between
-     * requests. */
+     * requests.  The head's fields are parsed into the request's own array
+     * (head.headers, sized from the limits). */
     struct connection *conn;
     struct http_request_head head;
     size_t head_len;
@@ -89,6 +126,11 @@ struct serow_request {
     int response_started;
     struct serow_response response;
     struct serow_socket_lending socket;
+    struct serow_stream stream;
+
+    /* --request-timeout: when the app began to run for this request
+     * (request_timeout.c; the timer itself is the worker's). */
+    uint64_t app_started_ns;
 
     /* What the access log and the metrics record (request_accounting.c):
      * its times (arrived, app called, head given, end), the status and body

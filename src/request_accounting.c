@@ -19,27 +19,29 @@
 #include <unistd.h>
 
 #include "access_log.h"
+#include "connection.h"
 #include "log.h"
+#include "request.h"
 #include "request_id.h"
 #include "request_metrics.h"
 #include "response_writer.h"
-#include "worker_internal.h"
+#include "shared_state.h"
+#include "worker_loop.h"
 
 /* ---- the request id ------------------------------------------------------ */
 
-static void take_or_make_id(struct worker_loop *loop)
+static void take_or_make_id(struct serow_request *r, const struct worker_settings *s)
 {
-    const struct worker_settings *s = &loop->settings;
     const struct http_header *h =
-        serow_find_header(&loop->request.head, s->request_id_header, s->request_id_header_len);
+        serow_find_header(&r->head, s->request_id_header, s->request_id_header_len);
     if (h && serow_request_id_acceptable(h->value, h->value_len)) {
-        memcpy(loop->request.id, h->value, h->value_len);
-        loop->request.id_len = h->value_len;
-        loop->request.id_made = 0;
+        memcpy(r->id, h->value, h->value_len);
+        r->id_len = h->value_len;
+        r->id_made = 0;
         return;
     }
-    loop->request.id_len = serow_request_id_make(&loop->ids, loop->request.id);
-    loop->request.id_made = 1;
+    r->id_len = serow_request_id_make(serow_worker_loop_ids(r->worker), r->id);
+    r->id_made = 1;
 }
 
 /* Only from the field lines the parser accepted before it stopped (head's
@@ -49,7 +51,7 @@ static void take_or_make_id(struct worker_loop *loop)
 size_t serow_request_accounting_rejected_id(struct worker_loop *loop,
                                             const struct http_request_head *head, char *id)
 {
-    const struct worker_settings *s = &loop->settings;
+    const struct worker_settings *s = serow_worker_loop_settings(loop);
     if (s->request_id_header_len == 0)
         return 0;
     const struct http_header *h =
@@ -58,7 +60,7 @@ size_t serow_request_accounting_rejected_id(struct worker_loop *loop,
         memcpy(id, h->value, h->value_len);
         return h->value_len;
     }
-    return serow_request_id_make(&loop->ids, id);
+    return serow_request_id_make(serow_worker_loop_ids(loop), id);
 }
 
 const struct response_header *serow_request_accounting_id_header(const struct worker_loop *loop,
@@ -67,25 +69,20 @@ const struct response_header *serow_request_accounting_id_header(const struct wo
 {
     if (id_len == 0)
         return NULL;
-    *h = (struct response_header){loop->settings.request_id_header,
-                                  loop->settings.request_id_header_len, id, id_len};
+    const struct worker_settings *s = serow_worker_loop_settings(loop);
+    *h = (struct response_header){s->request_id_header, s->request_id_header_len, id, id_len};
     return h;
 }
 
-/* The listen socket that accepted conn (its SERVER_NAME and port), or NULL. */
-static const struct listener *listener_of(const struct worker_loop *loop,
-                                          const struct connection *conn)
-{
-    return conn->listener_index >= 0 && conn->listener_index < loop->num_listeners
-               ? &loop->listeners[conn->listener_index] : NULL;
-}
 
 /* ---- a request's start ----------------------------------------------------- */
 
 /* Once the head is complete and the request goes to the app. */
-void serow_request_accounting_start(struct worker_loop *loop, struct connection *conn)
+void serow_request_accounting_start(struct serow_request *r)
 {
-    struct serow_request *r = &loop->request;
+    struct connection *conn = r->conn;
+    const struct worker_settings *s = serow_worker_loop_settings(r->worker);
+    struct access_log *log = serow_worker_loop_access_log(r->worker);
     uint64_t now = serow_request_clock_ns();
     r->times.arrived_ns = conn->arrived_ns ? conn->arrived_ns : now;
     r->times.app_ns = now;
@@ -94,10 +91,10 @@ void serow_request_accounting_start(struct worker_loop *loop, struct connection 
     r->body_bytes = 0;
     r->remote_user_len = 0;
     r->id_len = 0;
-    if (loop->settings.request_id_header_len)
-        take_or_make_id(loop);
-    if (loop->access_log) {
-        const struct access_log_format *f = &loop->access_log->format;
+    if (s->request_id_header_len)
+        take_or_make_id(r, s);
+    if (log) {
+        const struct access_log_format *f = &log->format;
         r->values_used = 0;
         for (int i = 0; i < f->num_response_headers; i++)
             r->response_headers[i].p = NULL;
@@ -129,23 +126,25 @@ static void publish_string(char *out, size_t size, const char *s)
     out[n] = '\0';
 }
 
-void serow_request_accounting_publish_for_master(struct worker_loop *loop)
+void serow_request_accounting_publish_for_master(struct serow_request *r)
 {
-    struct serow_request *r = &loop->request;
     struct connection *conn = r->conn;
-    if (loop->access_log == NULL || loop->slot == NULL || conn == NULL)
+    struct access_log *log = serow_worker_loop_access_log(r->worker);
+    struct worker_slot *slot = serow_worker_loop_slot(r->worker);
+    if (log == NULL || slot == NULL || conn == NULL)
         return;
-    struct shared_logged_request *q = &loop->slot->logged_request;
+    struct shared_logged_request *q = &slot->logged_request;
     if (q->app_ns == r->times.app_ns && q->arrived_ns == r->times.arrived_ns)
         return; /* this request's, already (the app runs again: a streaming callback) */
-    const struct access_log_format *f = &loop->access_log->format;
+    const struct access_log_format *f = &log->format;
     const struct access_log_request *lr = &r->log_request;
     q->arrived_ns = r->times.arrived_ns;
     q->app_ns = r->times.app_ns;
     q->keepalive_requests = conn->requests_served;
-    const struct listener *l = listener_of(loop, conn);
-    q->server_port = l ? l->server_port : 0;
-    publish_string(q->server_name, sizeof(q->server_name), l ? l->server_name : "");
+    int port = 0;
+    const char *name = serow_worker_loop_listener(r->worker, conn->listener_index, &port);
+    q->server_port = port;
+    publish_string(q->server_name, sizeof(q->server_name), name ? name : "");
     publish_string(q->remote_addr, sizeof(q->remote_addr), conn->remote_addr);
     size_t used = 0;
     uint32_t line_offset; /* 0: the line comes first */
@@ -161,30 +160,33 @@ void serow_request_accounting_publish_for_master(struct worker_loop *loop)
 
 /* ---- what the response and the app add ------------------------------------ */
 
-void serow_request_accounting_note_response(struct worker_loop *loop, int status, uint64_t body_bytes)
+void serow_request_accounting_note_response(struct serow_request *r, int status,
+                                            uint64_t body_bytes)
 {
-    loop->request.status = status;
-    loop->request.body_bytes = body_bytes;
+    r->status = status;
+    r->body_bytes = body_bytes;
 }
 
-void serow_request_accounting_note_error_page(struct worker_loop *loop, int status,
+void serow_request_accounting_note_error_page(struct serow_request *r, int status,
                                              uint64_t body_bytes)
 {
-    serow_request_accounting_note_response(loop, status, body_bytes);
-    struct serow_request *r = &loop->request;
-    if (loop->access_log)
-        serow_access_log_own_response_headers(&loop->access_log->format, r->response_headers,
+    serow_request_accounting_note_response(r, status, body_bytes);
+    struct access_log *log = serow_worker_loop_access_log(r->worker);
+    if (log) {
+        const struct worker_settings *s = serow_worker_loop_settings(r->worker);
+        serow_access_log_own_response_headers(&log->format, r->response_headers,
                                               (struct access_log_span){r->id, r->id_len},
-                                              loop->settings.request_id_header,
-                                              loop->settings.request_id_header_len);
+                                              s->request_id_header, s->request_id_header_len);
+    }
 }
 
-void serow_request_accounting_note_remote_user(struct worker_loop *loop, const char *user, size_t len)
+void serow_request_accounting_note_remote_user(struct serow_request *r, const char *user,
+                                               size_t len)
 {
-    if (len > sizeof(loop->request.remote_user))
-        len = sizeof(loop->request.remote_user);
-    memcpy(loop->request.remote_user, user, len);
-    loop->request.remote_user_len = len;
+    if (len > sizeof(r->remote_user))
+        len = sizeof(r->remote_user);
+    memcpy(r->remote_user, user, len);
+    r->remote_user_len = len;
 }
 
 /* A copy of a value in the request's room for them (cut when it is full). */
@@ -204,13 +206,13 @@ static int name_is(const struct response_header *h, const char *name, size_t len
     return h->name_len == len && strncasecmp(h->name, name, len) == 0;
 }
 
-size_t serow_request_accounting_add_id_header(struct worker_loop *loop,
+size_t serow_request_accounting_add_id_header(struct serow_request *r,
                                               struct response_header *headers, size_t count)
 {
-    struct serow_request *r = &loop->request;
     if (r->id_len) {
-        const char *name = loop->settings.request_id_header;
-        size_t len = loop->settings.request_id_header_len;
+        const struct worker_settings *s = serow_worker_loop_settings(r->worker);
+        const char *name = s->request_id_header;
+        size_t len = s->request_id_header_len;
         size_t i = 0;
         while (i < count && !name_is(&headers[i], name, len))
             i++;
@@ -220,13 +222,13 @@ size_t serow_request_accounting_add_id_header(struct worker_loop *loop,
     return count;
 }
 
-void serow_request_accounting_response_head(struct worker_loop *loop,
+void serow_request_accounting_response_head(struct serow_request *r,
                                             const struct response_header *headers, size_t count)
 {
-    struct serow_request *r = &loop->request;
+    struct access_log *log = serow_worker_loop_access_log(r->worker);
     r->times.head_ns = serow_request_clock_ns();
-    if (loop->access_log) {
-        const struct access_log_format *f = &loop->access_log->format;
+    if (log) {
+        const struct access_log_format *f = &log->format;
         for (int n = 0; n < f->num_response_headers; n++) {
             const struct access_log_name *want = &f->response_headers[n];
             for (size_t i = 0; i < count; i++)
@@ -238,24 +240,26 @@ void serow_request_accounting_response_head(struct worker_loop *loop,
     }
 }
 
-int serow_request_accounting_env_names(struct worker_loop *loop, const struct access_log_name **names)
+int serow_request_accounting_env_names(const struct serow_request *r,
+                                       const struct access_log_name **names)
 {
-    if (loop->access_log == NULL)
+    struct access_log *log = serow_worker_loop_access_log(r->worker);
+    if (log == NULL)
         return 0;
-    *names = loop->access_log->format.env;
-    return loop->access_log->format.num_env;
+    *names = log->format.env;
+    return log->format.num_env;
 }
 
-void serow_request_accounting_note_env(struct worker_loop *loop, int index, const char *value,
+void serow_request_accounting_note_env(struct serow_request *r, int index, const char *value,
                                        size_t len)
 {
-    loop->request.env_values[index] = keep_value(&loop->request, value, len);
+    r->env_values[index] = keep_value(r, value, len);
 }
 
 /* ---- a request's end --------------------------------------------------------- */
 
 /* --slow-request-log: one error log line for a request slower than the limit. */
-static void log_slow_request(struct worker_loop *loop, struct connection *conn, int status,
+static void log_slow_request(const struct serow_request *r, struct connection *conn, int status,
                              const struct access_log_split *split)
 {
     size_t line_len;
@@ -271,7 +275,7 @@ static void log_slow_request(struct worker_loop *loop, struct connection *conn, 
                    (unsigned long long)(split->queue_us / 1000),
                    (unsigned long long)(split->app_us / 1000),
                    (unsigned long long)(split->write_us / 1000), (int)getpid(), status, printable,
-                   loop->request.id_len ? " id " : "", (int)loop->request.id_len, loop->request.id);
+                   r->id_len ? " id " : "", (int)r->id_len, r->id);
 }
 
 /* Nanoseconds from one of a request's times to a later one; 0 when either
@@ -281,26 +285,28 @@ static inline uint64_t ns_between(uint64_t from, uint64_t to)
     return from && to > from ? to - from : 0;
 }
 
-static void write_log_line(struct worker_loop *loop, struct connection *conn, int status,
-                           uint64_t body_bytes, int served, const struct access_log_times *times,
+/* The line of a request: r served (NULL: one rejected, whose id is
+ * rejected_id). */
+static void write_log_line(struct worker_loop *loop, struct access_log *log,
+                           const struct serow_request *r, struct connection *conn, int status,
+                           uint64_t body_bytes, const struct access_log_times *times,
                            struct access_log_span rejected_id)
 {
-    struct serow_request *r = &loop->request;
-    const struct access_log_format *f = &loop->access_log->format;
+    const struct worker_settings *s = serow_worker_loop_settings(loop);
+    const struct access_log_format *f = &log->format;
     struct access_log_entry e;
     e.remote_addr = conn->remote_addr;
     e.status = status;
     e.body_bytes = body_bytes;
     e.times = *times;
-    e.pid = loop->pid;
+    e.pid = serow_worker_loop_pid(loop);
     e.keepalive_requests = conn->requests_served;
-    const struct listener *l = listener_of(loop, conn);
-    e.server_name = l ? l->server_name : NULL;
-    e.server_port = l ? l->server_port : 0;
-    e.request_id = !served ? rejected_id
-                           : r->id_len ? (struct access_log_span){r->id, r->id_len}
-                                       : (struct access_log_span){NULL, 0};
-    if (served) {
+    e.server_port = 0;
+    e.server_name = serow_worker_loop_listener(loop, conn->listener_index, &e.server_port);
+    e.request_id = r == NULL ? rejected_id
+                   : r->id_len ? (struct access_log_span){r->id, r->id_len}
+                               : (struct access_log_span){NULL, 0};
+    if (r != NULL) {
         const struct access_log_request *lr = &r->log_request;
         e.request_line = conn->buffer + lr->line_offset;
         e.request_line_len = lr->line_len;
@@ -323,56 +329,57 @@ static void write_log_line(struct worker_loop *loop, struct connection *conn, in
         for (int i = 0; i < f->num_request_headers; i++)
             e.request_headers[i] = (struct access_log_span){NULL, 0};
         serow_access_log_own_response_headers(f, e.response_headers, rejected_id,
-                                              loop->settings.request_id_header,
-                                              loop->settings.request_id_header_len);
+                                              s->request_id_header, s->request_id_header_len);
         for (int i = 0; i < f->num_env; i++)
             e.env[i] = (struct access_log_span){NULL, 0};
     }
-    serow_access_log_id_as_request_header(f, &e, loop->settings.request_id_header,
-                                          loop->settings.request_id_header_len);
-    serow_access_log_write(loop->access_log, &e);
+    serow_access_log_id_as_request_header(f, &e, s->request_id_header, s->request_id_header_len);
+    serow_access_log_write(log, &e);
 }
 
-/* The duration, the line if there is a log.  served: see the header;
- * rejected_id: the id of a request that was not (none: {NULL, 0}). */
-static void account_end(struct worker_loop *loop, struct connection *conn, int status,
-                        uint64_t body_bytes, int served, struct access_log_span rejected_id)
+/* The duration, the line if there is a log.  r: the request served (NULL:
+ * one rejected, whose id is rejected_id, {NULL, 0} for none). */
+static void account_end(struct worker_loop *loop, const struct serow_request *r,
+                        struct connection *conn, int status, uint64_t body_bytes,
+                        struct access_log_span rejected_id)
 {
     uint64_t now = serow_request_clock_ns();
     /* A request rejected while its head arrived had no app and no head
-     * given.  (Its times are its own: the loop may reject one while the
-     * current request's response waits to be written.) */
-    struct access_log_times t = served ? loop->request.times
-                                       : (struct access_log_times){conn->arrived_ns ? conn->arrived_ns : now, 0, 0, 0};
+     * given.  (Its times are its own: the loop may reject one while a
+     * request's response waits to be written.) */
+    struct access_log_times t = r != NULL ? r->times
+                                          : (struct access_log_times){conn->arrived_ns ? conn->arrived_ns : now, 0, 0, 0};
     t.end_ns = now;
-    if (loop->slot) {
-        struct request_counters *c = &loop->slot->counters;
-        serow_request_metrics_count(c, status, served ? ns_between(t.app_ns, now) : 0);
-        if (served)
+    struct worker_slot *slot = serow_worker_loop_slot(loop);
+    if (slot) {
+        struct request_counters *c = &slot->counters;
+        serow_request_metrics_count(c, status, r != NULL ? ns_between(t.app_ns, now) : 0);
+        if (r != NULL)
             serow_request_metrics_count_phases(c, ns_between(t.arrived_ns, t.app_ns),
                                                ns_between(t.app_ns, t.head_ns),
                                                ns_between(t.head_ns, now), t.head_ns != 0);
     }
-    if (loop->settings.slow_request_us && served &&
-        ns_between(t.arrived_ns, now) >= loop->settings.slow_request_us * 1000) {
+    uint64_t slow_us = serow_worker_loop_settings(loop)->slow_request_us;
+    if (slow_us && r != NULL && ns_between(t.arrived_ns, now) >= slow_us * 1000) {
         struct access_log_split split;
         serow_access_log_split(&t, &split);
-        log_slow_request(loop, conn, status, &split);
+        log_slow_request(r, conn, status, &split);
     }
-    if (loop->access_log)
-        write_log_line(loop, conn, status, body_bytes, served, &t, rejected_id);
+    struct access_log *log = serow_worker_loop_access_log(loop);
+    if (log)
+        write_log_line(loop, log, r, conn, status, body_bytes, &t, rejected_id);
 }
 
-void serow_request_accounting_end(struct worker_loop *loop, struct connection *conn, int status,
-                                  uint64_t body_bytes)
+void serow_request_accounting_end(const struct serow_request *r)
 {
-    account_end(loop, conn, status, body_bytes, 1, (struct access_log_span){NULL, 0});
+    account_end(r->worker, r, r->conn, r->status, r->body_bytes,
+                (struct access_log_span){NULL, 0});
 }
 
 void serow_request_accounting_rejected(struct worker_loop *loop, struct connection *conn,
                                        int status, uint64_t body_bytes, const char *id,
                                        size_t id_len)
 {
-    account_end(loop, conn, status, body_bytes, 0,
+    account_end(loop, NULL, conn, status, body_bytes,
                 (struct access_log_span){id_len ? id : NULL, id_len});
 }

@@ -6,9 +6,9 @@
  * a one-shot POSIX timer of its own (timer_create, CLOCK_MONOTONIC) is armed
  * to send SIGALRM when the time is up.  Its own timer, not alarm(2)'s: an
  * app that uses alarm or setitimer neither cancels nor moves it.  The Perl
- * worker's SIGALRM handler (lib/Serow/Worker.pm) asks serow_app_timer_overdue
+ * worker's SIGALRM handler (lib/Serow/Worker.pm) asks serow_worker_loop_app_overdue
  * whether the signal is this timer's, logs where the app was and dies inside
- * it.  When the app returns, serow_app_timer_stop says whether it outlived
+ * it.  When the app returns, serow_worker_loop_app_timer_stop says whether it outlived
  * the timeout: then its answer is dropped and the client gets 503, whatever
  * the app made of the die (a framework's 500 page, an eval that swallowed
  * it).  An app the die does not reach (a blocking C call, SIGALRM ignored,
@@ -16,15 +16,17 @@
  * runs (app_since_ms), and the master kills the worker after the grace.
  * The slot also says which connection the app answers and whether bytes of
  * its response went out (app_fd, app_answered, kept up to date by
- * serow_response_starts and the lending of psgix.io; a 1xx before the
+ * serow_worker_loop_response_starts and the lending of psgix.io; a 1xx before the
  * response marks it only while it goes: serow_worker_loop_write_interim):
  * the master takes that connection before the kill and answers it 503
  * after, if none did and the app still runs that request; with an
  * access log, the worker also copies there what that 503's line needs
  * (serow_request_accounting_publish_for_master).
  *
- * Owns: the timer and that verdict.  With the option off nothing here runs:
- * the callers test serow_app_timer_on (worker_internal.h) first.
+ * Owns: the timer (one per worker: the app runs for one request at a time)
+ * and that verdict; when the app began to run is its request's
+ * (app_started_ns).  With the option off nothing here runs: the callers
+ * test serow_worker_loop_request_timeout_on first.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -75,15 +77,15 @@ static uint32_t answered(const struct serow_request *r)
     return (uint32_t)(r->response_started || r->socket.handle != NULL || r->conn == NULL);
 }
 
-void serow_app_timer_start(struct worker_loop *loop)
+void serow_worker_loop_app_timer_start(struct serow_request *r)
 {
-    loop->app_timer.started_ns = serow_metrics_clock_ns();
-    loop->app_timer.running = 1;
+    struct worker_loop *loop = r->worker;
+    r->app_started_ns = serow_metrics_clock_ns();
+    loop->app_timer.running = r;
     if (loop->slot != NULL) {
         /* What the master needs to answer the client if it must kill us
          * (its fd first: app_since_ms says the pair is valid). */
-        const struct serow_request *r = &loop->request;
-        serow_request_accounting_publish_for_master(loop);
+        serow_request_accounting_publish_for_master(r);
         atomic_store(&loop->slot->app_fd, r->conn ? r->conn->fd : -1);
         atomic_store(&loop->slot->app_answered, answered(r));
         atomic_store(&loop->slot->app_since_ms, serow_shared_clock_ms());
@@ -91,52 +93,57 @@ void serow_app_timer_start(struct worker_loop *loop)
     set_timer(loop, loop->app_timer.limit_ns);
 }
 
-void serow_app_timer_note_answer(struct worker_loop *loop)
+void serow_app_timer_note_answer(struct serow_request *r)
 {
-    if (loop->app_timer.running && loop->slot != NULL)
+    struct worker_loop *loop = r->worker;
+    if (loop->app_timer.running == r && loop->slot != NULL)
         atomic_store(&loop->slot->app_answered, 1);
 }
 
-void serow_app_timer_note_interim_sent(struct worker_loop *loop)
+void serow_app_timer_note_interim_sent(struct serow_request *r)
 {
-    /* (the 1xx marked it while it went: serow_response_starts) */
-    if (loop->app_timer.running && loop->slot != NULL)
-        atomic_store(&loop->slot->app_answered, answered(&loop->request));
+    /* (the 1xx marked it while it went: serow_worker_loop_response_starts) */
+    struct worker_loop *loop = r->worker;
+    if (loop->app_timer.running == r && loop->slot != NULL)
+        atomic_store(&loop->slot->app_answered, answered(r));
 }
 
-int serow_app_timer_stop(struct worker_loop *loop)
+int serow_worker_loop_app_timer_stop(struct serow_request *r)
 {
+    struct worker_loop *loop = r->worker;
     set_timer(loop, 0);
-    loop->app_timer.running = 0;
+    loop->app_timer.running = NULL;
     if (loop->slot != NULL)
         atomic_store(&loop->slot->app_since_ms, 0);
-    if (serow_metrics_clock_ns() - loop->app_timer.started_ns < loop->app_timer.limit_ns)
+    if (serow_metrics_clock_ns() - r->app_started_ns < loop->app_timer.limit_ns)
         return 0;
     if (loop->shared != NULL)
         serow_shared_count_request_timeout(loop->shared);
     return 1;
 }
 
-double serow_app_timer_overdue(struct worker_loop *loop)
+double serow_worker_loop_app_overdue(const struct worker_loop *loop)
 {
-    if (loop->app_timer.limit_ns == 0 || !loop->app_timer.running)
+    const struct serow_request *r = loop->app_timer.running;
+    if (loop->app_timer.limit_ns == 0 || r == NULL)
         return -1;
-    uint64_t ran = serow_metrics_clock_ns() - loop->app_timer.started_ns;
+    uint64_t ran = serow_metrics_clock_ns() - r->app_started_ns;
     return ran < loop->app_timer.limit_ns ? -1 : (double)ran / 1e9;
 }
 
-int serow_loop_request_timeout_on(struct worker_loop *loop)
+int serow_worker_loop_request_timeout_on(const struct worker_loop *loop)
 {
-    return serow_app_timer_on(loop);
+    return loop->app_timer.limit_ns != 0;
 }
 
-size_t serow_loop_request_line(struct worker_loop *loop, const char **method, const char **target,
-                               size_t *target_len)
+size_t serow_worker_loop_app_request_line(const struct worker_loop *loop, const char **method,
+                                          const char **target, size_t *target_len)
 {
-    if (loop->request.conn == NULL)
+    const struct serow_request *r = loop->app_timer.running;
+    if (r == NULL || r->conn == NULL)
         return 0;
-    *method = loop->request.head.method;
-    *target = loop->request.head.target;
-    *target_len = loop->request.head.target_len;
-    return loop->request.head.method_len;
+    *method = r->head.method;
+    *target = r->head.target;
+    *target_len = r->head.target_len;
+    return r->head.method_len;
 }

@@ -60,8 +60,7 @@ void serow_forget_connection(struct worker_loop *loop, struct connection *conn)
     serow_ready_remove(loop, conn);
     if (loop->turn_over == conn)
         loop->turn_over = NULL;
-    if (loop->request.conn == conn)
-        loop->request.conn = NULL;
+    serow_serving_forget_connection(loop, conn);
     serow_slot_release(loop, conn);
     /* close() removes a descriptor from epoll only with the last copy of its
      * socket, and other copies are common: the app's psgix.io handle, a
@@ -90,8 +89,7 @@ void serow_close_connection(struct worker_loop *loop, struct connection *conn)
 void serow_close_lingering(struct worker_loop *loop, struct connection *conn)
 {
     serow_ready_remove(loop, conn);
-    if (loop->request.conn == conn)
-        loop->request.conn = NULL;
+    serow_serving_forget_connection(loop, conn);
     shutdown(conn->fd, SHUT_WR);
     conn->state = CONNECTION_LINGERING;
     conn->buffer_len = 0;

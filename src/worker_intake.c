@@ -41,7 +41,7 @@ static size_t max_head_bytes(const struct worker_loop *loop)
 static int parse_probe(struct worker_loop *loop, const struct connection *conn,
                        struct http_request_head *probe)
 {
-    probe->headers = loop->headers;
+    probe->headers = loop->probe_headers;
     probe->headers_capacity = loop->headers_capacity;
     return serow_parse_request_head(conn->buffer, conn->buffer_len, probe, &loop->settings.limits);
 }

@@ -1,15 +1,14 @@
 /*
  * worker_internal.h - the inside of a worker's event loop, shared by the
- * files that make it up and by the C that serves its current request.
+ * files that make it up, and by them alone.
  *
- * worker_loop.h is the loop's public face (what Serow.xs calls); this header
- * lays out struct worker_loop and declares the functions the worker's files
- * call across each other.  Serow.xs must not include it: the glue reaches
- * the loop only through worker_loop.h, so that a field can move without the
- * glue knowing.  The files of src/ that need the request's fields (the PSGI
- * env and input, the response, the request's flow and its end, the
- * accounting) include it; those fields are struct serow_request
- * (request.h), the loop's `request`.
+ * worker_loop.h is the loop's public face (what Serow.xs and the code that
+ * serves a request call); this header lays out struct worker_loop and
+ * declares the functions the worker's files call across each other.
+ * Nothing outside the worker includes it (Serow.xs cannot: see below), so
+ * that a field can move without the rest knowing.  A request's own state is
+ * struct serow_request (request.h), which the worker starts, reads and ends
+ * but does not own: any number of them may be served at once.
  *
  * The worker is layered, each file calling only the ones listed before it
  * (nginx's src/event and src/http are the model: one file per stage, each
@@ -17,10 +16,13 @@
  *
  *   connection.c            a connection and its buffer (no loop)
  *   worker_internal.h       the layout; the clock, timer lists, ready queue
- *   worker_output.c         writing to the current connection: writev, sendfile,
- *                           waiting to write, error pages sent without waiting
  *   worker_slots.c          the shared-memory slots: how the holder sees our
  *                           connections (assign, park, claim)
+ *   request_timeout.c       --request-timeout: the app's timer, and what the
+ *                           slot says of the request the app runs
+ *   worker_output.c         writing to a request's connection: writev,
+ *                           sendfile, waiting to write, error pages sent
+ *                           without waiting
  *   worker_connections.c    the table of connections: track, forget, close,
  *                           lingering close
  *   worker_parking.c        where an idle connection waits: parked here,
@@ -31,9 +33,9 @@
  *                           finding complete heads, rejecting bad ones
  *   worker_gather.c         gathering connections where the CPU is
  *   worker_timers.c         what each deadline means when it passes; the next one
- *   worker_loop.c           set-up, the event loop, the current request's
- *                           start and end, what the worker announces (busy,
- *                           free), stopping; the public API
+ *   worker_loop.c           set-up, the event loop, a request's start and
+ *                           end, what the worker announces (busy, free),
+ *                           stopping; the public API
  *
  * No Perl here.
  */
@@ -142,19 +144,24 @@ struct worker_loop {
     uint32_t *free_slots;
     uint32_t free_slot_count;
 
-    /* The request being answered: all of its state, in one place
-     * (request.h).  headers is the array its head's fields are parsed
-     * into, sized once from the limits. */
-    struct serow_request request;
-    struct http_header *headers;
+    /* The request the embedding serves (serow_worker_loop_request), and
+     * the requests being served, linked through next_serving (a connection
+     * closed under one is taken from it).  headers_capacity: the size of
+     * the header array each request parses its head into, from the limits;
+     * probe_headers, one for heads parsed before they are served
+     * (worker_intake.c). */
+    struct serow_request *request;
+    struct serow_request *serving;
     size_t headers_capacity;
+    struct http_header *probe_headers;
 
-    /* --request-timeout (request_timeout.c); limit_ns 0: off */
+    /* --request-timeout (request_timeout.c); limit_ns 0: off.  running:
+     * the request the app runs for (NULL: none); when it began is the
+     * request's. */
     struct {
         timer_t id;
         uint64_t limit_ns;
-        uint64_t started_ns;  /* when the app began to run */
-        int running;
+        struct serow_request *running;
     } app_timer;
 
     struct access_log *access_log;        /* NULL: no access log */
@@ -176,17 +183,13 @@ struct worker_loop {
  * it cannot be made. */
 int serow_app_timer_init(struct worker_loop *loop, double seconds);
 void serow_app_timer_free(struct worker_loop *loop);
-/* Bytes of the response may have reached the client (or the app has the
- * socket): the slot says so before they go (see serow_response_starts). */
-void serow_app_timer_note_answer(struct worker_loop *loop);
-/* An interim response (1xx) went out whole: the slot says again what it
- * said before it (see serow_worker_loop_write_interim). */
-void serow_app_timer_note_interim_sent(struct worker_loop *loop);
-/* Whether --request-timeout is on: the one test on the hot path. */
-static inline int serow_app_timer_on(const struct worker_loop *loop)
-{
-    return loop->app_timer.limit_ns != 0;
-}
+/* Bytes of r's response may have reached the client (or the app has the
+ * socket): when the app runs for r, the slot says so before they go (see
+ * serow_worker_loop_response_starts). */
+void serow_app_timer_note_answer(struct serow_request *r);
+/* An interim response (1xx) of r's went out whole: the slot says again
+ * what it said before it (see serow_worker_loop_write_interim). */
+void serow_app_timer_note_interim_sent(struct serow_request *r);
 
 /* ---- the clock, timer lists and the ready queue -------------------------
  *
@@ -275,28 +278,32 @@ static inline void serow_ready_remove(struct worker_loop *loop, struct connectio
     conn->in_ready_queue = 0;
 }
 
-/* ---- worker_output.c ---------------------------------------------------- */
-
-/* Bytes of the final response are about to go out: no error page can follow
- * them.  While the app runs under --request-timeout the slot learns it too,
- * before the bytes go (the master answers the client of a worker it kills
- * only if none went: request_timeout.c).  (A 1xx's bytes too, while they
- * go: serow_worker_loop_write_interim undoes it after.) */
-static inline void serow_response_starts(struct worker_loop *loop)
+/* The requests being served (loop->serving).  r is no longer: it goes off
+ * the list, and has no connection. */
+static inline void serow_serving_remove(struct worker_loop *loop, struct serow_request *r)
 {
-    loop->request.response_started = 1;
-    if (loop->app_timer.running)
-        serow_app_timer_note_answer(loop);
+    struct serow_request **link = &loop->serving;
+    while (*link != NULL && *link != r)
+        link = &(*link)->next_serving;
+    if (*link != NULL)
+        *link = r->next_serving;
+    r->next_serving = NULL;
+    r->conn = NULL;
 }
 
-/* Writes an interim response (a 1xx: 100 Continue, psgix.informational's)
- * to the current connection, as serow_worker_loop_write (0, or -1).  No part
- * of the final response: that has still not started once it is out.  While
- * it goes, the slot says bytes went out (a master's 503 after half a 1xx
- * would be garbage to the client); once it is out whole, the slot says
- * again what it said before, so that the master's 503 for an app stuck
- * after it still reaches the client.  A failed write leaves the slot so. */
-int serow_worker_loop_write_interim(struct worker_loop *loop, struct iovec *iov, int iovcnt);
+/* A connection closes under the request serving it, if any: the request
+ * is no longer served (its end then finds no connection). */
+static inline void serow_serving_forget_connection(struct worker_loop *loop,
+                                                   const struct connection *conn)
+{
+    for (struct serow_request *r = loop->serving; r != NULL; r = r->next_serving)
+        if (r->conn == conn) {
+            serow_serving_remove(loop, r);
+            return;
+        }
+}
+
+/* ---- worker_output.c ---------------------------------------------------- */
 
 /* Waits until fd is ready for events, up to timeout seconds. 1 ready, 0 not. */
 int serow_wait_for(int fd, short events, double timeout);
@@ -333,25 +340,18 @@ void serow_drain_lingering(struct worker_loop *loop, struct connection *conn);
 
 void serow_park_idle_connection(struct worker_loop *loop, struct connection *conn);
 void serow_hand_back_idle_connections(struct worker_loop *loop);
+/* Closes our copies of the connections the holder or another worker took,
+ * once the ring of them has entries (worker_loop.c looks, inline, on every
+ * turn: the ring is almost always empty). */
 void serow_drop_stolen_connections_in_ring(struct worker_loop *loop);
-
-/* Closes our copies of the connections the holder or another worker took.
- * The loop asks on every turn, and the ring is almost always empty: that
- * look is inline, the work is not. */
-static inline void serow_drop_stolen_connections(struct worker_loop *loop)
-{
-    if (loop->slot != NULL &&
-        atomic_load(&loop->slot->stolen_tail) != atomic_load(&loop->slot->stolen_head))
-        serow_drop_stolen_connections_in_ring(loop);
-}
 
 /* ---- worker_request_body.c ---------------------------------------------- */
 
 void serow_examine_buffered_body(struct worker_loop *loop, struct connection *conn);
 int serow_wait_for_small_body(struct worker_loop *loop, struct connection *conn,
-                              size_t head_len);
-/* The current request's body state, as its serving begins. */
-void serow_body_start(struct worker_loop *loop);
+                              const struct http_request_head *head, size_t head_len);
+/* r's body state, as its serving begins. */
+void serow_body_start(struct serow_request *r);
 
 /* ---- worker_intake.c ---------------------------------------------------- */
 

@@ -1,19 +1,20 @@
 /*
  * worker_loop.c - the top of a worker's event loop: setting it up and
  * freeing it, the loop itself (wait for events, handle them one at a time,
- * expire timers, start the next ready request), the current request's start
- * and end, and stopping.  The public API of worker_loop.h is here, but for
- * the writes (worker_output.c) and the body reads (worker_request_body.c).
+ * expire timers, start the next ready request), a request's start and end,
+ * and stopping.  The public API of worker_loop.h is here, but for the
+ * writes (worker_output.c), the body reads (worker_request_body.c) and the
+ * app's timer (request_timeout.c).
  *
  * Owns: the epoll set and its pending events, the listeners, the pipelining
- * turn, the current request's start (parse, accounting, announcements) and
- * end (keep alive, close or hand over), and the stop and its grace.  It
- * calls down into every other worker file (worker_internal.h lists them in
- * order) and nothing calls into it but the embedding and the C that serves
- * the current request (psgi_env.c, psgi_input.c, psgi_response.c,
- * psgi_request.c, whose serow_request_end alone ends a request).  How a connection is
- * read, parked, timed out or closed is the lower files' business: the loop
- * only says when.
+ * turn, the list of requests being served, a request's start (parse,
+ * accounting, announcements) and end (keep alive, close or hand over), and
+ * the stop and its grace.  It calls down into every other worker file
+ * (worker_internal.h lists them in order) and nothing calls into it but the
+ * embedding and the C that serves a request (psgi_*.c, whose
+ * serow_request_end alone ends one, and request_accounting.c), through
+ * worker_loop.h.  How a connection is read, parked, timed out or closed is
+ * the lower files' business: the loop only says when.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -64,35 +65,28 @@ struct worker_loop *serow_worker_loop_new(const struct worker_settings *settings
     size_t capacity = settings->limits.max_headers;
     if (capacity > settings->limits.max_header_size / WORKER_MIN_FIELD_LINE + 1)
         capacity = settings->limits.max_header_size / WORKER_MIN_FIELD_LINE + 1;
-    loop->headers = calloc(capacity + 1, sizeof(*loop->headers)); /* +1: never calloc(0) */
-    loop->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
-    if (loop->headers == NULL || loop->epoll_fd < 0) {
-        if (loop->epoll_fd >= 0)
-            close(loop->epoll_fd);
-        free(loop->headers);
-        free(loop);
-        return NULL;
-    }
     loop->headers_capacity = capacity;
-    loop->pending_events = calloc(EPOLL_BATCH, sizeof(struct epoll_event));
-    if (loop->pending_events == NULL) {
-        close(loop->epoll_fd);
-        free(loop);
-        return NULL;
-    }
-    if (serow_app_timer_init(loop, settings->request_timeout) != 0) {
-        close(loop->epoll_fd);
-        free(loop->pending_events);
-        free(loop->headers);
-        free(loop);
-        return NULL;
-    }
+    loop->epoll_fd = -1;
     loop->ready_channel = -1;
     loop->handback_channel = -1;
     loop->wake_fd = -1;
     loop->accepting = 1;
-    loop->request.head.headers = loop->headers;
-    loop->request.head.headers_capacity = capacity;
+    loop->probe_headers = calloc(capacity + 1, sizeof(*loop->probe_headers)); /* +1: never calloc(0) */
+    loop->pending_events = calloc(EPOLL_BATCH, sizeof(struct epoll_event));
+    loop->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+    if (loop->probe_headers == NULL || loop->pending_events == NULL || loop->epoll_fd < 0 ||
+        (loop->request = serow_worker_loop_request_new(loop)) == NULL ||
+        serow_app_timer_init(loop, settings->request_timeout) != 0) {
+        int saved_errno = errno;
+        serow_worker_loop_request_free(loop->request);
+        if (loop->epoll_fd >= 0)
+            close(loop->epoll_fd);
+        free(loop->pending_events);
+        free(loop->probe_headers);
+        free(loop);
+        errno = saved_errno;
+        return NULL;
+    }
     return loop;
 }
 
@@ -101,8 +95,9 @@ void serow_worker_loop_free(struct worker_loop *loop)
     for (int fd = 0; fd < loop->connections_size; fd++)
         if (loop->connections[fd])
             serow_close_connection(loop, loop->connections[fd]);
+    serow_worker_loop_request_free(loop->request);
     free(loop->connections);
-    free(loop->headers);
+    free(loop->probe_headers);
     free(loop->pending_events);
     free(loop->slot_owner);
     free(loop->free_slots);
@@ -206,24 +201,24 @@ static void announce_done(struct worker_loop *loop)
     atomic_fetch_add(&loop->shared->requests_total, 1);
 }
 
-/* The method and target of the request being answered, for the status page,
+/* The method and target of the request started last, for the status page,
  * and its id (--request-id-header) for the master's 503 should it kill us. */
-static void publish_current_request(struct worker_loop *loop)
+static void publish_current_request(struct worker_loop *loop, const struct serow_request *r)
 {
     if (loop->slot == NULL)
         return;
     char *text = loop->slot->current_request;
-    size_t m = loop->request.head.method_len, t = loop->request.head.target_len;
+    size_t m = r->head.method_len, t = r->head.target_len;
     if (m > SHARED_REQUEST_TEXT / 4)
         m = SHARED_REQUEST_TEXT / 4;
     if (m + 1 + t >= SHARED_REQUEST_TEXT)
         t = SHARED_REQUEST_TEXT - m - 2;
-    memcpy(text, loop->request.head.method, m);
+    memcpy(text, r->head.method, m);
     text[m] = ' ';
-    memcpy(text + m + 1, loop->request.head.target, t);
+    memcpy(text + m + 1, r->head.target, t);
     text[m + 1 + t] = '\0';
-    memcpy(loop->slot->request_id, loop->request.id, loop->request.id_len);
-    atomic_store(&loop->slot->request_id_len, (uint32_t)loop->request.id_len);
+    memcpy(loop->slot->request_id, r->id, r->id_len);
+    atomic_store(&loop->slot->request_id_len, (uint32_t)r->id_len);
 }
 
 /* ---- the stop grace ------------------------------------------------------
@@ -257,36 +252,94 @@ static void end_stop_grace_if_over(struct worker_loop *loop)
 
 /* ---- the loop ---------------------------------------------------------- */
 
-/* Takes a connection off the ready queue and parses its head for serving. */
-static int start_request(struct worker_loop *loop, struct connection *conn)
+/* ---- requests ------------------------------------------------------------ */
+
+struct serow_request *serow_worker_loop_request_new(struct worker_loop *loop)
+{
+    struct serow_request *r = calloc(1, sizeof(*r));
+    if (r == NULL)
+        return NULL;
+    /* (+1: never calloc(0)) */
+    r->head.headers = calloc(loop->headers_capacity + 1, sizeof(*r->head.headers));
+    if (r->head.headers == NULL) {
+        free(r);
+        return NULL;
+    }
+    r->head.headers_capacity = loop->headers_capacity;
+    r->worker = loop;
+    return r;
+}
+
+void serow_worker_loop_request_free(struct serow_request *r)
+{
+    if (r == NULL)
+        return;
+    free(r->head.headers);
+    free(r->response.head);
+    free(r);
+}
+
+struct serow_request *serow_worker_loop_request(struct worker_loop *loop)
+{
+    return loop->request;
+}
+
+int serow_worker_loop_request_fd(const struct serow_request *r)
+{
+    return r->conn ? r->conn->fd : -1;
+}
+
+int serow_worker_loop_request_body_framing(const struct serow_request *r)
+{
+    return r->conn ? (int)r->head.framing : HTTP_BODY_NONE;
+}
+
+int64_t serow_worker_loop_request_content_length(const struct serow_request *r)
+{
+    return r->conn && r->head.framing == HTTP_BODY_LENGTH ? (int64_t)r->head.content_length : -1;
+}
+
+int serow_worker_loop_request_response_started(const struct serow_request *r)
+{
+    return r->response_started;
+}
+
+/* ---- the loop ---------------------------------------------------------- */
+
+/* Takes a connection off the ready queue and parses its head into r for
+ * serving. */
+static int start_request(struct worker_loop *loop, struct serow_request *r,
+                         struct connection *conn)
 {
     serow_ready_remove(loop, conn);
-    int r = serow_parse_request_head(conn->buffer, conn->buffer_len, &loop->request.head,
-                               &loop->settings.limits);
-    if (r == HTTP_PARSE_INCOMPLETE) {
+    int parsed = serow_parse_request_head(conn->buffer, conn->buffer_len, &r->head,
+                                          &loop->settings.limits);
+    if (parsed == HTTP_PARSE_INCOMPLETE) {
         /* "\r\n\r\n" matched only empty lines before the request line */
         return 0;
     }
-    if (r == HTTP_PARSE_ERROR) {
-        serow_reject_connection(loop, conn, loop->request.head.error_status, &loop->request.head);
+    if (parsed == HTTP_PARSE_ERROR) {
+        serow_reject_connection(loop, conn, r->head.error_status, &r->head);
         return 0;
     }
-    if (loop->settings.max_body_size && loop->request.head.framing == HTTP_BODY_LENGTH &&
-        loop->request.head.content_length > loop->settings.max_body_size) {
-        serow_reject_connection(loop, conn, 413, &loop->request.head);
+    if (loop->settings.max_body_size && r->head.framing == HTTP_BODY_LENGTH &&
+        r->head.content_length > loop->settings.max_body_size) {
+        serow_reject_connection(loop, conn, 413, &r->head);
         return 0;
     }
-    if (serow_wait_for_small_body(loop, conn, (size_t)r))
+    if (serow_wait_for_small_body(loop, conn, &r->head, (size_t)parsed))
         return 0;
     serow_timer_remove(loop, conn);
     conn->state = CONNECTION_SERVING;
     conn->empty_lines_dropped = 0;
-    loop->request.conn = conn;
-    loop->request.head_len = (size_t)r;
-    serow_body_start(loop);
-    serow_request_accounting_start(loop, conn);
+    r->conn = conn;
+    r->head_len = (size_t)parsed;
+    r->next_serving = loop->serving;
+    loop->serving = r;
+    serow_body_start(r);
+    serow_request_accounting_start(r);
     announce_busy(loop);
-    publish_current_request(loop);
+    publish_current_request(loop, r);
     return 1;
 }
 
@@ -409,15 +462,25 @@ static void look_around(struct worker_loop *loop)
         serow_examine_buffered_head(loop, conn, 0);
 }
 
-int serow_worker_loop_next_request(struct worker_loop *loop)
+/* Closes our copies of the connections the holder or another worker took.
+ * The loop asks on every turn, and the ring is almost always empty: that
+ * look is inline, the work is not. */
+static inline void drop_stolen_connections(struct worker_loop *loop)
+{
+    if (loop->slot != NULL &&
+        atomic_load(&loop->slot->stolen_tail) != atomic_load(&loop->slot->stolen_head))
+        serow_drop_stolen_connections_in_ring(loop);
+}
+
+int serow_worker_loop_next_request(struct worker_loop *loop, struct serow_request *r)
 {
     for (;;) {
-        serow_drop_stolen_connections(loop);
+        drop_stolen_connections(loop);
         serow_gather_connections(loop);
         if (loop->turn_over)
             look_around(loop);
         while (loop->ready.first) {
-            if (start_request(loop, loop->ready.first))
+            if (start_request(loop, r, loop->ready.first))
                 return 1;
         }
         if (loop->pending_next < loop->pending_count) {
@@ -449,12 +512,13 @@ int serow_worker_loop_next_request(struct worker_loop *loop)
     }
 }
 
-/* ---- the end of the current request ------------------------------------ */
+/* ---- the end of a request ---------------------------------------------- */
 
-int serow_worker_loop_may_keep_alive(struct worker_loop *loop)
+int serow_worker_loop_may_keep_alive(const struct serow_request *r)
 {
-    struct connection *conn = loop->request.conn;
-    if (conn == NULL || !loop->request.head.keep_alive)
+    struct worker_loop *loop = r->worker;
+    struct connection *conn = r->conn;
+    if (conn == NULL || !r->head.keep_alive)
         return 0;
     /* A stopping worker keeps connections open only if it can hand them over,
      * and only if the server goes on without it.  (When the whole server
@@ -474,26 +538,35 @@ int serow_worker_loop_may_keep_alive(struct worker_loop *loop)
     return 1;
 }
 
-void serow_worker_loop_finish_request(struct worker_loop *loop, int keep_alive)
+/* What every end of a request does first: its accounting, while the
+ * connection's buffer still holds its head; then it is no longer served. */
+static struct connection *end_serving(struct worker_loop *loop, struct serow_request *r)
 {
-    struct connection *conn = loop->request.conn;
-    if (conn == NULL)
-        return;
-    serow_request_accounting_end(loop, conn, loop->request.status, loop->request.body_bytes);
-    loop->request.conn = NULL;
-    conn->requests_served++;
+    struct connection *conn = r->conn;
+    serow_request_accounting_end(r);
+    serow_serving_remove(loop, r);
     announce_done(loop);
+    return conn;
+}
 
-    if (!loop->request.body_done)
+void serow_worker_loop_finish_request(struct serow_request *r, int keep_alive)
+{
+    struct worker_loop *loop = r->worker;
+    if (r->conn == NULL)
+        return;
+    struct connection *conn = end_serving(loop, r);
+    conn->requests_served++;
+
+    if (!r->body_done)
         keep_alive = 0; /* the app did not read the body: where would the next request start? */
     if (!keep_alive) {
-        if (conn->buffer_len > loop->request.head_len || !loop->request.body_done)
+        if (conn->buffer_len > r->head_len || !r->body_done)
             serow_close_lingering(loop, conn); /* the client may still be sending */
         else
             serow_close_connection(loop, conn);
         return;
     }
-    serow_connection_consume(conn, loop->request.head_len);
+    serow_connection_consume(conn, r->head_len);
     if (conn->buffer_len > 0) {
         /* pipelined: the next request is (partly) here already; it waited
          * for this one, and its queue time starts now */
@@ -513,33 +586,30 @@ void serow_worker_loop_finish_request(struct worker_loop *loop, int keep_alive)
     }
 }
 
-void serow_worker_loop_fail_request(struct worker_loop *loop, int status)
+void serow_worker_loop_fail_request(struct serow_request *r, int status)
 {
-    struct connection *conn = loop->request.conn;
-    if (conn == NULL)
+    struct worker_loop *loop = r->worker;
+    if (r->conn == NULL)
         return;
-    if (!loop->request.response_started) {
+    if (!r->response_started) {
         struct response_header h;
         size_t body = serow_send_error_response(
-            conn, status, &loop->request.head,
-            serow_request_accounting_id_header(loop, loop->request.id, loop->request.id_len, &h));
-        serow_request_accounting_note_error_page(loop, status, body);
+            r->conn, status, &r->head,
+            serow_request_accounting_id_header(loop, r->id, r->id_len, &h));
+        serow_request_accounting_note_error_page(r, status, body);
     }
     /* else the response was cut: the log shows the status it began with */
-    serow_request_accounting_end(loop, conn, loop->request.status, loop->request.body_bytes);
-    loop->request.conn = NULL;
+    struct connection *conn = end_serving(loop, r);
     conn->requests_served++;
-    announce_done(loop);
     serow_close_lingering(loop, conn);
 }
 
-void serow_worker_loop_release_current(struct worker_loop *loop)
+void serow_worker_loop_release_request(struct serow_request *r)
 {
-    struct connection *conn = loop->request.conn;
-    if (conn == NULL)
+    struct worker_loop *loop = r->worker;
+    if (r->conn == NULL)
         return;
-    serow_request_accounting_end(loop, conn, loop->request.status, loop->request.body_bytes);
-    announce_done(loop);
+    struct connection *conn = end_serving(loop, r);
     serow_close_connection(loop, conn); /* our descriptor only: the app holds a duplicate */
 }
 
@@ -586,24 +656,24 @@ int serow_worker_loop_is_drained(const struct worker_loop *loop)
         return 0;
     if (loop->stop_grace_until > 0 && holder_has_connections(loop))
         return 0;
-    return loop->num_connections == 0 || (loop->request.conn == NULL && loop->ready.first == NULL &&
+    return loop->num_connections == 0 || (loop->serving == NULL && loop->ready.first == NULL &&
                                           loop->timers[TIMER_READING_HEAD].first == NULL &&
                                           loop->timers[TIMER_READING_BODY].first == NULL &&
                                           loop->timers[TIMER_LINGERING].first == NULL);
 }
 
-/* ---- what the embedding may know of the loop ----------------------------
+/* ---- what the embedding, and a request, may know of the loop -------------
  *
- * The glue (Serow.xs) sees struct worker_loop as opaque: these answer its
- * questions, each at most once a request, so that a field can move without
- * the glue knowing. */
+ * Outside the worker struct worker_loop is opaque: these answer, each at
+ * most a few times a request, so that a field can move without the glue or
+ * the code that serves a request knowing. */
 
-void serow_loop_watch_signals(struct worker_loop *loop, volatile int *signal_pending)
+void serow_worker_loop_watch_signals(struct worker_loop *loop, volatile int *signal_pending)
 {
     loop->signal_pending = signal_pending;
 }
 
-int serow_loop_take_master_requests(struct worker_loop *loop)
+int serow_worker_loop_take_master_requests(struct worker_loop *loop)
 {
     loop->master_asked = 0;
     if (loop->slot == NULL)
@@ -616,45 +686,51 @@ int serow_loop_take_master_requests(struct worker_loop *loop)
     return asked;
 }
 
-int serow_loop_has_request(const struct worker_loop *loop)
-{
-    return loop->request.conn != NULL;
-}
-
-int serow_loop_current_fd(const struct worker_loop *loop)
-{
-    return loop->request.conn ? loop->request.conn->fd : -1;
-}
-
-int serow_loop_body_framing(const struct worker_loop *loop)
-{
-    return loop->request.conn ? (int)loop->request.head.framing : HTTP_BODY_NONE;
-}
-
-int64_t serow_loop_content_length(const struct worker_loop *loop)
-{
-    return loop->request.conn && loop->request.head.framing == HTTP_BODY_LENGTH
-               ? (int64_t)loop->request.head.content_length
-               : -1;
-}
-
-int serow_loop_response_started(const struct worker_loop *loop)
-{
-    return loop->request.response_started;
-}
-
-int serow_loop_is_stopping(const struct worker_loop *loop)
+int serow_worker_loop_is_stopping(const struct worker_loop *loop)
 {
     return loop->stopping;
 }
 
-void serow_loop_set_access_log(struct worker_loop *loop, struct access_log *log)
+const struct worker_settings *serow_worker_loop_settings(const struct worker_loop *loop)
+{
+    return &loop->settings;
+}
+
+const char *serow_worker_loop_listener(const struct worker_loop *loop, int index, int *port)
+{
+    if (index < 0 || index >= loop->num_listeners)
+        return NULL;
+    *port = loop->listeners[index].server_port;
+    return loop->listeners[index].server_name;
+}
+
+struct worker_slot *serow_worker_loop_slot(const struct worker_loop *loop)
+{
+    return loop->slot;
+}
+
+struct shared_state *serow_worker_loop_shared(const struct worker_loop *loop)
+{
+    return loop->shared;
+}
+
+struct serow_id_maker *serow_worker_loop_ids(struct worker_loop *loop)
+{
+    return &loop->ids;
+}
+
+int serow_worker_loop_pid(const struct worker_loop *loop)
+{
+    return loop->pid;
+}
+
+void serow_worker_loop_set_access_log(struct worker_loop *loop, struct access_log *log)
 {
     serow_access_log_close(loop->access_log);
     loop->access_log = log;
 }
 
-struct access_log *serow_loop_access_log(const struct worker_loop *loop)
+struct access_log *serow_worker_loop_access_log(const struct worker_loop *loop)
 {
     return loop->access_log;
 }

@@ -1,6 +1,6 @@
 /*
- * worker_output.c - what a worker writes to a client: the current
- * response's bytes (writev, sendfile), waiting for a slow reader up to
+ * worker_output.c - what a worker writes to a client: a request's
+ * response bytes (writev, sendfile), waiting for a slow reader up to
  * --write-timeout, and the error pages sent without waiting.
  *
  * Owns: the write side of a connection.  What the bytes say is
@@ -40,24 +40,49 @@ int serow_wait_for(int fd, short events, double timeout)
     }
 }
 
-int serow_client_hung_up(struct worker_loop *loop, double timeout)
+int serow_worker_loop_client_hung_up(struct serow_request *r, double timeout)
 {
-    return loop->request.conn == NULL || serow_wait_for(loop->request.conn->fd, POLLRDHUP, timeout);
+    return r->conn == NULL || serow_wait_for(r->conn->fd, POLLRDHUP, timeout);
 }
 
-int serow_worker_loop_write(struct worker_loop *loop, struct iovec *iov, int iovcnt)
+/* Bytes of the final response are about to go out: no error page can follow
+ * them.  While the app runs under --request-timeout the slot learns it too,
+ * before the bytes go (the master answers the client of a worker it kills
+ * only if none went: request_timeout.c).  (A 1xx's bytes too, while they
+ * go: serow_worker_loop_write_interim undoes it after.)  Inline here, for
+ * every write; a call for those who write themselves. */
+static inline void response_starts(struct serow_request *r)
 {
-    struct connection *conn = loop->request.conn;
+    r->response_started = 1;
+    if (r->worker->app_timer.running != NULL)
+        serow_app_timer_note_answer(r);
+}
+
+void serow_worker_loop_response_starts(struct serow_request *r)
+{
+    response_starts(r);
+}
+
+void serow_worker_loop_socket_lent(struct serow_request *r)
+{
+    if (r->worker->app_timer.running != NULL)
+        serow_app_timer_note_answer(r);
+}
+
+int serow_worker_loop_write(struct serow_request *r, struct iovec *iov, int iovcnt)
+{
+    struct connection *conn = r->conn;
     if (conn == NULL)
         return -1;
-    serow_response_starts(loop);
+    response_starts(r);
     while (iovcnt > 0) {
         int batch = iovcnt > IOV_MAX ? IOV_MAX : iovcnt;
         ssize_t n = writev(conn->fd, iov, batch);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
-            if (errno == EAGAIN && serow_wait_for(conn->fd, POLLOUT, loop->settings.write_timeout))
+            if (errno == EAGAIN &&
+                serow_wait_for(conn->fd, POLLOUT, r->worker->settings.write_timeout))
                 continue;
             return -1;
         }
@@ -74,21 +99,22 @@ int serow_worker_loop_write(struct worker_loop *loop, struct iovec *iov, int iov
     return 0;
 }
 
-int serow_worker_loop_write_interim(struct worker_loop *loop, struct iovec *iov, int iovcnt)
+int serow_worker_loop_write_interim(struct serow_request *r, struct iovec *iov, int iovcnt)
 {
-    int r = serow_worker_loop_write(loop, iov, iovcnt);
-    loop->request.response_started = 0;
-    if (r == 0 && loop->app_timer.running)
-        serow_app_timer_note_interim_sent(loop);
-    return r;
+    int result = serow_worker_loop_write(r, iov, iovcnt);
+    r->response_started = 0;
+    if (result == 0 && r->worker->app_timer.running != NULL)
+        serow_app_timer_note_interim_sent(r);
+    return result;
 }
 
-int serow_worker_loop_sendfile(struct worker_loop *loop, int file_fd, uint64_t offset, uint64_t len)
+int serow_worker_loop_sendfile(struct serow_request *r, int file_fd, uint64_t offset,
+                               uint64_t len)
 {
-    struct connection *conn = loop->request.conn;
+    struct connection *conn = r->conn;
     if (conn == NULL)
         return -1;
-    serow_response_starts(loop);
+    response_starts(r);
     off_t off = (off_t)offset;
     while (len > 0) {
         size_t chunk = len > (1u << 30) ? (1u << 30) : (size_t)len;
@@ -101,7 +127,8 @@ int serow_worker_loop_sendfile(struct worker_loop *loop, int file_fd, uint64_t o
             return -1; /* the file is shorter than it said */
         if (errno == EINTR)
             continue;
-        if (errno == EAGAIN && serow_wait_for(conn->fd, POLLOUT, loop->settings.write_timeout))
+        if (errno == EAGAIN &&
+            serow_wait_for(conn->fd, POLLOUT, r->worker->settings.write_timeout))
             continue;
         return -1;
     }

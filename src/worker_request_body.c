@@ -4,9 +4,9 @@
  * (Content-Length or chunked, the chunked coding removed here), and the
  * "100 Continue" that a client waiting to send its body is owed.
  *
- * Owns: the body state of the current request (its body_remaining,
+ * Owns: the body state of a request being served (its body_remaining,
  * body_received, body_started, body_done, continue_sent, the chunked
- * decoder, in loop->request), the read-ahead state of a connection (body_preread and its
+ * decoder, in struct serow_request), the read-ahead state of a connection (body_preread and its
  * scan), the read timeout of a body and the minimum body rate; a body
  * lent in the connection's buffer instead of read (serow_worker_loop_lend_body).  It reads
  * only the connection it is given; it may not close connections or answer
@@ -37,23 +37,23 @@
 /*
  * The one place "100 Continue" is sent (its bytes are response_writer.c's).
  * A client that sent "Expect: 100-continue" waits for it before its body.
- * In the event loop (serving = 0) the worker waits for no one client: the
+ * In the event loop (serving NULL) the worker waits for no one client: the
  * line goes out only if the socket takes it at once (an empty socket buffer
  * takes 25 bytes; else the client gave up).  While the request is served, it is the
  * request's own write, and may wait up to --write-timeout like the
  * response; it is interim, so the response has still not started.
  */
-static void send_continue(struct worker_loop *loop, struct connection *conn, int serving)
+static void send_continue(struct connection *conn, struct serow_request *serving)
 {
     size_t len;
     const char *continue_line = serow_continue_response(&len);
-    if (!serving) {
+    if (serving == NULL) {
         ssize_t ignored = send(conn->fd, continue_line, len, MSG_NOSIGNAL | MSG_DONTWAIT);
         (void)ignored;
         return;
     }
     struct iovec iov = {(void *)continue_line, len};
-    serow_worker_loop_write_interim(loop, &iov, 1);
+    serow_worker_loop_write_interim(serving, &iov, 1);
 }
 
 /* ---- read ahead, in the event loop -------------------------------------- */
@@ -102,9 +102,8 @@ void serow_examine_buffered_body(struct worker_loop *loop, struct connection *co
  * the app runs).  Returns 1 when the connection waits.
  */
 int serow_wait_for_small_body(struct worker_loop *loop, struct connection *conn,
-                              size_t head_len)
+                              const struct http_request_head *head, size_t head_len)
 {
-    const struct http_request_head *head = &loop->request.head;
     if (conn->body_preread) {
         /* back from the event loop with its body */
         conn->body_preread = CONNECTION_PREREAD_NONE;
@@ -133,7 +132,7 @@ int serow_wait_for_small_body(struct worker_loop *loop, struct connection *conn,
         return 0;
     }
     if (head->expect_continue && conn->buffer_len == head_len)
-        send_continue(loop, conn, 0);
+        send_continue(conn, NULL);
     serow_timer_append(loop, conn, TIMER_READING_BODY,
                        serow_now_seconds() + loop->settings.read_timeout);
     return 1;
@@ -141,29 +140,29 @@ int serow_wait_for_small_body(struct worker_loop *loop, struct connection *conn,
 
 /* ---- read while serving ------------------------------------------------- */
 
-void serow_body_start(struct worker_loop *loop)
+void serow_body_start(struct serow_request *r)
 {
-    loop->request.body_remaining = loop->request.head.framing == HTTP_BODY_LENGTH ? loop->request.head.content_length : 0;
-    loop->request.body_received = 0;
-    loop->request.body_started = serow_now_seconds();
-    loop->request.body_done = loop->request.head.framing == HTTP_BODY_NONE ||
-                      (loop->request.head.framing == HTTP_BODY_LENGTH && loop->request.body_remaining == 0);
-    loop->request.continue_sent = 0;
-    loop->request.response_started = 0;
-    if (loop->request.head.framing == HTTP_BODY_CHUNKED) {
-        serow_chunked_decoder_init(&loop->request.chunked);
-        loop->request.chunked.max_body = loop->settings.max_body_size;
+    r->body_remaining = r->head.framing == HTTP_BODY_LENGTH ? r->head.content_length : 0;
+    r->body_received = 0;
+    r->body_started = serow_now_seconds();
+    r->body_done = r->head.framing == HTTP_BODY_NONE ||
+                      (r->head.framing == HTTP_BODY_LENGTH && r->body_remaining == 0);
+    r->continue_sent = 0;
+    r->response_started = 0;
+    if (r->head.framing == HTTP_BODY_CHUNKED) {
+        serow_chunked_decoder_init(&r->chunked);
+        r->chunked.max_body = r->worker->settings.max_body_size;
     }
 }
 
-static void send_continue_if_expected(struct worker_loop *loop)
+static void send_continue_if_expected(struct serow_request *r)
 {
-    struct connection *conn = loop->request.conn;
+    struct connection *conn = r->conn;
     /* Only when the body has not started arriving: then the client waits for us. */
-    if (loop->request.head.expect_continue && !loop->request.continue_sent && !loop->request.response_started &&
-        conn->buffer_len <= loop->request.head_len)
-        send_continue(loop, conn, 1);
-    loop->request.continue_sent = 1;
+    if (r->head.expect_continue && !r->continue_sent && !r->response_started &&
+        conn->buffer_len <= r->head_len)
+        send_continue(conn, r);
+    r->continue_sent = 1;
 }
 
 /*
@@ -172,12 +171,12 @@ static void send_continue_if_expected(struct worker_loop *loop)
  * the worker for ever; so the body must also average --min-body-rate, after
  * read_timeout of grace (as Apache's mod_reqtimeout MinRate).  0: out of time.
  */
-static double body_wait_left(const struct worker_loop *loop)
+static double body_wait_left(const struct serow_request *r)
 {
-    double wait = loop->settings.read_timeout;
-    if (loop->settings.min_body_rate > 0) {
-        double deadline = loop->request.body_started + loop->settings.read_timeout +
-                          (double)loop->request.body_received / loop->settings.min_body_rate;
+    double wait = r->worker->settings.read_timeout;
+    if (r->worker->settings.min_body_rate > 0) {
+        double deadline = r->body_started + r->worker->settings.read_timeout +
+                          (double)r->body_received / r->worker->settings.min_body_rate;
         double left = deadline - serow_now_seconds();
         if (left < wait)
             wait = left > 0 ? left : 0;
@@ -187,11 +186,11 @@ static double body_wait_left(const struct worker_loop *loop)
 
 /* Reads more of the current connection's input into its buffer (after the
  * head).  0 ok, 408 on timeout, -1 when the client is gone. */
-static int read_more_body(struct worker_loop *loop)
+static int read_more_body(struct serow_request *r)
 {
-    struct connection *conn = loop->request.conn;
+    struct connection *conn = r->conn;
     for (;;) {
-        size_t room = serow_connection_reserve(conn, loop->request.head_len + CONNECTION_READ_SIZE);
+        size_t room = serow_connection_reserve(conn, r->head_len + CONNECTION_READ_SIZE);
         if (room == 0)
             return 0;
         ssize_t n = recv(conn->fd, conn->buffer + conn->buffer_len, room, 0);
@@ -205,68 +204,68 @@ static int read_more_body(struct worker_loop *loop)
             continue;
         if (errno != EAGAIN)
             return -1;
-        double wait = body_wait_left(loop);
+        double wait = body_wait_left(r);
         if (wait <= 0 || !serow_wait_for(conn->fd, POLLIN, wait))
             return 408;
     }
 }
 
-int serow_worker_loop_read_body(struct worker_loop *loop, char *out, size_t cap, size_t *got)
+int serow_worker_loop_read_body(struct serow_request *r, char *out, size_t cap, size_t *got)
 {
-    struct connection *conn = loop->request.conn;
+    struct connection *conn = r->conn;
     *got = 0;
     if (conn == NULL)
         return -1;
-    if (loop->request.body_done)
+    if (r->body_done)
         return 0;
-    send_continue_if_expected(loop);
+    send_continue_if_expected(r);
 
     for (;;) {
         /* body bytes buffered after the head */
-        size_t avail = conn->buffer_len - loop->request.head_len;
+        size_t avail = conn->buffer_len - r->head_len;
         if (avail > 0) {
-            char *body = conn->buffer + loop->request.head_len;
-            if (loop->request.head.framing == HTTP_BODY_LENGTH) {
+            char *body = conn->buffer + r->head_len;
+            if (r->head.framing == HTTP_BODY_LENGTH) {
                 size_t take = avail < cap ? avail : cap;
-                if ((uint64_t)take > loop->request.body_remaining)
-                    take = (size_t)loop->request.body_remaining;
+                if ((uint64_t)take > r->body_remaining)
+                    take = (size_t)r->body_remaining;
                 memcpy(out, body, take);
                 /* keep the head, drop the body bytes just handed out */
                 memmove(body, body + take, avail - take);
                 conn->buffer_len -= take;
-                loop->request.body_remaining -= take;
-                loop->request.body_received += take;
-                if (loop->request.body_remaining == 0)
-                    loop->request.body_done = 1;
+                r->body_remaining -= take;
+                r->body_received += take;
+                if (r->body_remaining == 0)
+                    r->body_done = 1;
                 *got = take;
                 return 0;
             } else {
                 /* decoded data is never longer than its input: give the
                  * decoder at most cap bytes and all it decodes fits in out */
                 size_t len = avail < cap ? avail : cap, consumed = 0;
-                int r = serow_decode_chunked(&loop->request.chunked, body, &len, &consumed);
-                if (r == CHUNKED_ERROR)
+                int decoded = serow_decode_chunked(&r->chunked, body, &len, &consumed);
+                if (decoded == CHUNKED_ERROR)
                     return 400;
                 /* as soon as the size line says so, like a Content-Length
                  * over the limit (and so the body never passes it) */
-                if (r == CHUNKED_TOO_LARGE)
+                if (decoded == CHUNKED_TOO_LARGE)
                     return 413;
                 size_t take = len;
                 memcpy(out, body, take);
                 memmove(body, body + consumed, avail - consumed);
                 conn->buffer_len -= consumed;
-                loop->request.body_received += take;
-                if (r == CHUNKED_DONE)
-                    loop->request.body_done = 1;
-                if (take > 0 || loop->request.body_done) {
+                r->body_received += take;
+                if (decoded == CHUNKED_DONE)
+                    r->body_done = 1;
+                if (take > 0 || r->body_done) {
                     *got = take;
                     return 0;
                 }
             }
         }
-        int r = read_more_body(loop);
-        if (r != 0)
-            return r;
+        int status = read_more_body(r);
+        if (status != 0)
+            return status;
     }
 }
 
@@ -279,35 +278,35 @@ int serow_worker_loop_read_body(struct worker_loop *loop, char *out, size_t cap,
  * whole.  The head is copied, not moved: the request's parsed head points
  * into the buffer lent, which must outlive the request.
  */
-char *serow_worker_loop_lend_body(struct worker_loop *loop, char **buffer, size_t *size)
+char *serow_worker_loop_lend_body(struct serow_request *r, char **buffer, size_t *size)
 {
-    struct connection *conn = loop->request.conn;
-    size_t head_len = loop->request.head_len;
-    size_t end = head_len + (size_t)loop->request.body_remaining;
+    struct connection *conn = r->conn;
+    size_t head_len = r->head_len;
+    size_t end = head_len + (size_t)r->body_remaining;
     if (end >= conn->buffer_size)
         return NULL; /* no byte for the NUL after the body */
     char *lent = serow_connection_hand_out_buffer(conn, head_len, end, size);
     if (lent == NULL)
         return NULL;
     lent[end] = '\0'; /* (what followed the body is in the connection's new buffer) */
-    loop->request.body_received = loop->request.body_remaining;
-    loop->request.body_remaining = 0;
-    loop->request.body_done = 1;
+    r->body_received = r->body_remaining;
+    r->body_remaining = 0;
+    r->body_done = 1;
     *buffer = lent;
     return lent + head_len;
 }
 
-int serow_worker_loop_body_buffered(const struct worker_loop *loop, size_t max)
+int serow_worker_loop_body_buffered(const struct serow_request *r, size_t max)
 {
-    const struct connection *conn = loop->request.conn;
-    return conn != NULL && loop->request.head.framing == HTTP_BODY_LENGTH && !loop->request.body_done &&
-           loop->request.head.content_length <= max && loop->request.body_received == 0 &&
-           conn->buffer_len - loop->request.head_len >= loop->request.head.content_length;
+    const struct connection *conn = r->conn;
+    return conn != NULL && r->head.framing == HTTP_BODY_LENGTH && !r->body_done &&
+           r->head.content_length <= max && r->body_received == 0 &&
+           conn->buffer_len - r->head_len >= r->head.content_length;
 }
 
-size_t serow_loop_body_read_size(const struct worker_loop *loop, size_t max)
+size_t serow_worker_loop_body_read_size(const struct serow_request *r, size_t max)
 {
-    if (loop->request.conn && loop->request.head.framing == HTTP_BODY_LENGTH && loop->request.body_remaining < max)
-        return (size_t)loop->request.body_remaining;
+    if (r->conn && r->head.framing == HTTP_BODY_LENGTH && r->body_remaining < max)
+        return (size_t)r->body_remaining;
     return max;
 }
