@@ -53,9 +53,8 @@ Serow::Loop->set_socket_opener(sub {
 # env comes with it (src/psgi_env.c) while it is open; when an app has
 # closed it, a new one is made here and handed to the loop.
 sub _new_empty_input {
-    my ($loop) = @_;
     my $input = _in_memory_input(\'');
-    $loop->set_empty_input($input);
+    Serow::Loop->set_empty_input($input);
     return $input;
 }
 
@@ -66,8 +65,8 @@ sub _new_empty_input {
 # body comes, and again when an app closed that handle, opened it again or
 # pushed a layer on it.
 sub _new_body_input {
-    my ($loop, $max) = @_;
-    $loop->set_body_input(_in_memory_input(\(my $body = '')), $max);
+    my ($max) = @_;
+    Serow::Loop->set_body_input(_in_memory_input(\(my $body = '')), $max);
 }
 
 # A handle reading the scalar $$scalar_ref, as psgi.input.
@@ -162,7 +161,7 @@ sub run {
         $template->{'serow.status'} = sub { $shared->status };
     }
 
-    $loop->set_env_template($template);
+    Serow::Loop->set_env_template($template);
     # A streaming app's responder runs in C (src/psgi_request.c); given a
     # whole [status, headers, body], it hands it here.
     Serow::Loop->set_triple_responder(sub { $self->send_array_response(@_) });
@@ -330,10 +329,10 @@ sub go_on_with_request {
         # there is no body, or a small one that came whole with the head, and
         # its handle is free: src/psgi_env.c)
         if (!$loop->request_body_framing) {
-            $env->{'psgi.input'} //= _new_empty_input($loop);
+            $env->{'psgi.input'} //= _new_empty_input();
         } elsif (!defined $env->{'psgi.input'}) {
-            _new_body_input($loop, $self->{options}{body_memory_limit})
-                unless $loop->has_body_input;
+            _new_body_input($self->{options}{body_memory_limit})
+                unless Serow::Loop->has_body_input;
             $env->{'psgi.input'} = $self->buffer_request_body($env) // return 1;
         }
         # psgi.input is there: the app runs, as for any request.
