@@ -266,20 +266,26 @@ loop_send_informational(Serow::Loop loop, SV *status, SV *headers)
   OUTPUT:
     RETVAL
 
+int
+loop_serve_request(Serow::Loop loop, SV *app, SV *env_ref, int note_remote_user)
+  CODE:
+    /* 0: the worker stops after it (psgix.harakiri.commit) */
+    RETVAL = serow_serve_request(aTHX_ REQUEST(loop), app, env_ref, note_remote_user);
+  OUTPUT:
+    RETVAL
+
 void
-loop_serve_request(Serow::Loop loop, SV *app, SV *env_ref, int note_remote_user, int from = SERVE_DONE)
-  PPCODE:
-    /* () when done; else (stage, answer, error) for the worker to go on */
-    SV *answer, *error;
-    enum serve_stage stage = serow_serve_request(aTHX_ REQUEST(loop), app, env_ref, note_remote_user,
-                                                 (enum serve_stage)from, &answer, &error);
-    SP = PL_stack_base + ax - 1; /* (the app may have grown the stack) */
-    if (stage != SERVE_DONE) {
-        EXTEND(SP, 3);
-        mPUSHi(stage);
-        PUSHs(answer ? answer : &PL_sv_undef);
-        PUSHs(error ? error : &PL_sv_undef);
-    }
+loop_fail_request(Serow::Loop loop, HV *env, SV *message, int status = 500)
+  CODE:
+    /* message undef: nothing to log */
+    serow_request_fail(aTHX_ REQUEST(loop), env, SvOK(message) ? message : NULL, status);
+
+void
+loop_log_error(const char *class, HV *env, SV *message)
+  CODE:
+    /* "METHOD URI: message" */
+    PERL_UNUSED_VAR(class);
+    serow_request_log_error(aTHX_ env, message);
 
 int
 loop_socket_handle_made(Serow::Loop loop)
@@ -299,6 +305,12 @@ loop_set_triple_responder(const char *class, SV *code)
   CODE:
     PERL_UNUSED_VAR(class);
     serow_set_triple_responder(aTHX_ code);
+
+void
+loop_set_input_giver(const char *class, SV *code)
+  CODE:
+    PERL_UNUSED_VAR(class);
+    serow_set_input_giver(aTHX_ code);
 
 int
 loop_response_started(Serow::Loop loop)

@@ -3,20 +3,20 @@
  * the usual answer or stream it (the responder and the writer of
  * psgi.streaming), end it.
  *
- * The usual request (no body to read first, an answer of [status, headers,
- * [parts]] that goes out whole, or a code reference whose responder gets
- * [status, headers] and whose writer sends the parts) is served here in one
- * call from the Perl worker, with no Perl op of the worker's around the app;
- * any other goes back to the worker (lib/Serow/Worker.pm, go_on_with_request)
- * at the first step this file does not take, and the worker comes back here
- * once it has taken it.  So each step is written once: the app runs, a
- * triple is sent and a stream is driven here only, the worker reads bodies,
- * sends handles and writes the log lines.
+ * Every request is served here, from head to end, in one call from the Perl
+ * worker (serow_serve_request), with no Perl op of the worker's around the
+ * app; this file calls the worker's Perl (lib/Serow/Worker.pm) only for the
+ * steps that are Perl's, and never after the response is out: the input
+ * giver reads a body into psgi.input (in memory or a temp file), and the
+ * triple responder sends a whole answer with a handle as its body (or says
+ * what is wrong with a malformed one).  So each step is written once: the
+ * app runs, a triple is sent, a stream is driven, a failure and a timeout
+ * are answered, the request ends and its cleanup handlers run here only.
  *
  * Owns: the order of a request's steps, the end of every request
  * (serow_request_end: the accounting note, the keep-alive decision, the
  * hand-over of psgix.io, the resets of struct serow_request), and the words
- * of what is wrong with a response.  How the env is built (psgi_env.c), how
+ * of what is wrong with a response or with the app's part.  How the env is built (psgi_env.c), how
  * a response goes out (psgi_response.c) and how a connection is kept or
  * closed (worker_loop.c) are theirs: this file only says when.
  */
@@ -30,6 +30,9 @@
 #include "psgi_response.h"
 #include "request_accounting.h"
 #include "response_writer.h"
+#include <unistd.h>
+
+#include "log.h"
 #include "request.h"
 #include "worker_loop.h"
 
@@ -193,28 +196,12 @@ static SV *env_value(pTHX_ HV *env, const char *key, I32 len)
 }
 #define ENV_VALUE(env, key) env_value(aTHX_ (env), "" key "", sizeof(key) - 1)
 
-/* The usual response, [status, headers, [parts]], in one call: &PL_sv_yes
- * when it went out (or the client left), &PL_sv_no when res is no such
- * triple, else a mortal string saying why it cannot be sent.  last_one
- * (psgix.harakiri.commit): the loop stops first, so that the response
- * closes or hands over the connection. */
-static SV *send_array_triple(pTHX_ struct serow_request *req, SV *res, int last_one)
-{
-    AV *triple = SvROK(res) && SvTYPE(SvRV(res)) == SVt_PVAV ? (AV *)SvRV(res) : NULL;
-    SV **body = triple && av_count(triple) == 3 && !SvRMAGICAL((SV *)triple)
-                    ? av_fetch(triple, 2, 0) : NULL;
-    if (body == NULL || SvGMAGICAL(*body) || !SvROK(*body) || SvTYPE(SvRV(*body)) != SVt_PVAV ||
-        SvOBJECT(SvRV(*body)))
-        return &PL_sv_no;
-    SV *bad = NULL;
-    if (last_one)
-        serow_worker_loop_stop(req->worker);
-    SV **status = av_fetch(triple, 0, 0), **headers = av_fetch(triple, 1, 0);
-    int r = serow_send_psgi_response(aTHX_ req, status ? *status : &PL_sv_undef,
-                               headers ? *headers : &PL_sv_undef, (AV *)SvRV(*body), &bad);
-    SV *error = response_error(aTHX_ r, bad);
-    return error ? error : &PL_sv_yes;
-}
+/* What became of the app's part of a request. */
+enum app_outcome {
+    APP_ANSWERED,  /* its response went out (or was cut: the client left) */
+    APP_TIMED_OUT, /* it ran longer than --request-timeout: answered 503 */
+    APP_FAILED,    /* it died, or answered what cannot be sent: answered 500 */
+};
 
 /* Runs the app (or a streaming app's callback) as `my $res = eval {
  * $app->($env) }` would: scalar context, $@ set.  Its answer, a new mortal
@@ -278,7 +265,19 @@ static int last_one_asked(pTHX_ HV *env)
     return harakiri && SvTRUE(harakiri);
 }
 
-static void answer_triple(pTHX_ struct serow_request *req, SV *res)
+/* A response is about to go out: when the worker leaves after it
+ * (psgix.harakiri.commit), the loop stops now, so that the response closes
+ * the connection or hands it to the holder rather than keep it for a
+ * request this worker would not serve. */
+static void stop_if_last_one(pTHX_ struct serow_request *req, SV *env_ref)
+{
+    if (last_one_asked(aTHX_ (HV *)SvRV(env_ref)))
+        serow_worker_loop_stop(req->worker);
+}
+
+/* A whole response the server does not send itself (a handle as the body,
+ * a malformed one), given to the worker's Perl with the env. */
+static void answer_triple(pTHX_ SV *env_ref, SV *res)
 {
     dSP;
     if (triple_responder == NULL)
@@ -287,12 +286,43 @@ static void answer_triple(pTHX_ struct serow_request *req, SV *res)
     SAVETMPS;
     PUSHMARK(SP);
     EXTEND(SP, 2);
-    PUSHs((SV *)req->stream.env_ref);
+    PUSHs(env_ref);
     PUSHs(res);
     PUTBACK;
     call_sv(triple_responder, G_VOID | G_DISCARD);
     FREETMPS;
     LEAVE;
+}
+
+/*
+ * A whole answer, [status, headers, body], that the app returned or gave a
+ * streaming app's responder: its shape checked (here only), then an array
+ * body sent here in one call, and any other (a handle, an object with
+ * getline, a tied array) by the worker's Perl (answer_triple).  NULL when
+ * it went out (or the client left), else why it could not (a new mortal,
+ * for the log: the request is answered 500).
+ */
+static SV *answer_whole(pTHX_ struct serow_request *req, SV *env_ref, SV *res)
+{
+    AV *triple = (AV *)SvRV(res);
+    SV **body = av_count(triple) == 3 ? av_fetch(triple, 2, 0) : NULL;
+    if (body != NULL)
+        SvGETMAGIC(*body);
+    if (body == NULL || !SvROK(*body))
+        return sv_2mortal(newSVpvs("bad response: not [status, headers, body] with an array or "
+                                   "a handle as the body"));
+    stop_if_last_one(aTHX_ req, env_ref);
+    if (SvRMAGICAL((SV *)triple) || SvGMAGICAL(*body) || SvTYPE(SvRV(*body)) != SVt_PVAV ||
+        SvOBJECT(SvRV(*body))) {
+        answer_triple(aTHX_ env_ref, res);
+        return NULL;
+    }
+    SV *bad = NULL;
+    SV **status = av_fetch(triple, 0, 0), **headers = av_fetch(triple, 1, 0);
+    int r = serow_send_psgi_response(aTHX_ req, status ? *status : &PL_sv_undef,
+                                     headers ? *headers : &PL_sv_undef, (AV *)SvRV(*body), &bad);
+    SV *error = response_error(aTHX_ r, bad);
+    return error ? sv_2mortal(newSVpvf("bad response: %" SVf, SVfARG(error))) : NULL;
 }
 
 XS_INTERNAL(stream_responder)
@@ -311,14 +341,12 @@ XS_INTERNAL(stream_responder)
     AV *av = (AV *)SvRV(res);
     if (av_count(av) >= 3) {
         stream->responded = 1;
-        answer_triple(aTHX_ req, res);
+        SV *env_ref = (SV *)stream->env_ref, *error = answer_whole(aTHX_ req, env_ref, res);
+        if (error != NULL)
+            serow_request_fail(aTHX_ req, (HV *)SvRV(env_ref), error, 500);
         XSRETURN_EMPTY;
     }
-    /* The worker leaves after this response: stopping now makes it hand the
-     * connection to the holder afterwards (or say "Connection: close")
-     * rather than wait for a next request that it would not serve. */
-    if (last_one_asked(aTHX_ (HV *)SvRV((SV *)stream->env_ref)))
-        serow_worker_loop_stop(req->worker);
+    stop_if_last_one(aTHX_ req, (SV *)stream->env_ref);
     SV **status = av_fetch(av, 0, 0), **headers = av_fetch(av, 1, 0);
     SV *bad = NULL;
     int r = serow_start_psgi_response(aTHX_ req, status ? *status : &PL_sv_undef,
@@ -371,10 +399,10 @@ static void responder_done(pTHX_ struct serow_request *req)
 }
 
 /* Runs the app's callback with a responder, as `eval { $callback->($responder) }`
- * would, then ends the body it left open.  SERVE_SENT when the response is
- * out (or cut: the client left); else SERVE_TIMED_OUT, or SERVE_APP_FAILED
- * with *error. */
-static enum serve_stage serve_stream(pTHX_ struct serow_request *req, SV *callback, SV *env_ref,
+ * would, then ends the body it left open.  APP_ANSWERED when the response
+ * is out (or cut: the client left); else APP_TIMED_OUT, or APP_FAILED with
+ * *error. */
+static enum app_outcome serve_stream(pTHX_ struct serow_request *req, SV *callback, SV *env_ref,
                                      SV **error)
 {
     struct serow_stream *stream = &req->stream;
@@ -390,9 +418,9 @@ static enum serve_stage serve_stream(pTHX_ struct serow_request *req, SV *callba
     SV *writer = stream->writer ? sv_2mortal((SV *)stream->writer) : NULL;
     stream->writer = NULL;
     stream->env_ref = NULL;
-    enum serve_stage stage = SERVE_SENT;
+    enum app_outcome outcome = APP_ANSWERED;
     if (timed_out) {
-        stage = SERVE_TIMED_OUT;
+        outcome = APP_TIMED_OUT;
     } else if (SvTRUE(ERRSV)) {
         if (writer && serow_writer_gone(aTHX_ writer)) {
             /* The client left while the app streamed: nothing to report. */
@@ -400,7 +428,7 @@ static enum serve_stage serve_stream(pTHX_ struct serow_request *req, SV *callba
                 serow_request_end(aTHX_ req, (HV *)SvRV(env_ref), 500);
         } else {
             *error = sv_2mortal(newSVpvf("the app died while streaming: %" SVf, SVfARG(ERRSV)));
-            stage = SERVE_APP_FAILED;
+            outcome = APP_FAILED;
         }
     } else if (writer && !serow_writer_closed(aTHX_ writer)) {
         serow_writer_close(aTHX_ writer); /* the app forgot: the client is not left waiting */
@@ -408,12 +436,12 @@ static enum serve_stage serve_stream(pTHX_ struct serow_request *req, SV *callba
                req->conn != NULL && req->socket.handle == NULL) {
         /* (An app that read psgix.io may have answered on the socket itself.) */
         *error = sv_2mortal(newSVpvs("the streaming app never called the responder"));
-        stage = SERVE_APP_FAILED;
+        outcome = APP_FAILED;
     }
     /* A writer the app kept must not write into a later response. */
     if (writer)
         serow_writer_abandon(aTHX_ writer);
-    return stage;
+    return outcome;
 }
 
 /* The env values the log format names (%{NAME}e), as the app left them:
@@ -432,71 +460,193 @@ static void note_env_values(pTHX_ struct serow_request *req, HV *env)
     }
 }
 
-/* The response is out: REMOTE_USER and env values for the log, then the end
- * of the request, unless the response went wrong (the worker logs that
- * first). */
-static enum serve_stage finish_served(pTHX_ struct serow_request *req, HV *env,
-                                      int note_remote_user, SV **error)
+/* ---- the errors of a request ------------------------------------------- */
+
+void serow_request_log_error(pTHX_ HV *env, SV *message)
 {
-    SV *user = note_remote_user ? ENV_VALUE(env, "REMOTE_USER") : NULL;
-    if (user && SvOK(user) && req->conn != NULL) {
-        STRLEN len;
-        const char *p = SvPV(user, len);
-        serow_request_accounting_note_remote_user(req, p, len);
-    }
-    if (note_remote_user && req->conn != NULL)
-        note_env_values(aTHX_ req, env);
-    if ((*error = response_fault(aTHX_ &req->response)) != NULL)
-        return SERVE_SENT;
-    serow_request_end(aTHX_ req, env, 0);
-    return SERVE_DONE;
+    SV *method = env ? ENV_VALUE(env, "REQUEST_METHOD") : NULL;
+    SV *uri = env ? ENV_VALUE(env, "REQUEST_URI") : NULL;
+    SV *line = sv_2mortal(newSVpvf("%" SVf " %" SVf ": %" SVf,
+                                   SVfARG(method && SvOK(method) ? method : &PL_sv_no),
+                                   SVfARG(uri && SvOK(uri) ? uri : &PL_sv_no), SVfARG(message)));
+    STRLEN len;
+    const char *p = SvPV(line, len);
+    serow_log_line(SEROW_LOG_ERROR, p, len);
 }
 
-enum serve_stage serow_serve_request(pTHX_ struct serow_request *req, SV *app, SV *env_ref,
-                                     int note_remote_user, enum serve_stage from,
-                                     SV **answer, SV **error)
+void serow_request_fail(pTHX_ struct serow_request *req, HV *env, SV *message, int status)
+{
+    if (message != NULL)
+        serow_request_log_error(aTHX_ env, message);
+    if (req->conn == NULL)
+        return;
+    /* The app read psgix.io and sent nothing through the server: it may have
+     * written on the socket itself, and an error page could land among its
+     * bytes.  The end of the request closes the connection instead. */
+    if (!req->response_started && req->socket.handle != NULL)
+        return;
+    serow_request_end(aTHX_ req, env, status);
+}
+
+/*
+ * The app returned (or died) after --request-timeout: whatever it answered
+ * is dropped, and the client gets 503 with Connection: close (once a
+ * response started, it is cut instead).  503, not 504: 504 says a gateway's
+ * upstream did not answer, and Serow is the server; 503 says this server
+ * could not answer now, which is so, and lets a proxy in front
+ * (proxy_next_upstream http_503) try elsewhere.  Where the app was is in the
+ * log already when the worker's SIGALRM handler learned of it
+ * (app_overdue_told); else the app's own handler took the signal.
+ */
+static void answer_timed_out(pTHX_ struct serow_request *req, HV *env)
+{
+    double limit = serow_worker_loop_settings(req->worker)->request_timeout;
+    if (req->conn != NULL && (req->response_started || req->socket.handle != NULL))
+        serow_request_log_error(aTHX_ env, sv_2mortal(newSVpvf(
+            "the app ran longer than --request-timeout %.15gs after its response had begun: the "
+            "connection is closed, the response cut", limit)));
+    SV *why = req->app_overdue_told ? NULL : sv_2mortal(newSVpvf(
+        "the app ran longer than --request-timeout %.15gs in worker %d (no stack trace: the "
+        "SIGALRM went to a handler of the app's)", limit, (int)getpid()));
+    serow_request_fail(aTHX_ req, env, why, 503);
+}
+
+/* ---- serving ------------------------------------------------------------ */
+
+/* The Perl code that gives a request without psgi.input its input (the
+ * worker reads the body its way: in memory, or in a temp file), called with
+ * the env: true when psgi.input is there, false when the request was
+ * answered (an error, or the client left). */
+static SV *input_giver;
+
+void serow_set_input_giver(pTHX_ SV *code)
+{
+    SV *old = input_giver;
+    input_giver = newSVsv(code);
+    SvREFCNT_dec(old);
+}
+
+static int give_input(pTHX_ SV *env_ref)
+{
+    dSP;
+    if (input_giver == NULL)
+        croak("no psgi.input for a request with a body: set_input_giver\n");
+    ENTER;
+    SAVETMPS;
+    PUSHMARK(SP);
+    XPUSHs(env_ref);
+    PUTBACK;
+    /* (no G_EVAL: a worker that cannot make a handle dies, as its Perl would) */
+    int n = call_sv(input_giver, G_SCALAR);
+    SPAGAIN;
+    int given = n == 1 && SvTRUE(POPs);
+    PUTBACK;
+    FREETMPS;
+    LEAVE;
+    return given;
+}
+
+/* Runs the app and sends its answer: an array triple and a streamed
+ * response here, any other whole answer (a handle as the body, a malformed
+ * one) by the worker's Perl (the triple responder). */
+static enum app_outcome run_and_answer(pTHX_ struct serow_request *req, SV *app, SV *env_ref,
+                                       SV **error)
+{
+    int timed_out;
+    SV *res = run_app(aTHX_ req, app, env_ref, 1, &timed_out);
+    if (timed_out)
+        return APP_TIMED_OUT; /* its answer, whatever it is, is dropped */
+    if (SvTRUE(ERRSV)) {
+        *error = sv_2mortal(newSVpvf("the app died: %" SVf, SVfARG(ERRSV)));
+        return APP_FAILED;
+    }
+    SV *answered = SvROK(res) ? SvRV(res) : NULL;
+    if (answered && SvTYPE(answered) == SVt_PVAV)
+        return (*error = answer_whole(aTHX_ req, env_ref, res)) == NULL ? APP_ANSWERED : APP_FAILED;
+    if (answered && SvTYPE(answered) == SVt_PVCV)
+        return serve_stream(aTHX_ req, res, env_ref, error);
+    *error = SvOK(res) ? sv_2mortal(newSVpvf("the app returned '%" SVf "' instead of an array or "
+                                             "a code reference", SVfARG(res)))
+                       : sv_2mortal(newSVpvs("the app returned undef instead of an array or a "
+                                             "code reference"));
+    return APP_FAILED;
+}
+
+/* The response is out (or failed): REMOTE_USER and env values for the log,
+ * what went wrong with it to the error log, then the end of the request (a
+ * no-op when the failure ended it). */
+static void finish_served(pTHX_ struct serow_request *req, HV *env, int note_remote_user)
+{
+    if (note_remote_user && req->conn != NULL) {
+        SV *user = ENV_VALUE(env, "REMOTE_USER");
+        if (user && SvOK(user)) {
+            STRLEN len;
+            const char *p = SvPV(user, len);
+            serow_request_accounting_note_remote_user(req, p, len);
+        }
+        note_env_values(aTHX_ req, env);
+    }
+    SV *fault = response_fault(aTHX_ &req->response);
+    if (fault != NULL)
+        serow_request_log_error(aTHX_ env, fault);
+    serow_request_end(aTHX_ req, env, 0);
+}
+
+/* After the response is out (and the connection kept or closed): the client
+ * does not wait for these.  Run, they go: a handler that closes over the env
+ * would otherwise keep it alive through the env's own array (a cycle, never
+ * freed), and the env could not be reused for the next request. */
+static void run_cleanup_handlers(pTHX_ HV *env, SV *env_ref)
+{
+    SV *handlers = ENV_VALUE(env, "psgix.cleanup.handlers");
+    if (handlers == NULL || !SvROK(handlers) || SvTYPE(SvRV(handlers)) != SVt_PVAV ||
+        av_count((AV *)SvRV(handlers)) == 0)
+        return;
+    AV *av = (AV *)SvREFCNT_inc_simple_NN(SvRV(handlers));
+    /* (a handler may add one: the count is read again each time) */
+    for (SSize_t i = 0; i < (SSize_t)av_count(av); i++) {
+        SV **handler = av_fetch(av, i, 0);
+        if (handler == NULL)
+            continue;
+        dSP;
+        ENTER;
+        SAVETMPS;
+        PUSHMARK(SP);
+        XPUSHs(env_ref);
+        PUTBACK;
+        call_sv(*handler, G_VOID | G_DISCARD | G_EVAL);
+        if (SvTRUE(ERRSV))
+            serow_log(SEROW_LOG_ERROR, "a psgix.cleanup handler died: %s", SvPV_nolen(ERRSV));
+        FREETMPS;
+        LEAVE;
+    }
+    av_clear(av);
+    SvREFCNT_dec((SV *)av);
+}
+
+int serow_serve_request(pTHX_ struct serow_request *req, SV *app, SV *env_ref,
+                        int note_remote_user)
 {
     HV *env = (HV *)SvRV(env_ref);
-    *answer = *error = NULL;
-    /* (the worker looks at what is left after it: cleanup handlers, harakiri) */
-    if (from == SERVE_SENT)
-        return finish_served(aTHX_ req, env, note_remote_user, error);
+    /* (psgi_env.c gives bodiless requests, and small bodies that came
+     * whole, their input) */
     SV *input = ENV_VALUE(env, "psgi.input");
-    if (input == NULL || !SvOK(input))
-        return SERVE_HANDLE; /* a body (psgi_env.c gives bodiless requests their input) */
-    int timed_out;
-    *answer = run_app(aTHX_ req, app, env_ref, 1, &timed_out);
-    if (timed_out)
-        return SERVE_TIMED_OUT; /* its answer, whatever it is, is dropped: 503 */
-    SV *answered = !SvTRUE(ERRSV) && SvROK(*answer) ? SvRV(*answer) : NULL;
-    int last_one;
-    if (answered && SvTYPE(answered) == SVt_PVAV) {
-        /* (set by the app, which has run: read once) */
-        last_one = last_one_asked(aTHX_ env);
-        SV *sent = send_array_triple(aTHX_ req, *answer, last_one);
-        if (sent == &PL_sv_no)
-            return SERVE_RESPOND; /* the worker's own way: a handle body, ... */
-        if (sent != &PL_sv_yes) {
-            *error = sent;
-            return SERVE_BAD_RESPONSE;
-        }
-    } else if (answered && SvTYPE(answered) == SVt_PVCV) {
-        enum serve_stage streamed = serve_stream(aTHX_ req, *answer, env_ref, error);
-        if (streamed != SERVE_SENT)
-            return streamed;
-        last_one = last_one_asked(aTHX_ env);
-    } else {
-        *error = sv_mortalcopy(ERRSV); /* it died, or answered something else */
-        return SERVE_RESPOND;
+    if ((input == NULL || !SvOK(input)) && !give_input(aTHX_ env_ref))
+        return 1; /* answered before the app ran */
+    SV *error = NULL;
+    switch (run_and_answer(aTHX_ req, app, env_ref, &error)) {
+    case APP_TIMED_OUT:
+        answer_timed_out(aTHX_ req, env);
+        break;
+    case APP_FAILED:
+        serow_request_fail(aTHX_ req, env, error, 500);
+        break;
+    case APP_ANSWERED:
+        break;
     }
-    enum serve_stage stage = finish_served(aTHX_ req, env, note_remote_user, error);
-    if (stage != SERVE_DONE)
-        return stage;
-    SV *handlers = ENV_VALUE(env, "psgix.cleanup.handlers");
-    if (last_one || (handlers && SvROK(handlers) && SvTYPE(SvRV(handlers)) == SVt_PVAV &&
-                     av_count((AV *)SvRV(handlers)) > 0))
-        return SERVE_FINISHED;
-    return SERVE_DONE;
+    finish_served(aTHX_ req, env, note_remote_user);
+    run_cleanup_handlers(aTHX_ env, env_ref);
+    return !last_one_asked(aTHX_ env);
 }
 
 /* ---- the worker's calls --------------------------------------------------- */

@@ -1,6 +1,7 @@
 /*
- * psgi_request.h - the flow of one request through the app: serve it
- * (run the app, send its answer), and end it.
+ * psgi_request.h - the flow of one request through the app: serve it from
+ * head to end (run the app, send its answer, end it), calling the worker's
+ * Perl only for the steps that are Perl's.
  */
 #ifndef SEROW_PSGI_REQUEST_H
 #define SEROW_PSGI_REQUEST_H
@@ -11,37 +12,37 @@
 struct serow_request;
 struct worker_loop;
 
-/* Where serow_serve_request left a request for the Perl worker to go on
- * with (go_on_with_request in lib/Serow/Worker.pm): Serow.xs gives these
- * numbers to Perl as Serow::STAGE_* (keep them). */
-enum serve_stage {
-    SERVE_DONE = 0,    /* answered, finished, nothing left to do */
-    SERVE_HANDLE,      /* nothing done: the body is to be read first */
-    SERVE_RESPOND,     /* the app ran (or died): its answer is the worker's to send */
-    SERVE_BAD_RESPONSE,/* the triple could not be sent: why, for the log */
-    SERVE_SENT,        /* sent, but the response went wrong: what, for the log; the
-                        * worker logs it and ends the request */
-    SERVE_FINISHED,    /* finished; cleanup handlers or psgix.harakiri.commit remain */
-    SERVE_TIMED_OUT,   /* the app outlived --request-timeout: the worker answers 503 */
-    SERVE_APP_FAILED,  /* a streaming app died, or never responded: why, for the log;
-                        * the worker answers 500 (or cuts the response) */
-};
-
 /*
- * Serves the request of env_ref (the env the loop built) as far as it can
- * without the Perl worker: from the start (from = SERVE_DONE), it runs the
- * app when psgi.input is there and sends an answer of [status, headers,
- * [parts]]; from SERVE_SENT (the worker has sent the answer its own way),
- * it goes on from there.  Then it notes REMOTE_USER for the access log
- * (note_remote_user), and ends the request (serow_request_end) unless the
- * response went wrong.  Returns the stage it stopped at, with the app's
- * answer and the error (mortal, or NULL) for the worker; from the start,
- * SERVE_FINISHED when cleanup handlers or psgix.harakiri.commit are left
- * (from SERVE_SENT the worker looks at those itself: SERVE_DONE).
+ * Serves req, whose env the loop built (env_ref), from head to end: gives
+ * it psgi.input when it has none (the Perl worker's input giver reads the
+ * body), runs the app, sends its answer (an array triple and a streamed
+ * response here, any other whole answer through the triple responder),
+ * answers 500 for an app that died or answered nothing that can be sent and
+ * 503 for one that outlived --request-timeout, notes REMOTE_USER and the
+ * env values for the access log (note_remote_user), logs what went wrong
+ * with a response that went out, ends the request (serow_request_end) and
+ * runs the psgix.cleanup handlers.  Returns 0 when the worker is to stop
+ * after it (psgix.harakiri.commit), else 1.
  */
-enum serve_stage serow_serve_request(pTHX_ struct serow_request *req, SV *app, SV *env_ref,
-                                     int note_remote_user, enum serve_stage from,
-                                     SV **answer, SV **error);
+int serow_serve_request(pTHX_ struct serow_request *req, SV *app, SV *env_ref,
+                        int note_remote_user);
+
+/* The Perl code that gives a request without psgi.input its input, called
+ * with the env: true once $env->{'psgi.input'} is there, false when it
+ * answered the request instead (an error, or the client left). */
+void serow_set_input_giver(pTHX_ SV *code);
+
+/* An error of a request's, in the error log: "METHOD URI: message", from
+ * env (NULL: none). */
+void serow_request_log_error(pTHX_ HV *env, SV *message);
+
+/* Something went wrong before or while the app's response went out:
+ * message (NULL: none) to the error log (serow_request_log_error), and the
+ * request ended with status (500, 503) when nothing was sent, or the
+ * response cut.  An app that read psgix.io and sent nothing through the
+ * server may have answered on the socket itself: its request is left to
+ * its end, which closes the connection. */
+void serow_request_fail(pTHX_ struct serow_request *req, HV *env, SV *message, int status);
 
 /*
  * Ends req: every request the embedding serves ends here, from
@@ -61,8 +62,10 @@ void serow_request_end(pTHX_ struct serow_request *req, HV *env, int fail_status
  * loop is done. */
 SV *serow_request_next(pTHX_ struct worker_loop *loop);
 
-/* The Perl code a streaming app's responder hands a whole response to,
- * [status, headers, body], called with the env and that array. */
+/* The Perl code a whole response the server does not send itself goes to
+ * (a handle as the body, a malformed one: [status, headers, body] as the
+ * app gave it, or gave a streaming app's responder), called with the env
+ * and that array. */
 void serow_set_triple_responder(pTHX_ SV *code);
 
 /* What a writer's write dies with when the client has gone away. */

@@ -128,9 +128,12 @@ struct serow_request {
     struct serow_socket_lending socket;
     struct serow_stream stream;
 
-    /* --request-timeout: when the app began to run for this request
-     * (request_timeout.c; the timer itself is the worker's). */
+    /* --request-timeout: when the app began to run for this request, and
+     * whether the worker's SIGALRM handler was told it is overdue (and so
+     * logged where it was) (request_timeout.c; the timer itself is the
+     * worker's). */
     uint64_t app_started_ns;
+    int app_overdue_told;
 
     /* What the access log and the metrics record (request_accounting.c):
      * its times (arrived, app called, head given, end), the status and body

@@ -81,6 +81,7 @@ void serow_worker_loop_app_timer_start(struct serow_request *r)
 {
     struct worker_loop *loop = r->worker;
     r->app_started_ns = serow_metrics_clock_ns();
+    r->app_overdue_told = 0;
     loop->app_timer.running = r;
     if (loop->slot != NULL) {
         /* What the master needs to answer the client if it must kill us
@@ -122,13 +123,16 @@ int serow_worker_loop_app_timer_stop(struct serow_request *r)
     return 1;
 }
 
-double serow_worker_loop_app_overdue(const struct worker_loop *loop)
+double serow_worker_loop_app_overdue(struct worker_loop *loop)
 {
-    const struct serow_request *r = loop->app_timer.running;
+    struct serow_request *r = loop->app_timer.running;
     if (loop->app_timer.limit_ns == 0 || r == NULL)
         return -1;
     uint64_t ran = serow_metrics_clock_ns() - r->app_started_ns;
-    return ran < loop->app_timer.limit_ns ? -1 : (double)ran / 1e9;
+    if (ran < loop->app_timer.limit_ns)
+        return -1;
+    r->app_overdue_told = 1;
+    return (double)ran / 1e9;
 }
 
 int serow_worker_loop_request_timeout_on(const struct worker_loop *loop)

@@ -189,8 +189,9 @@ int serow_worker_loop_request_timeout_on(const struct worker_loop *loop);
 void serow_worker_loop_app_timer_start(struct serow_request *r);
 int serow_worker_loop_app_timer_stop(struct serow_request *r);
 /* Seconds the app has run, when it runs and has outlived the timeout (the
- * SIGALRM is the timer's); else -1. */
-double serow_worker_loop_app_overdue(const struct worker_loop *loop);
+ * SIGALRM is the timer's; the request then knows its handler was told,
+ * app_overdue_told); else -1. */
+double serow_worker_loop_app_overdue(struct worker_loop *loop);
 /* The method (its length returned; 0: none) and target of the request
  * whose app runs, for the log. */
 size_t serow_worker_loop_app_request_line(const struct worker_loop *loop, const char **method,

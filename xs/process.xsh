@@ -12,15 +12,6 @@ BOOT:
      * compiles them (Serow::BODY_CHUNKED costs a request nothing). */
     {
         HV *stash = gv_stashpvs("Serow", GV_ADD);
-        /* enum serve_stage: how far serve_request took a request */
-        SEROW_CONSTANT(stash, "STAGE_DONE", SERVE_DONE);
-        SEROW_CONSTANT(stash, "STAGE_HANDLE", SERVE_HANDLE);
-        SEROW_CONSTANT(stash, "STAGE_RESPOND", SERVE_RESPOND);
-        SEROW_CONSTANT(stash, "STAGE_BAD_RESPONSE", SERVE_BAD_RESPONSE);
-        SEROW_CONSTANT(stash, "STAGE_SENT", SERVE_SENT);
-        SEROW_CONSTANT(stash, "STAGE_FINISHED", SERVE_FINISHED);
-        SEROW_CONSTANT(stash, "STAGE_TIMED_OUT", SERVE_TIMED_OUT);
-        SEROW_CONSTANT(stash, "STAGE_APP_FAILED", SERVE_APP_FAILED);
         /* enum http_body_framing (src/http_parser.h): request_body_framing */
         SEROW_CONSTANT(stash, "BODY_NONE", HTTP_BODY_NONE);
         SEROW_CONSTANT(stash, "BODY_LENGTH", HTTP_BODY_LENGTH);

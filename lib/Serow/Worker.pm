@@ -162,8 +162,11 @@ sub run {
     }
 
     Serow::Loop->set_env_template($template);
-    # A streaming app's responder runs in C (src/psgi_request.c); given a
-    # whole [status, headers, body], it hands it here.
+    # A request is served in C (src/psgi_request.c), from head to end; it
+    # calls here for the steps that are Perl's: a request's body read into
+    # psgi.input, and a whole response it does not send itself (a handle as
+    # the body, a malformed one).
+    Serow::Loop->set_input_giver(sub { $self->give_input(@_) });
     Serow::Loop->set_triple_responder(sub { $self->send_array_response(@_) });
 
     # The calls made for every request name their sub (Serow::Loop::next_request($loop))
@@ -183,12 +186,9 @@ sub run {
         if ($limit && ++$self->{served} >= $limit) {
             $self->stop("served its $limit requests (--max-requests)");
         }
-        # The usual request, whole, in C (src/psgi_request.c): every step in
-        # one call.  Any other request goes on in go_on_with_request from
-        # where it stopped.
-        my ($stage, $res, $error) = Serow::Loop::serve_request($loop, $app, $env, $note_remote_user);
-        next unless $stage;
-        go_on_with_request($self, $env, $stage, $res, $error) or $self->stop('psgix.harakiri');
+        # The request, from head to end, in C (src/psgi_request.c).
+        Serow::Loop::serve_request($loop, $app, $env, $note_remote_user)
+            or $self->stop('psgix.harakiri');
     }
     return 0;
 }
@@ -301,110 +301,29 @@ sub stop {
     Serow::Log->info("worker $$ stopping ($why): finishing in-flight requests");
 }
 
-# How far Serow::Loop::serve_request took a request (enum serve_stage in
-# src/psgi_request.h, which Serow.xs gives as Serow::STAGE_*): the C path
-# takes the steps of the usual request and stops at the first one it does
-# not take itself.
-use constant {
-    STAGE_HANDLE       => Serow::STAGE_HANDLE,       # nothing done: the body is to be read
-    STAGE_RESPOND      => Serow::STAGE_RESPOND,      # the app ran (or died): send its answer
-    STAGE_BAD_RESPONSE => Serow::STAGE_BAD_RESPONSE, # its triple could not be sent: say why
-    STAGE_SENT         => Serow::STAGE_SENT,         # sent, but it went wrong: log, then end
-    STAGE_FINISHED     => Serow::STAGE_FINISHED,     # finished: cleanup handlers, harakiri
-    STAGE_TIMED_OUT    => Serow::STAGE_TIMED_OUT,    # the app outlived --request-timeout: 503
-    STAGE_APP_FAILED   => Serow::STAGE_APP_FAILED,   # a streaming app died or never responded: 500
-};
-
-# Answers a request from where serve_request left it: the steps the C path
-# does not take (reading the body, answers other than an array triple, the
-# log line of a response that went wrong, the cleanup handlers), each
-# followed by serve_request again, from where the worker is.  Returns false
-# when the worker should stop after it (psgix.harakiri.commit).
-sub go_on_with_request {
-    my ($self, $env, $stage, $res, $error) = @_;
+# psgi.input of a request that has none (src/psgi_request.c calls it before
+# the app runs): the empty handle when the request has no body (and the app
+# closed the last one), else its body, read whole.  True once
+# $env->{'psgi.input'} is there; false when the request was answered instead.
+# (psgix.cleanup.handlers is in the env already, and psgi.input when there is
+# no body, or a small one that came whole with the head, and its handle is
+# free: src/psgi_env.c)
+sub give_input {
+    my ($self, $env) = @_;
     my $loop = $self->{loop};
-
-    if ($stage == STAGE_HANDLE) {
-        # (psgix.cleanup.handlers is in the env already, and psgi.input when
-        # there is no body, or a small one that came whole with the head, and
-        # its handle is free: src/psgi_env.c)
-        if (!$loop->request_body_framing) {
-            $env->{'psgi.input'} //= _new_empty_input();
-        } elsif (!defined $env->{'psgi.input'}) {
-            _new_body_input($self->{options}{body_memory_limit})
-                unless Serow::Loop->has_body_input;
-            $env->{'psgi.input'} = $self->buffer_request_body($env) // return 1;
-        }
-        # psgi.input is there: the app runs, as for any request.
-        ($stage, $res, $error) = Serow::Loop::serve_request($loop, $self->{app}, $env,
-            $self->{access_log} ? 1 : 0) or return 1;
+    if (!$loop->request_body_framing) {
+        $env->{'psgi.input'} = _new_empty_input();
+        return 1;
     }
-
-    if ($stage == STAGE_TIMED_OUT) {
-        $self->answer_timed_out($env);
-        $stage = STAGE_FINISHED;
-    }
-
-    if ($stage == STAGE_RESPOND || $stage == STAGE_BAD_RESPONSE || $stage == STAGE_APP_FAILED) {
-        if ($stage != STAGE_RESPOND) {
-            # (the message says which: "bad response: ...", "the app died while streaming: ...")
-            $self->app_failed($env, $stage == STAGE_BAD_RESPONSE ? "bad response: $error" : $error);
-        } elsif ($error) {
-            $self->app_failed($env, "the app died: $error");
-        } elsif (ref $res eq 'ARRAY') {
-            # Not the usual triple (serve_request tried it): a handle as the
-            # body, or a malformed triple.
-            $self->send_array_response($env, $res);
-        } else {
-            # (a code reference is streamed by serve_request)
-            $self->app_failed($env, "the app returned " . (defined $res ? "'$res'" : 'undef')
-                . " instead of an array or a code reference");
-        }
-        # The response is out: REMOTE_USER and the end, as for any request
-        # (what is left, the cleanup handlers and harakiri, is seen to below).
-        ($stage, $res, $error) = Serow::Loop::serve_request($loop, $self->{app}, $env,
-            $self->{access_log} ? 1 : 0, STAGE_SENT) or $stage = STAGE_FINISHED;
-    }
-
-    if ($stage == STAGE_SENT) {
-        # The response went wrong (its length, the app's chunked framing):
-        # said in the log before the connection closes.
-        $self->log_error($env, $error);
-        $loop->end_request($env, 0);
-    }
-
-    # After the response is out (and the connection kept or closed): the
-    # client does not wait for these.
-    my $handlers = $env->{'psgix.cleanup.handlers'};
-    if ($handlers && @$handlers) {
-        for my $handler (@$handlers) {
-            eval { $handler->($env); 1 } or Serow::Log->error("a psgix.cleanup handler died: $@");
-        }
-        # Run, they go: a handler that closes over $env would otherwise keep
-        # it alive through the env's own array (a cycle, never freed), and
-        # the env could not be reused for the next request.
-        @$handlers = ();
-    }
-    return !$env->{'psgix.harakiri.commit'};
+    _new_body_input($self->{options}{body_memory_limit}) unless Serow::Loop->has_body_input;
+    $env->{'psgi.input'} = $self->buffer_request_body($env) // return 0;
+    return 1;
 }
 
 # An error of the request's, in the log: "GET /path: message".
 sub log_error {
     my ($self, $env, $message) = @_;
-    Serow::Log->error("$env->{REQUEST_METHOD} $env->{REQUEST_URI}: $message");
-}
-
-sub app_failed {
-    my ($self, $env, $message, $status) = @_;
-    $self->log_error($env, $message) if defined $message;
-    my $loop = $self->{loop};
-    return unless $loop->current_fd >= 0;
-    # The app read psgix.io and sent nothing through the server: it may have
-    # written on the socket itself, and a 500 could land among its bytes.
-    # The end of the request closes the connection instead.
-    return if !$loop->response_started && $loop->socket_handle_made;
-    # Nothing sent yet: a clean 500 (or $status).  Else the response is cut: close.
-    $loop->end_request($env, $status // 500);
+    Serow::Loop->log_error($env, $message);
 }
 
 # --request-timeout: the SIGALRM handler, while the app runs.  The signal
@@ -420,7 +339,6 @@ sub app_alarm {
     my $loop = $self->{loop};
     my $ran = $loop->app_overdue // return;
     my $line = $loop->request_line // '(no request)';
-    $self->{timeout_logged} = 1;
     Serow::Log->error(sprintf "%s: the app ran %.3fs, longer than --request-timeout %ss, "
         . "in worker %d: interrupted %s", $line, $ran, $self->{options}{request_timeout}, $$,
         _where_the_app_is());
@@ -444,39 +362,14 @@ sub _where_the_app_is {
     return join "\n", @lines;
 }
 
-# The app returned (or died) after --request-timeout: whatever it answered
-# is dropped, and the client gets 503 with Connection: close (once a
-# response started, it is cut instead).  503, not 504: 504 says a gateway's
-# upstream did not answer, and Serow is the server; 503 says this server
-# could not answer now, which is so, and lets a proxy in front
-# (proxy_next_upstream http_503) try elsewhere.
-sub answer_timed_out {
-    my ($self, $env) = @_;
-    my $logged = delete $self->{timeout_logged};
-    my $loop = $self->{loop};
-    # (a streaming response: its first bytes may be out)
-    $self->log_error($env, "the app ran longer than --request-timeout "
-        . "$self->{options}{request_timeout}s after its response had begun: the connection is "
-        . "closed, the response cut")
-        if $loop->current_fd >= 0 && ($loop->response_started || $loop->socket_handle_made);
-    $self->app_failed($env, $logged ? undef : "the app ran longer than --request-timeout "
-        . "$self->{options}{request_timeout}s in worker $$ (no stack trace: the SIGALRM went "
-        . "to a handler of the app's)", 503);
-}
-
+# A whole response whose body the server does not send itself
+# (src/psgi_request.c has checked its shape, and stopped the loop when it is
+# the worker's last): a handle or an object with getline, or an array it
+# could not take as it is (a tied one).
 sub send_array_response {
     my ($self, $env, $res) = @_;
     my ($status, $headers, $body) = @$res;
     my $loop = $self->{loop};
-    if (@$res != 3 || !ref $body) {
-        return $self->app_failed($env, "bad response: not [status, headers, body] with an "
-            . "array or a handle as the body");
-    }
-    # The worker leaves after this response (psgix.harakiri.commit): stopping
-    # now makes it hand the connection to the holder afterwards (or, with no
-    # holder, say "Connection: close") rather than wait for a next request
-    # that it would not serve.
-    $loop->stop if $env->{'psgix.harakiri.commit'};
     my $sent = eval {
         if (ref $body eq 'ARRAY') {
             $loop->send_response($status, $headers, $body);
@@ -485,7 +378,7 @@ sub send_array_response {
         }
         1;
     };
-    $self->app_failed($env, "bad response: $@") unless $sent;
+    $loop->fail_request($env, "bad response: $@") unless $sent;
 }
 
 # A body that is a file handle or an object with getline/close.  Whatever

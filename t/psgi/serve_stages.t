@@ -5,13 +5,14 @@ use File::Temp ();
 use lib 't/lib';
 use Serow::Test qw(start_server raw_connect read_response wait_until);
 
-# Serow::Loop::serve_request (Serow.xs) answers the usual request in C and
-# hands any other back to go_on_with_request (lib/Serow/Worker.pm) at the
-# first step it does not take.  Each request below leaves the C path at a
-# different step; each is followed, by the same single worker, by a plain
-# request, which must find everything as the C path expects it (no response
-# still open, nothing of the request before): on the same kept-alive
-# connection, or on a new one after a response that closed it (a 500).
+# Serow::Loop::serve_request (src/psgi_request.c) serves every request from
+# head to end, calling the worker's Perl (lib/Serow/Worker.pm) for the steps
+# that are Perl's.  Each request below takes a different way through it (a
+# body read by the worker, a streamed answer, a handle body, a failure...);
+# each is followed, by the same single worker, by a plain request, which must
+# find everything as the C path expects it (no response still open, nothing
+# of the request before): on the same kept-alive connection, or on a new one
+# after a response that closed it (a 500).
 
 my $dir = File::Temp->newdir;
 my $access_log = "$dir/access.log";
