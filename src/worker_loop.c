@@ -66,7 +66,6 @@ struct worker_loop *serow_worker_loop_new(const struct worker_settings *settings
     if (capacity > settings->limits.max_header_size / WORKER_MIN_FIELD_LINE + 1)
         capacity = settings->limits.max_header_size / WORKER_MIN_FIELD_LINE + 1;
     loop->headers_capacity = capacity;
-    loop->epoll_fd = -1;
     loop->ready_channel = -1;
     loop->handback_channel = -1;
     loop->wake_fd = -1;

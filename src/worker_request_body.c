@@ -184,7 +184,7 @@ static double body_wait_left(const struct serow_request *r)
     return wait;
 }
 
-/* Reads more of the current connection's input into its buffer (after the
+/* Reads more of r's connection's input into its buffer (after the
  * head).  0 ok, 408 on timeout, -1 when the client is gone. */
 static int read_more_body(struct serow_request *r)
 {
