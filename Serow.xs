@@ -129,6 +129,7 @@ loop_new(const char *class, HV *settings)
     s.limits.max_header_size = (size_t)setting(aTHX_ settings, who, "max_header_size");
     s.limits.max_headers = (size_t)setting(aTHX_ settings, who, "max_headers");
     s.max_body_size = (uint64_t)setting(aTHX_ settings, who, "max_body_size");
+    s.max_chunk_extensions = (uint64_t)setting(aTHX_ settings, who, "max_chunk_extensions");
     s.header_timeout = setting(aTHX_ settings, who, "header_timeout");
     s.read_timeout = setting(aTHX_ settings, who, "read_timeout");
     s.min_body_rate = setting(aTHX_ settings, who, "min_body_rate");

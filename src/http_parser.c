@@ -89,9 +89,14 @@ static int check_partial_request_line(const char *line, size_t len,
     return HTTP_PARSE_INCOMPLETE;
 }
 
-/* uri-host [ ":" port ]: the characters an authority may hold, no userinfo. */
+/* uri-host [ ":" port ]: the characters an authority may hold, no userinfo,
+ * and a host before any port: an http URI with an empty host is invalid and
+ * its recipient must reject it (RFC 9110 4.2.1), so "Host:" with an empty
+ * value, or ":80", names no resource. */
 static int is_valid_host(const char *v, size_t len)
 {
+    if (len == 0 || v[0] == ':')
+        return 0;
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)v[i];
         if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
@@ -150,8 +155,6 @@ static int parse_request_target(struct http_request_head *head)
     size_t end = scheme_len;
     while (end < n && t[end] != '/' && t[end] != '?' && t[end] != '#')
         end++;
-    if (end == scheme_len)
-        return fail(head, 400);
     for (size_t i = scheme_len; i < end; i++)
         if (t[i] == '@')
             return fail(head, 400); /* userinfo is deprecated and a spoofing tool */
@@ -204,14 +207,19 @@ static int parse_request_line(const char *line, size_t len, struct http_request_
 
 /* ---- framing ----------------------------------------------------------- */
 
-/* 1*DIGIT, nothing else: no sign, no list, no whitespace. */
+/* 1*DIGIT, nothing else: no sign, no list, no whitespace.  "0005" is 5:
+ * only significant digits count against the bound (leading zeros are
+ * bounded by --max-header-size), as for a chunk size. */
 static int parse_content_length(const char *v, size_t len, uint64_t *out)
 {
     uint64_t n = 0;
-    if (len == 0 || len > 18) /* 18 digits cannot overflow 63 bits */
+    int digits = 0;
+    if (len == 0)
         return -1;
     for (size_t i = 0; i < len; i++) {
         if (v[i] < '0' || v[i] > '9')
+            return -1;
+        if ((n != 0 || v[i] != '0') && ++digits > 18) /* 18 digits cannot overflow 63 bits */
             return -1;
         n = n * 10 + (uint64_t)(v[i] - '0');
     }
@@ -297,6 +305,7 @@ static int decide_framing(struct http_request_head *head)
     head->framing = HTTP_BODY_NONE;
     head->content_length = 0;
     head->expect_continue = 0;
+    head->upgrade = 0;
 
     for (size_t i = 0; i < head->num_headers; i++) {
         const struct http_header *h = &head->headers[i];
@@ -315,6 +324,11 @@ static int decide_framing(struct http_request_head *head)
                 /* RFC 9110 10.1.1: ignored in an HTTP/1.0 request */
                 head->expect_continue = head->minor_version >= 1;
             }
+            break;
+        case 7:
+            /* RFC 9110 7.8: a server ignores Upgrade in an HTTP/1.0 request */
+            if (EQUALS_LITERAL(h->name, 7, "upgrade") && h->value_len > 0)
+                head->upgrade = head->minor_version >= 1;
             break;
         case 10:
             if (EQUALS_LITERAL(h->name, 10, "connection"))
@@ -488,7 +502,15 @@ enum chunked_state {
     CHUNK_SIZE_FIRST,  /* expecting the first hex digit */
     CHUNK_SIZE,        /* hex digits */
     CHUNK_SIZE_BWS,    /* whitespace after the size: only ';' may follow */
-    CHUNK_EXTENSION,   /* after ';' until CR */
+    CHUNK_EXT_NAME_START, /* after ';' (BWS, then a token) */
+    CHUNK_EXT_NAME,       /* in a chunk-ext-name */
+    CHUNK_EXT_NAME_BWS,   /* whitespace after a name: '=' or ';' follows */
+    CHUNK_EXT_VALUE_START,/* after '=' (BWS, then a token or a quoted-string) */
+    CHUNK_EXT_TOKEN,      /* in a token value */
+    CHUNK_EXT_QUOTED,     /* inside a quoted-string value */
+    CHUNK_EXT_QUOTED_PAIR,/* after a backslash inside it */
+    CHUNK_EXT_VALUE_END,  /* after a value: ';', or CR ends the line */
+    CHUNK_EXT_VALUE_BWS,  /* whitespace after a value: only ';' may follow */
     CHUNK_SIZE_LF,     /* CR seen at the end of the size line */
     CHUNK_DATA,
     CHUNK_DATA_CR,
@@ -560,7 +582,7 @@ int serow_decode_chunked(struct chunked_decoder *d, char *buf, size_t *len, size
             } else if (c == '\r') {
                 d->state = CHUNK_SIZE_LF;
             } else if (c == ';') {
-                d->state = CHUNK_EXTENSION;
+                d->state = CHUNK_EXT_NAME_START;
             } else if (is_ows(c)) {
                 d->state = CHUNK_SIZE_BWS;
             } else {
@@ -569,17 +591,78 @@ int serow_decode_chunked(struct chunked_decoder *d, char *buf, size_t *len, size
             break;
         }
         case CHUNK_SIZE_BWS:
+        case CHUNK_EXT_VALUE_BWS:
+            /* BWS belongs to the ";" after it: it may not end the line */
             if (c == ';')
-                d->state = CHUNK_EXTENSION;
+                d->state = CHUNK_EXT_NAME_START;
             else if (!is_ows(c))
                 goto error;
             break;
-        case CHUNK_EXTENSION:
-            /* chunk-ext is ignored, but may not hide a line end or a control byte */
-            if (c == '\r')
+        case CHUNK_EXT_NAME_START:
+            if (token_char[c])
+                d->state = CHUNK_EXT_NAME;
+            else if (!is_ows(c))
+                goto error; /* a bare ";", a quoted name, garbage */
+            break;
+        case CHUNK_EXT_NAME:
+            if (c == '=')
+                d->state = CHUNK_EXT_VALUE_START;
+            else if (c == ';')
+                d->state = CHUNK_EXT_NAME_START;
+            else if (c == '\r')
                 d->state = CHUNK_SIZE_LF;
+            else if (is_ows(c))
+                d->state = CHUNK_EXT_NAME_BWS;
+            else if (!token_char[c])
+                goto error;
+            break;
+        case CHUNK_EXT_NAME_BWS:
+            if (c == '=')
+                d->state = CHUNK_EXT_VALUE_START;
+            else if (c == ';')
+                d->state = CHUNK_EXT_NAME_START;
+            else if (!is_ows(c))
+                goto error; /* a name with a space inside, or BWS before CR */
+            break;
+        case CHUNK_EXT_VALUE_START:
+            if (c == '"')
+                d->state = CHUNK_EXT_QUOTED;
+            else if (token_char[c])
+                d->state = CHUNK_EXT_TOKEN;
+            else if (!is_ows(c))
+                goto error; /* "=" and no value */
+            break;
+        case CHUNK_EXT_TOKEN:
+            if (token_char[c])
+                break;
+            /* the value has ended: this byte is what follows it */
+            __attribute__((fallthrough));
+        case CHUNK_EXT_VALUE_END:
+            if (c == ';')
+                d->state = CHUNK_EXT_NAME_START;
+            else if (c == '\r')
+                d->state = CHUNK_SIZE_LF;
+            else if (is_ows(c))
+                d->state = CHUNK_EXT_VALUE_BWS;
+            else
+                goto error;
+            break;
+        case CHUNK_EXT_QUOTED:
+            /* qdtext or a quoted-pair up to the closing DQUOTE: never a CR,
+             * LF or other control byte, so that a quote left open cannot
+             * carry the line past its end (the line ends where a parser that
+             * honours the quote would say it does, or the request is refused) */
+            if (c == '"')
+                d->state = CHUNK_EXT_VALUE_END;
+            else if (c == '\\')
+                d->state = CHUNK_EXT_QUOTED_PAIR;
             else if (!is_field_value_char(c))
                 goto error;
+            break;
+        case CHUNK_EXT_QUOTED_PAIR:
+            if (!is_field_value_char(c))
+                goto error;
+            d->state = CHUNK_EXT_QUOTED;
             break;
         case CHUNK_SIZE_LF:
             if (c != '\n')
@@ -665,9 +748,15 @@ int serow_decode_chunked(struct chunked_decoder *d, char *buf, size_t *len, size
         default:
             goto error;
         }
-        /* every byte of a size line, extension or trailer counts against a bound */
+        /* every byte of a size line, extension or trailer counts against a
+         * bound; the extensions also against the body's total (RFC 9112
+         * 7.1.1: they carry no data, so a body of one-byte chunks could
+         * otherwise make the server read without end) */
         if (d->state < CHUNK_DATA) {
             if (++d->line_len > CHUNKED_MAX_SIZE_LINE)
+                goto error;
+            if (d->state >= CHUNK_SIZE_BWS && d->state <= CHUNK_EXT_VALUE_BWS &&
+                ++d->extension_bytes > d->max_extension_bytes && d->max_extension_bytes)
                 goto error;
         } else if (d->state >= CHUNK_TRAILER_START) {
             if (++d->line_len > CHUNKED_MAX_TRAILERS)

@@ -67,6 +67,7 @@ struct http_request_head {
     uint64_t content_length; /* when framing == HTTP_BODY_LENGTH */
     int keep_alive;          /* what the client asked for (version + Connection) */
     int expect_continue;     /* Expect: 100-continue */
+    int upgrade;             /* an HTTP/1.1 request with Upgrade: a 101 may answer it */
     int error_status;        /* on HTTP_PARSE_ERROR: 400, 414, 417, 431, 501, 505 */
 };
 
@@ -117,9 +118,27 @@ struct chunked_decoder {
     int digits;               /* significant digits of chunk_size so far */
     uint64_t max_body;        /* 0: no limit; set after serow_chunked_decoder_init */
     uint64_t body_announced;  /* sum of the chunk sizes so far (<= max_body) */
+    uint64_t max_extension_bytes; /* 0: no limit; set after serow_chunked_decoder_init */
+    uint64_t extension_bytes; /* of the chunk extensions so far: every byte
+                               * between a chunk-size and its line's CR */
 };
 
-/* A decoder with no limit; set max_body to refuse a larger body. */
+/*
+ * Chunk extensions (RFC 9112 7.1.1) are checked against their grammar and
+ * then ignored:
+ *
+ *   chunk-ext = *( BWS ";" BWS chunk-ext-name [ BWS "=" BWS chunk-ext-val ] )
+ *   chunk-ext-name = token;  chunk-ext-val = token / quoted-string
+ *
+ * Anything else is an error, in particular a quoted-string left open at the
+ * line's end (a parser that honours the quote would read on past the CRLF),
+ * a bare ";", "=" without a value, a name with a space inside, and
+ * whitespace before the CRLF.  A quoted-string holds qdtext and quoted-pairs
+ * of HTAB, SP, VCHAR and obs-text: never a CR, LF, NUL or other control.
+ */
+
+/* A decoder with no limit; set max_body to refuse a larger body, and
+ * max_extension_bytes to refuse more bytes of chunk extensions in it. */
 void serow_chunked_decoder_init(struct chunked_decoder *decoder);
 
 /*

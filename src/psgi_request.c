@@ -54,6 +54,9 @@ static SV *response_error(pTHX_ int r, SV *bad_header)
         return sv_2mortal(newSVpvs("invalid response headers: not an array reference of name/value pairs"));
     case RESPONSE_TOO_LATE:
         return sv_2mortal(newSVpvs("the response has already started"));
+    case RESPONSE_BAD_UPGRADE:
+        return sv_2mortal(newSVpvs("101 Switching Protocols to a request that offered no upgrade, or "
+                                   "without an Upgrade header naming the protocol (RFC 9110 7.8)"));
     case RESPONSE_WIDE_CHARACTER:
         why = "wide character (PSGI headers and bodies are bytes: encode them)";
         break;

@@ -366,6 +366,7 @@ static int prepare_head(pTHX_ struct worker_loop *loop, SV *status_sv, SV *heade
     list.count = serow_request_accounting_add_id_header(loop, list.items, list.count);
     facts.is_head_request = serow_is_head_request(&loop->request.head);
     facts.minor_version = loop->request.head.minor_version;
+    facts.request_upgrade = loop->request.head.upgrade;
     facts.may_keep_alive = serow_worker_loop_may_keep_alive(loop);
     facts.body_length_known = length_known;
     facts.body_length = length;
@@ -758,7 +759,7 @@ int serow_send_informational_response(pTHX_ struct worker_loop *loop, SV *status
      * 1xx, and the log names the final response's headers: neither is noted
      * here.) */
     list.count = serow_request_accounting_add_id_header(loop, list.items, list.count);
-    struct response_facts facts = {status, 0, 1, 1, 0, 0};
+    struct response_facts facts = {.status = status, .minor_version = 1, .may_keep_alive = 1};
     struct response_framing framing;
     r = serow_plan_response(&facts, list.items, list.count, &framing, &bad_index);
     if (r != RESPONSE_OK) {

@@ -202,7 +202,7 @@ int serow_plan_response(const struct response_facts *facts, const struct respons
                   size_t num_headers, struct response_framing *framing, size_t *bad_header)
 {
     int app_content_length = 0, app_transfer_encoding = 0, app_chunked = 0, app_close = 0;
-    int app_other_coding = 0;
+    int app_other_coding = 0, app_upgrade = 0;
     size_t transfer_encoding_index = 0;
     uint64_t content_length = 0;
 
@@ -239,7 +239,16 @@ int serow_plan_response(const struct response_facts *facts, const struct respons
         } else if (NAME_IS(h, "connection")) {
             if (contains_token(h->value, h->value_len, "close"))
                 app_close = 1;
+        } else if (NAME_IS(h, "upgrade")) {
+            app_upgrade |= h->value_len > 0;
         }
+    }
+    /* A 101 switches to a protocol the client offered and names it (RFC
+     * 9110 7.8, 15.2.2); any other is a client left reading bytes of a
+     * protocol it never asked for */
+    if (facts->status == 101 && !(facts->request_upgrade && app_upgrade)) {
+        *bad_header = num_headers; /* no one header is at fault */
+        return RESPONSE_BAD_UPGRADE;
     }
 
     int status = facts->status;

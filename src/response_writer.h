@@ -26,6 +26,7 @@ struct response_facts {
     int may_keep_alive;        /* the client and the server's limits allow it */
     int body_length_known;     /* the body's length is known (array, file) */
     uint64_t body_length;
+    int request_upgrade;       /* the request offered an Upgrade (HTTP/1.1) */
 };
 
 /* What the writer decided. */
@@ -55,6 +56,8 @@ struct response_framing {
 #define RESPONSE_TOO_LATE        (-7)  /* a 1xx after the final response started */
 #define RESPONSE_CODING_FOR_HTTP10 (-8) /* a transfer coding other than chunked alone,
                                          * to an HTTP/1.0 client (RFC 9112 6.1) */
+#define RESPONSE_BAD_UPGRADE     (-9)  /* a 101 to a request that offered no upgrade,
+                                         * or without an Upgrade header (RFC 9110 7.8) */
 
 /*
  * Checks the status (100-599) and the headers and decides the framing.

@@ -28,6 +28,7 @@ struct shared_state;
 struct worker_settings {
     struct http_limits limits;
     uint64_t max_body_size;        /* 0: unlimited */
+    uint64_t max_chunk_extensions; /* bytes of chunk extensions in a body; 0: unlimited */
     double header_timeout;         /* seconds for a whole request head */
     double read_timeout;           /* seconds without progress reading a body */
     double min_body_rate;          /* bytes/s a body read while serving must average,

@@ -56,6 +56,16 @@ static void send_continue(struct worker_loop *loop, struct connection *conn, int
     serow_worker_loop_write_interim(loop, &iov, 1);
 }
 
+/* A decoder for a request's chunked body, with the body's limits: its
+ * size (--max-body-size, 413) and its chunk extensions' bytes
+ * (--max-chunk-extensions, 400). */
+static void start_request_decoder(const struct worker_loop *loop, struct chunked_decoder *decoder)
+{
+    serow_chunked_decoder_init(decoder);
+    decoder->max_body = loop->settings.max_body_size;
+    decoder->max_extension_bytes = loop->settings.max_chunk_extensions;
+}
+
 /* ---- read ahead, in the event loop -------------------------------------- */
 
 /* Whether a body read before serving is all here, or as much of it as is
@@ -123,8 +133,7 @@ int serow_wait_for_small_body(struct worker_loop *loop, struct connection *conn,
                              : PREREAD_BODY_MAX;
         conn->body_wanted = head_len + (size_t)ahead;
         conn->body_scanned = head_len;
-        serow_chunked_decoder_init(&conn->body_scan);
-        conn->body_scan.max_body = loop->settings.max_body_size;
+        start_request_decoder(loop, &conn->body_scan);
     } else {
         return 0;
     }
@@ -150,10 +159,8 @@ void serow_body_start(struct worker_loop *loop)
                       (loop->request.head.framing == HTTP_BODY_LENGTH && loop->request.body_remaining == 0);
     loop->request.continue_sent = 0;
     loop->request.response_started = 0;
-    if (loop->request.head.framing == HTTP_BODY_CHUNKED) {
-        serow_chunked_decoder_init(&loop->request.chunked);
-        loop->request.chunked.max_body = loop->settings.max_body_size;
-    }
+    if (loop->request.head.framing == HTTP_BODY_CHUNKED)
+        start_request_decoder(loop, &loop->request.chunked);
 }
 
 static void send_continue_if_expected(struct worker_loop *loop)

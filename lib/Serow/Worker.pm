@@ -130,7 +130,7 @@ END {
 sub loop_settings {
     my ($class, $options) = @_;
     return { (map { $_ => $options->{$_} } qw(
-        max_request_line max_header_size max_headers max_body_size header_timeout
+        max_request_line max_header_size max_headers max_body_size max_chunk_extensions header_timeout
         read_timeout min_body_rate write_timeout keepalive_timeout max_keepalive_requests
         max_keepalive_connections request_timeout max_queue_wait slow_request_log)),
         request_id_header => $options->{request_id_header} // '' }; # '': none
