@@ -17,20 +17,20 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "src/access_log.h"
-#include "src/child_signals.h"
-#include "src/connection_holder.h"
-#include "src/connection_transfer.h"
-#include "src/fd_passing.h"
-#include "src/log.h"
-#include "src/shared_state.h"
-#include "src/shared_values.h"
-#include "src/worker_loop.h"
-#include "src/psgi_env.h"
-#include "src/psgi_input.h"
-#include "src/psgi_request.h"
-#include "src/psgi_response.h"
-#include "src/response_writer.h"
+#include "log/access_log.h"
+#include "worker/child_signals.h"
+#include "holder/connection_holder.h"
+#include "shared/connection_transfer.h"
+#include "connection/fd_passing.h"
+#include "log/log.h"
+#include "shared/shared_state.h"
+#include "psgi/shared_values.h"
+#include "worker/worker_loop.h"
+#include "psgi/psgi_env.h"
+#include "psgi/psgi_input.h"
+#include "psgi/psgi_request.h"
+#include "psgi/psgi_response.h"
+#include "http/response_writer.h"
 
 typedef struct worker_loop *Serow__Loop;
 typedef struct shared_state *Serow__Shared;

@@ -17,7 +17,7 @@
  * when it does, what it decoded is the start of what that one decodes.
  */
 #include "targets.h"
-#include "http_parser.h"
+#include "http/http_parser.h"
 
 #include <stdlib.h>
 #include <string.h>

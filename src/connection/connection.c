@@ -6,7 +6,7 @@
  * and the spare buffers.  It knows no loop: which lists a connection is in,
  * its timers and its socket's life are the worker's (worker_*.c).
  */
-#include "connection.h"
+#include "connection/connection.h"
 
 #include <arpa/inet.h>
 #include <stdlib.h>

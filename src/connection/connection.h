@@ -13,7 +13,7 @@
 #include <netinet/in.h>
 #include <time.h>
 
-#include "http_parser.h"
+#include "http/http_parser.h"
 
 /* One read(2) asks for this much: buffering input 64 KiB at a time instead of
  * line by line is what made Oneman 3x faster. */

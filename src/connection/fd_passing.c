@@ -9,7 +9,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "fd_passing.h"
+#include "connection/fd_passing.h"
 
 #include <errno.h>
 #include <string.h>

@@ -11,7 +11,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "connection_holder.h"
+#include "holder/connection_holder.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -24,13 +24,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "access_log.h"
-#include "connection.h"
-#include "connection_transfer.h"
-#include "fd_passing.h"
-#include "log.h"
-#include "request_id.h"
-#include "response_writer.h"
+#include "log/access_log.h"
+#include "connection/connection.h"
+#include "shared/connection_transfer.h"
+#include "connection/fd_passing.h"
+#include "log/log.h"
+#include "log/request_id.h"
+#include "http/response_writer.h"
 
 #define EPOLL_BATCH 256
 /* epoll tags besides connection descriptors */

@@ -12,7 +12,7 @@
 #include <signal.h>
 #include <stdint.h>
 
-#include "shared_state.h"
+#include "shared/shared_state.h"
 
 struct holder_settings {
     uint64_t keepalive_timeout_ms;

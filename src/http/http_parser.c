@@ -7,7 +7,7 @@
  * Perl: it reads the bytes it is given and writes only the structs it is
  * handed, so it is fuzzed on its own (fuzz/).
  */
-#include "http_parser.h"
+#include "http/http_parser.h"
 
 #include <string.h>
 

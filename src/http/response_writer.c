@@ -8,7 +8,7 @@
  * for an error page) writes the bytes.  A new response header, or a new
  * page the server answers with itself, belongs here.
  */
-#include "response_writer.h"
+#include "http/response_writer.h"
 
 #include <stdio.h>
 #include <string.h>

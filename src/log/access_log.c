@@ -10,7 +10,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "access_log.h"
+#include "log/access_log.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "http_parser.h" /* serow_percent_decode: %U is the decoded path */
+#include "http/http_parser.h" /* serow_percent_decode: %U is the decoded path */
 
 /* "[22/Nov/2026:05:40:18 +0000]" */
 #define TIME_FIELD_SIZE 64 /* 28 used; room for any int the compiler imagines */

@@ -34,7 +34,7 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "http_parser.h"
+#include "http/http_parser.h"
 
 /* PIPE_BUF: the most a write(2) to a pipe keeps whole among other writers. */
 #define ACCESS_LOG_MAX_LINE 4096

@@ -11,7 +11,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "access_log.h"
+#include "log/access_log.h"
 
 #include <stdarg.h>
 #include <stdio.h>

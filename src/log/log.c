@@ -11,7 +11,7 @@
  * master sets it once (serow_log_configure) before it forks: every process
  * inherits it.  No buffering: one write(2) or send(2) a line.
  */
-#include "log.h"
+#include "log/log.h"
 
 #include <errno.h>
 #include <fcntl.h>

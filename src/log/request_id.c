@@ -10,7 +10,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "request_id.h"
+#include "log/request_id.h"
 
 #include <string.h>
 #include <strings.h>

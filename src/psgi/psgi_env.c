@@ -14,12 +14,12 @@
  * (worker_internal.h), and it writes none of them.
  */
 #define PERL_NO_GET_CONTEXT
-#include "psgi_env.h"
+#include "psgi/psgi_env.h"
 
 #include "XSUB.h"
 
-#include "psgi_input.h"
-#include "worker_internal.h" /* the current request and its listener */
+#include "psgi/psgi_input.h"
+#include "worker/worker_internal.h" /* the current request and its listener */
 
 /* What an entry of the env holds, which says how a kept entry is made ready
  * for the next request. */

@@ -8,7 +8,7 @@
 #include "EXTERN.h"
 #include "perl.h"
 
-#include "worker_loop.h"
+#include "worker/worker_loop.h"
 
 /* Precomputes the hash keys the env uses on every request. */
 void serow_psgi_env_init(pTHX);

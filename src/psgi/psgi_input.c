@@ -14,12 +14,12 @@
  * (psgi_request.c) calls serow_psgi_env_request_done.
  */
 #define PERL_NO_GET_CONTEXT
-#include "psgi_input.h"
+#include "psgi/psgi_input.h"
 
 #include "XSUB.h"
 #include "perliol.h" /* the layer of an in-memory handle (in_memory_scalar) */
 
-#include "worker_internal.h" /* the current request */
+#include "worker/worker_internal.h" /* the current request */
 #include <fcntl.h>
 
 /* ---- psgi.input ----------------------------------------------------------- */

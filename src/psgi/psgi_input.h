@@ -8,7 +8,7 @@
 #include "EXTERN.h"
 #include "perl.h"
 
-#include "worker_loop.h"
+#include "worker/worker_loop.h"
 
 struct serow_socket_lending;
 

@@ -21,16 +21,16 @@
  * closed (worker_loop.c) are theirs: this file only says when.
  */
 #define PERL_NO_GET_CONTEXT
-#include "psgi_request.h"
+#include "psgi/psgi_request.h"
 
 #include "XSUB.h"
 
-#include "psgi_env.h"
-#include "psgi_input.h"
-#include "psgi_response.h"
-#include "request_accounting.h"
-#include "response_writer.h"
-#include "worker_internal.h" /* the current request */
+#include "psgi/psgi_env.h"
+#include "psgi/psgi_input.h"
+#include "psgi/psgi_response.h"
+#include "request/request_accounting.h"
+#include "http/response_writer.h"
+#include "worker/worker_internal.h" /* the current request */
 
 /* ---- what is wrong with a response ------------------------------------- */
 

@@ -8,7 +8,7 @@
 #include "EXTERN.h"
 #include "perl.h"
 
-#include "worker_loop.h"
+#include "worker/worker_loop.h"
 
 /* Where serow_serve_request left a request for the Perl worker to go on
  * with (go_on_with_request in lib/Serow/Worker.pm): Serow.xs gives these

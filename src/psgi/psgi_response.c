@@ -7,7 +7,7 @@
  * request ends is psgi_request.c's.
  */
 #define PERL_NO_GET_CONTEXT
-#include "psgi_response.h"
+#include "psgi/psgi_response.h"
 
 #include "XSUB.h"
 
@@ -18,11 +18,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "http_parser.h"
-#include "psgi_input.h"
-#include "request_accounting.h"
-#include "response_writer.h"
-#include "worker_internal.h" /* the current request */
+#include "http/http_parser.h"
+#include "psgi/psgi_input.h"
+#include "request/request_accounting.h"
+#include "http/response_writer.h"
+#include "worker/worker_internal.h" /* the current request */
 
 /* Headers taken from the app's array without allocating; more go to the heap. */
 #define STACK_HEADERS 64

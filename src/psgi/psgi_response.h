@@ -10,7 +10,7 @@
 #include "EXTERN.h"
 #include "perl.h"
 
-#include "worker_loop.h"
+#include "worker/worker_loop.h"
 
 /* Results besides RESPONSE_OK (0) and the RESPONSE_BAD_* reasons (< 0). */
 #define RESPONSE_CLIENT_GONE 1

@@ -7,13 +7,13 @@
  * never its fields; it writes nothing there.
  */
 #define PERL_NO_GET_CONTEXT
-#include "shared_values.h"
+#include "psgi/shared_values.h"
 
 #include "XSUB.h"
 
 #include <stdio.h>
 
-#include "request_metrics.h"
+#include "shared/request_metrics.h"
 
 /* What the metrics (Serow::Shared::metrics) and the status page
  * (Serow::Shared::status) both show of serow_shared_totals, under the same

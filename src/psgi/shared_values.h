@@ -8,7 +8,7 @@
 #include "EXTERN.h"
 #include "perl.h"
 
-#include "shared_state.h"
+#include "shared/shared_state.h"
 
 /* A new reference to a hash of the numbers behind the Prometheus metrics,
  * summed over every worker slot (lib/Serow/Metrics.pm reads it). */

@@ -26,10 +26,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "access_log.h"
-#include "http_parser.h"
-#include "request_id.h"
-#include "response_writer.h"
+#include "log/access_log.h"
+#include "http/http_parser.h"
+#include "log/request_id.h"
+#include "http/response_writer.h"
 
 struct connection;
 struct sv;

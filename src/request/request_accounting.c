@@ -11,19 +11,19 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "request_accounting.h"
+#include "request/request_accounting.h"
 
 #include <stdint.h>
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
 
-#include "access_log.h"
-#include "log.h"
-#include "request_id.h"
-#include "request_metrics.h"
-#include "response_writer.h"
-#include "worker_internal.h"
+#include "log/access_log.h"
+#include "log/log.h"
+#include "log/request_id.h"
+#include "shared/request_metrics.h"
+#include "http/response_writer.h"
+#include "worker/worker_internal.h"
 
 /* ---- the request id ------------------------------------------------------ */
 

@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "access_log.h" /* serow_request_clock_ns, the clock of a request's times */
+#include "log/access_log.h" /* serow_request_clock_ns, the clock of a request's times */
 
 struct worker_loop;
 struct connection;

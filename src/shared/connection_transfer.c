@@ -15,7 +15,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "connection_transfer.h"
+#include "shared/connection_transfer.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -25,8 +25,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "access_log.h"
-#include "response_writer.h"
+#include "log/access_log.h"
+#include "http/response_writer.h"
 
 void serow_worker_handles_init(struct worker_handle *handles, uint32_t count)
 {

@@ -15,8 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "fd_passing.h"
-#include "shared_state.h"
+#include "connection/fd_passing.h"
+#include "shared/shared_state.h"
 
 struct response_header;
 struct access_log;

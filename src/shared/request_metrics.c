@@ -1,12 +1,12 @@
 /*
  * request_metrics.c - per-worker request counters in the shared memory.
  */
-#include "request_metrics.h"
+#include "shared/request_metrics.h"
 
 #include <string.h>
 #include <time.h>
 
-#include "shared_state.h"
+#include "shared/shared_state.h"
 
 const double serow_metrics_duration_bounds[METRICS_DURATION_BUCKETS] = {
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,

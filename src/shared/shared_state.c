@@ -6,7 +6,7 @@
  * the master's requests to a worker).  Each slot is written by its worker
  * and read by the others; the functions here say which side they are for.
  */
-#include "shared_state.h"
+#include "shared/shared_state.h"
 
 #include <errno.h>
 #include <string.h>

@@ -31,10 +31,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "access_log.h"
-#include "connection.h" /* SEROW_REMOTE_ADDR_SIZE */
-#include "request_id.h"
-#include "request_metrics.h"
+#include "log/access_log.h"
+#include "connection/connection.h" /* SEROW_REMOTE_ADDR_SIZE */
+#include "log/request_id.h"
+#include "shared/request_metrics.h"
 
 /* Worker slots: more than anyone runs on one machine; TTIN stops here. */
 #define SHARED_MAX_WORKERS 256

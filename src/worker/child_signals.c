@@ -9,7 +9,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "child_signals.h"
+#include "worker/child_signals.h"
 
 #include <errno.h>
 #include <pthread.h>

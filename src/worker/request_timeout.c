@@ -29,13 +29,13 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "worker_internal.h"
+#include "worker/worker_internal.h"
 
 #include <signal.h>
 #include <string.h>
 
-#include "request_accounting.h" /* the master's access log line */
-#include "request_metrics.h" /* serow_metrics_clock_ns */
+#include "request/request_accounting.h" /* the master's access log line */
+#include "shared/request_metrics.h" /* serow_metrics_clock_ns */
 
 int serow_app_timer_init(struct worker_loop *loop, double seconds)
 {

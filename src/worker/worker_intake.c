@@ -16,7 +16,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "worker_internal.h"
+#include "worker/worker_internal.h"
 
 #include <errno.h>
 #include <netinet/in.h>
@@ -25,9 +25,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "fd_passing.h"
-#include "log.h"
-#include "request_accounting.h"
+#include "connection/fd_passing.h"
+#include "log/log.h"
+#include "request/request_accounting.h"
 
 /* The most a request head can take in the buffer before a limit answers it. */
 static size_t max_head_bytes(const struct worker_loop *loop)

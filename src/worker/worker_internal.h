@@ -49,13 +49,13 @@
 #include <sys/socket.h>
 #include <time.h>
 
-#include "access_log.h"
-#include "connection.h"
-#include "connection_transfer.h"
-#include "http_parser.h"
-#include "request.h"
-#include "shared_state.h"
-#include "worker_loop.h"
+#include "log/access_log.h"
+#include "connection/connection.h"
+#include "shared/connection_transfer.h"
+#include "http/http_parser.h"
+#include "request/request.h"
+#include "shared/shared_state.h"
+#include "worker/worker_loop.h"
 
 #define WORKER_MAX_LISTENERS 64
 /* The shortest field line, "a:" CRLF: a header section of max_header_size

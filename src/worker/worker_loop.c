@@ -18,7 +18,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "worker_internal.h"
+#include "worker/worker_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -30,7 +30,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "request_accounting.h"
+#include "request/request_accounting.h"
 
 /* Events taken from one epoll_wait: enough to amortise the call. */
 #define EPOLL_BATCH 64

@@ -21,7 +21,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
-#include "http_parser.h" /* struct http_limits */
+#include "http/http_parser.h" /* struct http_limits */
 
 struct shared_state;
 

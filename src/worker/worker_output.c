@@ -12,7 +12,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "worker_internal.h"
+#include "worker/worker_internal.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -22,7 +22,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
-#include "response_writer.h"
+#include "http/response_writer.h"
 
 int serow_wait_for(int fd, short events, double timeout)
 {

@@ -16,9 +16,9 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "worker_internal.h"
+#include "worker/worker_internal.h"
 
-#include "fd_passing.h"
+#include "connection/fd_passing.h"
 
 /* Gives connections (idle, nothing buffered, claimed) to the holder, which
  * keeps them for the workers that stay: a restart or recycling closes no

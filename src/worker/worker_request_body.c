@@ -16,7 +16,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "worker_internal.h"
+#include "worker/worker_internal.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -24,7 +24,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
-#include "response_writer.h"
+#include "http/response_writer.h"
 
 /* A body up to this size (Content-Length, or chunked with its framing) is read
  * in the event loop before the app sees the request: a client that sends its

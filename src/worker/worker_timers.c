@@ -20,7 +20,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "worker_internal.h"
+#include "worker/worker_internal.h"
 
 /*
  * The header and keep-alive timeouts are the client's time, but a worker busy

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "connection.h"
+#include "connection/connection.h"
 
 static int failures;
 

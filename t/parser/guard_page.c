@@ -13,7 +13,7 @@
  *
  * Run by t/parser/guard_page.t.
  */
-#include "http_parser.h"
+#include "http/http_parser.h"
 #include "replay.h"
 
 #include <stdio.h>

@@ -20,8 +20,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "connection_transfer.h"
-#include "shared_state.h"
+#include "shared/connection_transfer.h"
+#include "shared/shared_state.h"
 
 static int failures;
 
