@@ -1,6 +1,6 @@
 /*
  * Serow.xs - the Perl face of the C core: Serow::Loop wraps one worker's
- * event loop (src/worker_loop.c) and its request (src/psgi_request.c).
+ * event loop (src/worker/worker_loop.c) and its request (src/psgi/psgi_request.c).
  * Glue only: it converts arguments and calls src/, which decides.
  */
 #define PERL_NO_GET_CONTEXT
@@ -539,7 +539,7 @@ shared_ask_worker(Serow::Shared shared, unsigned int index, int wake_fd, const c
   CODE:
     /* The master asks the worker in slot index, whose eventfd is wake_fd
      * (Serow::make_eventfd, made before the fork), to "stop" or to
-     * "reopen_logs": in the slot, no signal (src/shared_state.h). */
+     * "reopen_logs": in the slot, no signal (src/shared/shared_state.h). */
     enum shared_worker_request request;
     if (strEQ(what, "stop"))
         request = SHARED_ASK_STOP;

@@ -61,7 +61,7 @@ struct connection {
     int request_line_ended;    /* a line other than an empty one has ended */
     int empty_lines_dropped;   /* stray empty lines were dropped since the last request */
     /* A small body read in the event loop before its request is served
-     * (src/worker_request_body.c, PREREAD_BODY_MAX): */
+     * (src/worker/worker_request_body.c, PREREAD_BODY_MAX): */
     int body_preread;          /* CONNECTION_PREREAD_NONE, _LENGTH or _CHUNKED */
     size_t body_wanted;        /* head + body bytes to buffer at most */
     size_t body_scanned;       /* chunked: where body_scan has looked up to */

@@ -118,7 +118,7 @@ const char *serow_http_date_now(void);
 /* The interim response a client that sent "Expect: 100-continue" waits for
  * before it sends its body (RFC 9110 10.1.1): always HTTP/1.1, since only an
  * HTTP/1.1 client sends the expectation.  *len gets its length.  (When it is
- * sent is the body reader's: src/worker_request_body.c.) */
+ * sent is the body reader's: src/worker/worker_request_body.c.) */
 const char *serow_continue_response(size_t *len);
 
 #endif

@@ -272,7 +272,7 @@ int serow_worker_loop_read_body(struct worker_loop *loop, char *out, size_t cap,
 
 /*
  * A body all in the connection's buffer lent where it lies instead of
- * copied out (psgi.input's handle reads it there: src/psgi_input.c): the
+ * copied out (psgi.input's handle reads it there: src/psgi/psgi_input.c): the
  * buffer, head and body, goes to the caller, and the connection goes on with
  * another holding the head and what followed the body (a pipelined request),
  * as serow_worker_loop_read_body would have left it after reading the body
