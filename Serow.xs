@@ -1,6 +1,6 @@
 /*
  * Serow.xs - the Perl face of the C core: Serow::Loop wraps one worker's
- * event loop (src/worker_loop.c) and its request (src/psgi_request.c).
+ * event loop (src/worker/worker_loop.c) and its request (src/psgi/psgi_request.c).
  * Glue only: it converts arguments and calls src/, which decides.
  */
 #define PERL_NO_GET_CONTEXT
@@ -17,20 +17,20 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "src/access_log.h"
-#include "src/child_signals.h"
-#include "src/connection_holder.h"
-#include "src/connection_transfer.h"
-#include "src/fd_passing.h"
-#include "src/log.h"
-#include "src/shared_state.h"
-#include "src/shared_values.h"
-#include "src/worker_loop.h"
-#include "src/psgi_env.h"
-#include "src/psgi_input.h"
-#include "src/psgi_request.h"
-#include "src/psgi_response.h"
-#include "src/response_writer.h"
+#include "log/access_log.h"
+#include "worker/child_signals.h"
+#include "holder/connection_holder.h"
+#include "shared/connection_transfer.h"
+#include "connection/fd_passing.h"
+#include "log/log.h"
+#include "shared/shared_state.h"
+#include "psgi/shared_values.h"
+#include "worker/worker_loop.h"
+#include "psgi/psgi_env.h"
+#include "psgi/psgi_input.h"
+#include "psgi/psgi_request.h"
+#include "psgi/psgi_response.h"
+#include "http/response_writer.h"
 
 typedef struct worker_loop *Serow__Loop;
 typedef struct shared_state *Serow__Shared;
@@ -540,7 +540,7 @@ shared_ask_worker(Serow::Shared shared, unsigned int index, int wake_fd, const c
   CODE:
     /* The master asks the worker in slot index, whose eventfd is wake_fd
      * (Serow::make_eventfd, made before the fork), to "stop" or to
-     * "reopen_logs": in the slot, no signal (src/shared_state.h). */
+     * "reopen_logs": in the slot, no signal (src/shared/shared_state.h). */
     enum shared_worker_request request;
     if (strEQ(what, "stop"))
         request = SHARED_ASK_STOP;

@@ -24,7 +24,7 @@
  * hashed from the input never accepts a body with more.
  */
 #include "targets.h"
-#include "http_parser.h"
+#include "http/http_parser.h"
 
 #include <stdlib.h>
 #include <string.h>

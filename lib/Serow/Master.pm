@@ -41,7 +41,7 @@ sub new {
     my $slots = $workers * 4 > MIN_WORKER_SLOTS ? $workers * 4 : MIN_WORKER_SLOTS;
     my $shared = Serow::Shared->new($slots);
     my $self = bless {
-        shared     => $shared, # what workers and the holder publish (src/shared_state.h)
+        shared     => $shared, # what workers and the holder publish (src/shared/shared_state.h)
         holder     => Serow::ConnectionHolder->new(shared => $shared, options => $args{options}),
         holder_pid => undef,
         app        => $args{app},

@@ -39,7 +39,7 @@ sub _env_template {
     };
 }
 
-# psgix.io is made when the app first reads it (src/psgi_env.c): a handle on
+# psgix.io is made when the app first reads it (src/psgi/psgi_env.c): a handle on
 # a duplicate of the connection's socket, opened here (and made blocking
 # there, for the time the app has it).
 Serow::Loop->set_socket_opener(sub {
@@ -50,7 +50,7 @@ Serow::Loop->set_socket_opener(sub {
 
 # psgi.input of every request without a body: one empty in-memory handle,
 # rewound for each request (an app may have read, seeked or closed it).  The
-# env comes with it (src/psgi_env.c) while it is open; when an app has
+# env comes with it (src/psgi/psgi_env.c) while it is open; when an app has
 # closed it, a new one is made here and handed to the loop.
 sub _new_empty_input {
     my ($loop) = @_;
@@ -61,7 +61,7 @@ sub _new_empty_input {
 
 # psgi.input of a request whose body (up to --body-memory-limit and 64 KiB)
 # came whole with its head: one in-memory handle, filled with the body and
-# rewound for each such request (src/psgi_env.c), so that a small POST is
+# rewound for each such request (src/psgi/psgi_env.c), so that a small POST is
 # answered without a handle opened or a step in Perl.  Made when the first
 # body comes, and again when an app closed that handle, opened it again or
 # pushed a layer on it.
@@ -163,7 +163,7 @@ sub run {
     }
 
     $loop->set_env_template($template);
-    # A streaming app's responder runs in C (src/psgi_request.c); given a
+    # A streaming app's responder runs in C (src/psgi/psgi_request.c); given a
     # whole [status, headers, body], it hands it here.
     Serow::Loop->set_triple_responder(sub { $self->send_array_response(@_) });
 
@@ -184,7 +184,7 @@ sub run {
         if ($limit && ++$self->{served} >= $limit) {
             $self->stop("served its $limit requests (--max-requests)");
         }
-        # The usual request, whole, in C (src/psgi_request.c): every step in
+        # The usual request, whole, in C (src/psgi/psgi_request.c): every step in
         # one call.  Any other request goes on in go_on_with_request from
         # where it stopped.
         my ($stage, $res, $error) = Serow::Loop::serve_request($loop, $app, $env, $note_remote_user);
@@ -303,7 +303,7 @@ sub stop {
 }
 
 # How far Serow::Loop::serve_request took a request (enum serve_stage in
-# src/psgi_request.h, which Serow.xs gives as Serow::STAGE_*): the C path
+# src/psgi/psgi_request.h, which Serow.xs gives as Serow::STAGE_*): the C path
 # takes the steps of the usual request and stops at the first one it does
 # not take itself.
 use constant {
@@ -328,7 +328,7 @@ sub go_on_with_request {
     if ($stage == STAGE_HANDLE) {
         # (psgix.cleanup.handlers is in the env already, and psgi.input when
         # there is no body, or a small one that came whole with the head, and
-        # its handle is free: src/psgi_env.c)
+        # its handle is free: src/psgi/psgi_env.c)
         if (!$loop->request_body_framing) {
             $env->{'psgi.input'} //= _new_empty_input($loop);
         } elsif (!defined $env->{'psgi.input'}) {
@@ -409,7 +409,7 @@ sub app_failed {
 }
 
 # --request-timeout: the SIGALRM handler, while the app runs.  The signal
-# is the request's timer's (src/request_timeout.c) when the app has run
+# is the request's timer's (src/worker/request_timeout.c) when the app has run
 # longer than the timeout; then where the app was goes to the log at once
 # (an app that swallows the die and never returns is killed later, by the
 # master, and this line is all there is of it) and a die unwinds the app
@@ -602,7 +602,7 @@ Serow::Worker - a Serow worker process: takes requests from its event loop and r
 
 =head1 DESCRIPTION
 
-A worker waits in its C event loop (L<Serow::Loop>, F<src/worker_loop.c>)
+A worker waits in its C event loop (L<Serow::Loop>, F<src/worker/worker_loop.c>)
 for the next complete request head on any of its connections, buffers the
 body, calls the PSGI app and sends what it returned: an array body in one
 writev, a file with sendfile(2), other handles 64 KiB at a time, and
@@ -620,7 +620,7 @@ their logs through the shared memory; the worker does so between requests,
 so that the app's C<sleep>, C<select> or wait is not cut short. A signal sent
 to a worker directly does nothing. The processes the app starts (C<system>,
 backticks, a piped C<open>, C<fork>) get these signals' default actions
-back (F<src/child_signals.c>), and none of them blocked. USR2 is the
+back (F<src/worker/child_signals.c>), and none of them blocked. USR2 is the
 worker's parent-death signal: once its master is gone, it stops.
 
 =cut

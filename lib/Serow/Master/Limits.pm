@@ -105,7 +105,7 @@ sub kill_worker {
 # request gets 503 unless bytes of the response had gone out or the app had
 # returned from that request before the kill, and the 503 its access log
 # line (written by the master, from what the worker left in its slot:
-# src/connection_transfer.c).
+# src/shared/connection_transfer.c).
 sub answer_stuck_client {
     my ($self, $pid, $w) = @_;
     my $taken = delete $w->{stuck_client} // return;

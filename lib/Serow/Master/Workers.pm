@@ -275,7 +275,7 @@ sub worker_exited {
     my $w = delete $self->{workers}{$pid} or return;
     Serow::close_fd($w->{wake_fd});
     $self->answer_stuck_client($pid, $w);
-    $self->{shared}->reset_worker($w->{slot}); # (its counts stay: src/request_metrics.h)
+    $self->{shared}->reset_worker($w->{slot}); # (its counts stay: src/shared/request_metrics.h)
     # Replaced: it left on its own (--max-requests, harakiri, a crash), a
     # HUP or --max-worker-rss replaced it; not one that TTOU or the
     # server's stop retired.

@@ -1,0 +1,50 @@
+/*
+ * psgi_response.h - sends what a PSGI app returned: the [status, headers,
+ * body] triple with an array body in one writev, or a head followed by body
+ * parts (streaming writers, file handles).  Uses response_writer for the
+ * framing and worker_loop for the I/O.
+ */
+#ifndef SEROW_PSGI_RESPONSE_H
+#define SEROW_PSGI_RESPONSE_H
+
+#include "EXTERN.h"
+#include "perl.h"
+
+#include "worker/worker_loop.h"
+
+/* Results besides RESPONSE_OK (0) and the RESPONSE_BAD_* reasons (< 0). */
+#define RESPONSE_CLIENT_GONE 1
+
+/* The bytes of a defined Perl string (get magic already called), or NULL
+ * when it holds characters above 0xFF: PSGI bodies and headers are bytes. */
+const char *serow_psgi_bytes(pTHX_ SV *sv, STRLEN *len);
+
+/* Status, headers and an array body, all in one writev.  The result is
+ * RESPONSE_OK, RESPONSE_CLIENT_GONE or a RESPONSE_BAD_* reason, with
+ * *bad_header set (a new SV) to the name of the header at fault if any. */
+int serow_send_psgi_response(pTHX_ struct worker_loop *loop, SV *status, SV *headers, AV *body,
+                       SV **bad_header);
+
+/* A head whose body follows in parts.  length < 0: unknown. */
+int serow_start_psgi_response(pTHX_ struct worker_loop *loop, SV *status, SV *headers,
+                        int64_t length, SV **bad_header);
+int serow_write_psgi_body(pTHX_ struct worker_loop *loop, const char *data, size_t len);
+int serow_sendfile_psgi_body(pTHX_ struct worker_loop *loop, int fd, uint64_t offset, uint64_t len);
+int serow_finish_psgi_body(pTHX_ struct worker_loop *loop);
+/* The first bytes of a compressed body held back, if any, go out now. */
+int serow_flush_held_psgi_body(pTHX_ struct worker_loop *loop);
+
+/* The body bytes the app has given the response so far (sent, or held in a
+ * buffer of the response's): how poll_cb tells a call that wrote from one
+ * that did not, without a count kept on every write. */
+uint64_t serow_psgi_body_given(const struct worker_loop *loop);
+
+/* psgix.informational: a 1xx response before the final one. */
+int serow_send_informational_response(pTHX_ struct worker_loop *loop, SV *status, SV *headers,
+                                SV **bad_header);
+
+/* Forgets the response in progress: the end of the request does
+ * (serow_request_end), and the start of the next response. */
+void serow_reset_psgi_response(struct worker_loop *loop);
+
+#endif
