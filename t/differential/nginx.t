@@ -157,7 +157,7 @@ my @TABLE = (
 
     # sizes
     ['a 20 KB field', "GET / HTTP/1.1\r\nHost: x\r\nX: " . ('a' x 20_000) . "\r\n\r\n", 200, 400,
-        "within Serow's --max-header-size (64 KiB by default); nginx's large_client_header_buffers "
+        "within Serow's --max-header-size (default 64 KiB); nginx's large_client_header_buffers "
         . 'is 8 KB per line (a configuration difference, not a framing one)'],
     ['a 70 KB header section',
         "GET / HTTP/1.1\r\nHost: x\r\n" . join('', map { "X-$_: " . ('a' x 7000) . "\r\n" } 1 .. 10) . "\r\n",
