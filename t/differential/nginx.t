@@ -1,4 +1,4 @@
-# Differential check (issue 5, item 3): the same raw requests go to Serow and
+# Differential check: the same raw requests go to Serow and
 # to Debian's nginx (an origin answering "return 200" for every location), and
 # the table below records what each does: request smuggling vectors (RFC 9112
 # 11.2 and public research: CL.TE, TE.CL, TE.TE obfuscation), bare LF / CR,
