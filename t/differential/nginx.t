@@ -1,4 +1,4 @@
-# Differential check (issue 5, item 3): the same raw requests go to Serow and
+# Differential check: the same raw requests go to Serow and
 # to Debian's nginx (an origin answering "return 200" for every location), and
 # the table below records what each does: request smuggling vectors (RFC 9112
 # 11.2 and public research: CL.TE, TE.CL, TE.TE obfuscation), bare LF / CR,
@@ -165,7 +165,7 @@ my @TABLE = (
 
     # sizes
     ['a 20 KB field', "GET / HTTP/1.1\r\nHost: x\r\nX: " . ('a' x 20_000) . "\r\n\r\n", 200, 400,
-        "within Serow's --max-header-size (64 KiB by default); nginx's large_client_header_buffers "
+        "within Serow's --max-header-size (default 64 KiB); nginx's large_client_header_buffers "
         . 'is 8 KB per line (a configuration difference, not a framing one)'],
     ['a 70 KB header section',
         "GET / HTTP/1.1\r\nHost: x\r\n" . join('', map { "X-$_: " . ('a' x 7000) . "\r\n" } 1 .. 10) . "\r\n",
