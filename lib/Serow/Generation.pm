@@ -6,6 +6,7 @@ use Time::HiRes ();
 
 use Serow ();
 use Serow::Log ();
+use Serow::Master::Signals ();
 
 # How long the master waits for a generation process to say which worker it
 # forked.  It answers at once (two forks); past this it is taken for hung.
@@ -47,7 +48,7 @@ sub start {
     my ($master_end, $generation_end) = Serow::make_message_channel();
     my $self = bless { number => $args{number}, channel => $master_end, state => 'loading' }, $class;
     # It ignores the master's signals (below): the master's death kills it.
-    my $pid = $master->fork_child(sub {
+    my $pid = $master->{fork}->fork_child(sub {
         my ($signal_mask) = @_;
         Serow::close_fd($master_end);
         $self->{channel} = $generation_end;
@@ -160,7 +161,7 @@ sub run_process {
     # the whole process group (^C, systemd's stop) acts once, through the
     # master, which ends this process by closing the channel (or, while it
     # loads the app, with SIGKILL).
-    my @ignored = grep { $_ ne 'CHLD' } Serow::Master->signal_names, 'USR2';
+    my @ignored = grep { $_ ne 'CHLD' } Serow::Master::Signals->names, 'USR2';
     $SIG{$_} = 'IGNORE' for @ignored;
     # Ignored here, not in what the app starts as it loads (a helper it
     # runs, a daemon it launches): they get the default actions back, as
@@ -227,7 +228,7 @@ sub fork_worker {
     pipe(my $pid_from, my $pid_to) or return "error pipe: $!";
     # As in Serow::Master::Fork's fork_child: the worker unblocks them once its
     # own handlers are set.
-    my $old = Serow::block_signals(Serow::Master->signal_names);
+    my $old = Serow::block_signals(Serow::Master::Signals->names);
     my $middle = fork;
     if (!defined $middle) {
         Serow::set_signal_mask($old);
@@ -273,21 +274,17 @@ sub wait_for_new_parent {
 # In the worker, once the master is its parent: never returns.
 sub become_worker {
     my ($self, $master, $slot, $limit, $wake_fd, $log_fd, $signal_mask) = @_;
-    $SIG{$_} = 'DEFAULT' for Serow::Master->signal_names, 'USR2';
+    $SIG{$_} = 'DEFAULT' for Serow::Master::Signals->names, 'USR2';
     Serow::close_fd($self->{channel});
     # As for every child of the master (fork_child): a worker whose master is
     # gone finishes and leaves.  Set only now: it fires when the parent
     # exits, and until a moment ago the parent was the intermediate.
     Serow::set_parent_death_signal(Serow::signal_number('USR2'));
-    Serow::exit_now(0) if getppid() != $master->{pid};
-    $master->{access_log_fh} = undef;
-    if (defined $log_fd) {
-        open(my $fh, '>>&=', $log_fd) or do {
-            Serow::Log->error("worker $$: cannot use the access log descriptor: $!");
-            Serow::exit_now(1);
-        };
-        $master->{access_log_fh} = $fh;
-    }
+    Serow::exit_now(0) if getppid() != $master->{fork}->master_pid;
+    $master->{logs}->use_access_log_fd($log_fd) or do {
+        Serow::Log->error("worker $$: cannot use the access log descriptor: $!");
+        Serow::exit_now(1);
+    };
     $master->run_worker($limit, $slot, $wake_fd, $signal_mask);
 }
 

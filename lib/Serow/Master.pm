@@ -5,6 +5,10 @@ use warnings;
 use Serow ();
 use Serow::ConnectionHolder ();
 use Serow::Log ();
+use Serow::Master::Fork ();
+use Serow::Master::Logs ();
+use Serow::Master::Signals ();
+use Serow::Master::Systemd ();
 
 # The master is one object, and this module its top: new, the main loop,
 # the stop.  Each of its other concerns is a module of the object's methods
@@ -18,14 +22,10 @@ use Serow::Log ();
 #   Logs         --access-log opened for the children; USR1's reopening
 #   Systemd      what systemd is told under Type=notify
 use parent qw(
-    Serow::Master::Signals
     Serow::Master::Workers
     Serow::Master::Limits
     Serow::Master::Generations
     Serow::Master::Holder
-    Serow::Master::Fork
-    Serow::Master::Logs
-    Serow::Master::Systemd
 );
 
 # How long the master sleeps between looks at its workers when no signal
@@ -34,6 +34,9 @@ use constant IDLE_WAKE_SECONDS => 1;
 # Worker slots in the shared memory: room for TTIN and for old workers that
 # finish while their replacements run.
 use constant MIN_WORKER_SLOTS => 64;
+
+# The handlers to set before the master runs (Serow::Master::Signals).
+sub early_signal_handlers { Serow::Master::Signals->early_signal_handlers }
 
 sub new {
     my ($class, %args) = @_;
@@ -63,33 +66,34 @@ sub new {
         exit_status => 0,
         options    => $args{options},
         listeners  => $args{listeners},
-        privileges => $args{privileges}, # Serow::Privileges: dropped in every child, or undef
+        fork       => Serow::Master::Fork->new(privileges => $args{privileges}),
         on_ready   => $args{on_ready}, # called once the signal handlers are in place
-        notify     => $args{notify}, # Serow::Notify (systemd's NOTIFY_SOCKET), or undef
-        awaiting_ready => 1, # READY=1 is owed once the current generation has started
+        systemd    => Serow::Master::Systemd->new(notify => $args{notify}),
         announced  => 0,     # on_ready has run
         target     => $args{options}{workers},
         # pid => { generation, started, stopping_since, killed, slot, wake_fd,
         #          recycled (over --max-worker-rss) }
         workers    => {},
         generation => 1,
-        pending    => [],   # signals received, handled in order by the loop
+        signals    => Serow::Master::Signals->new,
+        logs       => Serow::Master::Logs->new(options => $args{options}),
     }, $class;
-    $self->open_access_log or die "--access-log: cannot open '$args{options}{access_log}' for appending: $!\n";
+    $self->{logs}->open_access_log or die "--access-log: cannot open '$args{options}{access_log}' for appending: $!\n";
+    $self->{fork}->close_in_child($self, $self->{systemd});
+    $self->{fork}->on_failure(sub { $self->throttle_spawning });
     return $self;
 }
 
 sub run {
     my ($self) = @_;
     local $0 = "serow master";
-    local @SIG{ $self->signal_names } = $self->queueing_signal_handlers;
+    local @SIG{ Serow::Master::Signals->names } = $self->{signals}->handlers;
     local $SIG{PIPE} = 'IGNORE';
     # USR2 is what the kernel sends a worker when its master dies
     # (set_parent_death_signal): one sent to the whole process group must not
     # kill the master by its default action.
     local $SIG{USR2} = 'IGNORE';
-    $self->take_early_signals;
-    $self->{pid} = $$;
+    $self->{signals}->take_early;
     # serow FILE: the workers a generation process forks (through a process
     # that exits at once) become the master's children.
     # (Without it every such worker would find another parent than the
@@ -145,14 +149,35 @@ sub announce {
     $self->{on_ready}->() if $self->{on_ready};
 }
 
+# Under systemd's Type=notify: READY=1 once the workers are up, STATUS=, the
+# watchdog's ping (Serow::Master::Systemd).
+sub notify_systemd {
+    my ($self) = @_;
+    return unless $self->{systemd}->active;
+    my $status = $self->{shared}->status;
+    $self->{systemd}->update($status, $self->generation_ready($status));
+}
+
 sub wait_for_event {
     my ($self) = @_;
-    return if @{ $self->{pending} };
-    my $timeout = $self->systemd_timeout(IDLE_WAKE_SECONDS);
+    return if $self->{signals}->pending;
+    my $timeout = $self->{systemd}->timeout(IDLE_WAKE_SECONDS, $self->{stopping});
     # (A generation loading the app says when it is done.)
     my $rin;
     vec($rin, $self->{loading}->channel, 1) = 1 if $self->{loading};
     select($rin, undef, undef, $timeout);
+}
+
+# What the signals received ask (Serow::Master::Signals): each a method
+# below, or of the component it concerns.
+sub handle_signals {
+    my ($self) = @_;
+    while (my ($method, $sig) = $self->{signals}->next_request) {
+        # Once stopping, only the exit is left: a HUP or TTIN must not start
+        # workers that nobody would stop.
+        next if $self->{stopping};
+        $self->$method($sig);
+    }
 }
 
 sub stop {
@@ -171,13 +196,30 @@ sub stop {
 sub begin_stop {
     my ($self) = @_;
     $self->{stopping} = 1;
-    $self->{notify}->stopping if $self->{notify};
+    $self->{systemd}->stopping;
     $self->{shared}->set_server_stopping;
     $self->stop_worker($_) for keys %{ $self->{workers} };
     $self->stop_generations;
     # After the stop requests: an idle worker woken by its listener closing
     # finds its request already, and stops instead of accepting on it again.
     $_->stop_accepting for @{ $self->{listeners} };
+}
+
+# USR1: logrotate has moved the logs away; the master opens its own again,
+# and every worker and the holder reopen theirs.
+sub reopen_logs {
+    my ($self, $sig) = @_;
+    $self->{logs}->reopen($sig) or return;
+    $self->ask_worker($_, 'reopen_logs') for keys %{ $self->{workers} };
+    kill 'USR1', $self->{holder_pid} if $self->{holder_pid};
+}
+
+# In a child: the other workers' doorbells are the master's, not this
+# child's, and so are its channels to the generation processes.
+sub close_in_child {
+    my ($self) = @_;
+    Serow::close_fd($_->{wake_fd}) for values %{ $self->{workers} };
+    $_->close_in_child for values %{ $self->{generations} };
 }
 
 # The children that have exited: the holder, generation processes, workers.

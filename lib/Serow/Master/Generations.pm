@@ -27,7 +27,7 @@ sub restart_workers {
         return Serow::Log->info("received SIG$sig while the app loads: nothing to replace yet");
     }
     Serow::Log->info("received SIG$sig: replacing workers gracefully");
-    $self->notify_reloading;
+    $self->{systemd}->reloading;
     $self->end_failure_streak;
     # serow FILE: a new generation loads the app; its workers start once it
     # has (check_loading_generation).
@@ -124,7 +124,7 @@ sub check_loading_generation {
             . "of one that leaves; trying again in " . $self->retry_generation_later . " s (or on HUP)");
     }
     # (Once said: READY=1 again, the old workers serving on.)
-    $self->reload_failed;
+    $self->{systemd}->reload_failed;
 }
 
 # serow FILE, no generation holding the app (the serving one died and the
@@ -186,9 +186,7 @@ sub forget_in_generation {
     my ($self) = @_;
     $self->{workers} = {};
     $self->{generations} = {};
-    $self->{notify} = $self->{privileges} = undef;
-    close $self->{access_log_fh} if $self->{access_log_fh};
-    $self->{access_log_fh} = undef;
+    $self->{logs}->close_access_log;
 }
 
 1;

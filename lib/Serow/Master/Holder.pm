@@ -14,13 +14,13 @@ use Serow::Log ();
 # The connection holder (Serow::ConnectionHolder): keeps idle connections.
 sub spawn_holder {
     my ($self) = @_;
-    $self->{holder_pid} = $self->fork_child(sub {
+    $self->{holder_pid} = $self->{fork}->fork_child(sub {
         close $_->{socket} for @{ $self->{listeners} }; # it accepts nothing
         # The master's signals stay blocked until the holder's C loop has
         # its own handlers, and unblocks them: a TERM or USR1 that comes
         # meanwhile waits for them instead of killing it.
         # (it logs the requests it sheds: --max-queue-wait)
-        Serow::exit_now($self->{holder}->run($self->{access_log_fh}) == 0 ? 0 : 1);
+        Serow::exit_now($self->{holder}->run($self->{logs}->access_log_fh) == 0 ? 0 : 1);
     }, 'TERM');
 }
 

@@ -110,7 +110,7 @@ sub answer_stuck_client {
     my ($self, $pid, $w) = @_;
     my $taken = delete $w->{stuck_client} // return;
     my $answered = $self->{shared}->answer_app_connection($w->{slot}, @$taken,
-        $self->stuck_answer_settings($self->{options}, $self->{access_log_fh}));
+        $self->stuck_answer_settings($self->{options}, $self->{logs}->access_log_fh));
     return if $answered > 0;
     if ($answered == 0) {
         Serow::Log->error("worker $pid: its stuck request had begun its response: the client's "

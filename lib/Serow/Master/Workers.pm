@@ -199,13 +199,13 @@ sub fork_worker {
     my ($self, $limit, $slot, $wake_fd) = @_;
     if (my $serving = $self->{serving}) {
         my $pid = $serving->spawn_worker($slot, $limit, $wake_fd, fileno(STDERR),
-            $self->{access_log_fh} ? fileno $self->{access_log_fh} : undef);
+            $self->{logs}->access_log_fh ? fileno $self->{logs}->access_log_fh : undef);
         $self->throttle_spawning unless $pid;
         return $pid;
     }
     # A worker takes USR2 for its master's death: it ignores TERM
     # (Serow::Worker, install_signal_handlers).
-    return $self->fork_child(sub { $self->run_worker($limit, $slot, $wake_fd, @_) }, 'USR2');
+    return $self->{fork}->fork_child(sub { $self->run_worker($limit, $slot, $wake_fd, @_) }, 'USR2');
 }
 
 # In the child: becomes a worker and never returns.
@@ -223,7 +223,7 @@ sub run_worker {
     };
     # Under Yama's ptrace_scope 1 the holder could not take this worker's
     # connections otherwise (docs/keepalive.md).
-    Serow::set_ptracer($self->{pid});
+    Serow::set_ptracer($self->{fork}->master_pid);
     my $worker = Serow::Worker->new(
         app           => $app,
         options       => $self->{options},
@@ -233,9 +233,9 @@ sub run_worker {
         shared        => $self->{shared},
         slot          => $slot,
         wake_fd       => $wake_fd,
-        master_pid    => $self->{pid},
+        master_pid    => $self->{fork}->master_pid,
         channels      => [ $self->{holder}->worker_channels ],
-        access_log    => [ $self->access_log_for_worker ],
+        access_log    => [ $self->{logs}->access_log_for_worker ],
     );
     my $status = eval { $worker->run; 1 } ? 0 : do { Serow::Log->error("worker failed: $@"); 1 };
     exit $status;
@@ -296,7 +296,7 @@ sub worker_exited {
     }
     $self->log_worker_exit($pid, $w, $status, $delay);
     # (--lazy-app after a HUP: the old workers serve on; said once logged.)
-    $self->reload_failed if $load_failed && !$self->{first_load};
+    $self->{systemd}->reload_failed if $load_failed && !$self->{first_load};
 }
 
 # --lazy-app: whether a worker's exit $status says it could not load the app.
