@@ -3,9 +3,9 @@ use strict;
 use warnings;
 
 use Serow ();
-use Serow::ConnectionHolder ();
 use Serow::Log ();
 use Serow::Master::Fork ();
+use Serow::Master::Holder ();
 use Serow::Master::Logs ();
 use Serow::Master::Signals ();
 use Serow::Master::Systemd ();
@@ -25,7 +25,6 @@ use parent qw(
     Serow::Master::Workers
     Serow::Master::Limits
     Serow::Master::Generations
-    Serow::Master::Holder
 );
 
 # How long the master sleeps between looks at its workers when no signal
@@ -45,8 +44,6 @@ sub new {
     my $shared = Serow::Shared->new($slots);
     my $self = bless {
         shared     => $shared, # what workers and the holder publish (src/shared_state.h)
-        holder     => Serow::ConnectionHolder->new(shared => $shared, options => $args{options}),
-        holder_pid => undef,
         app        => $args{app},
         # --lazy-app: no app; each worker calls load_app after the fork.
         load_app   => $args{load_app},
@@ -80,6 +77,8 @@ sub new {
     }, $class;
     $self->{logs}->open_access_log or die "--access-log: cannot open '$args{options}{access_log}' for appending: $!\n";
     $self->{fork}->close_in_child($self, $self->{systemd});
+    $self->{holder} = Serow::Master::Holder->new(fork => $self->{fork}, logs => $self->{logs},
+        listeners => $args{listeners}, shared => $shared, options => $args{options});
     $self->{fork}->on_failure(sub { $self->throttle_spawning });
     return $self;
 }
@@ -106,12 +105,12 @@ sub run {
 
     $self->handle_signals; # those that came early: after a stop, nothing starts
     if (!$self->{stopping}) {
-        $self->spawn_holder;
+        $self->{holder}->spawn;
         # (An early HUP may have started it.)
         $self->start_generation if $self->{preload_app} && !$self->{loading};
         $self->spawn_missing_workers;
     }
-    until ($self->{stopping} && !%{ $self->{workers} } && !$self->{holder_pid}
+    until ($self->{stopping} && !%{ $self->{workers} } && !$self->{holder}->pid
             && !%{ $self->{generations} }) {
         $self->wait_for_event;
         # Signals first: a TERM or INT sent to the whole process group (^C in
@@ -125,10 +124,10 @@ sub run {
         if ($self->{stopping}) {
             # The workers have handed their idle connections over: now the
             # holder closes them and goes too.
-            $self->stop_holder unless %{ $self->{workers} };
+            $self->{holder}->stop unless %{ $self->{workers} };
             next;
         }
-        $self->spawn_holder unless $self->{holder_pid};
+        $self->{holder}->spawn unless $self->{holder}->pid;
         if (!$self->awaiting_first_load) {
             $self->recycle_large_workers;
             $self->retire_surplus_workers;
@@ -211,7 +210,7 @@ sub reopen_logs {
     my ($self, $sig) = @_;
     $self->{logs}->reopen($sig) or return;
     $self->ask_worker($_, 'reopen_logs') for keys %{ $self->{workers} };
-    kill 'USR1', $self->{holder_pid} if $self->{holder_pid};
+    $self->{holder}->reopen_logs;
 }
 
 # In a child: the other workers' doorbells are the master's, not this
@@ -227,8 +226,8 @@ sub reap_children {
     my ($self) = @_;
     while ((my $pid = waitpid(-1, Serow::WNOHANG())) > 0) {
         my $status = $?;
-        if ($self->is_holder($pid)) {
-            $self->holder_exited($pid, $status);
+        if ($self->{holder}->is_holder($pid)) {
+            $self->{holder}->exited($pid, $status, $self->{stopping});
         } elsif (my $generation = delete $self->{generations}{$pid}) {
             $self->publish_generations;
             $self->generation_exited($generation, $status);
