@@ -5,6 +5,7 @@ use warnings;
 use Serow ();
 use Serow::Log ();
 use Serow::Master::Fork ();
+use Serow::Master::Generations ();
 use Serow::Master::Holder ();
 use Serow::Master::Logs ();
 use Serow::Master::Signals ();
@@ -24,7 +25,6 @@ use Serow::Master::Systemd ();
 use parent qw(
     Serow::Master::Workers
     Serow::Master::Limits
-    Serow::Master::Generations
 );
 
 # How long the master sleeps between looks at its workers when no signal
@@ -47,12 +47,6 @@ sub new {
         app        => $args{app},
         # --lazy-app: no app; each worker calls load_app after the fork.
         load_app   => $args{load_app},
-        # serow FILE: no app either; a generation process (Serow::Generation)
-        # calls preload_app and forks the workers.
-        preload_app => $args{preload_app},
-        generations => {}, # pid => Serow::Generation, every one still running
-        serving    => undef, # the generation whose workers are current
-        loading    => undef, # the one loading the app after a HUP (or at the start)
         app_file   => $args{app_file},
         # --lazy-app: no worker has loaded the app yet.  Until one has, the
         # master starts no replacement, and if every worker of the first
@@ -76,9 +70,14 @@ sub new {
         logs       => Serow::Master::Logs->new(options => $args{options}),
     }, $class;
     $self->{logs}->open_access_log or die "--access-log: cannot open '$args{options}{access_log}' for appending: $!\n";
-    $self->{fork}->close_in_child($self, $self->{systemd});
     $self->{holder} = Serow::Master::Holder->new(fork => $self->{fork}, logs => $self->{logs},
         listeners => $args{listeners}, shared => $shared, options => $args{options});
+    # serow FILE: no app either; a generation process (Serow::Generation)
+    # calls preload_app and forks the workers.
+    $self->{generations} = Serow::Master::Generations->new(fork => $self->{fork},
+        shared => $shared, logs => $self->{logs}, load_app => $args{preload_app},
+        app_file => $args{app_file}, run_worker => sub { $self->run_worker(@_) });
+    $self->{fork}->close_in_child($self, $self->{generations}, $self->{systemd});
     $self->{fork}->on_failure(sub { $self->throttle_spawning });
     return $self;
 }
@@ -97,21 +96,22 @@ sub run {
     # that exits at once) become the master's children.
     # (Without it every such worker would find another parent than the
     # master and leave at once: better not to start.)
-    if ($self->{preload_app} && !Serow::set_child_subreaper()) {
+    if ($self->{generations}->preloading && !Serow::set_child_subreaper()) {
         die "cannot become a child subreaper (prctl PR_SET_CHILD_SUBREAPER): $!\n";
     }
     # (serow FILE: once the first generation has loaded the app.)
-    $self->announce unless $self->{preload_app};
+    $self->announce unless $self->{generations}->preloading;
 
     $self->handle_signals; # those that came early: after a stop, nothing starts
     if (!$self->{stopping}) {
         $self->{holder}->spawn;
         # (An early HUP may have started it.)
-        $self->start_generation if $self->{preload_app} && !$self->{loading};
+        $self->{generations}->start
+            if $self->{generations}->preloading && !$self->{generations}->loading;
         $self->spawn_missing_workers;
     }
     until ($self->{stopping} && !%{ $self->{workers} } && !$self->{holder}->pid
-            && !%{ $self->{generations} }) {
+            && !$self->{generations}->running) {
         $self->wait_for_event;
         # Signals first: a TERM or INT sent to the whole process group (^C in
         # a terminal) also stops the holder and the workers, and their exits
@@ -119,7 +119,7 @@ sub run {
         $self->handle_signals;
         $self->reap_children;
         $self->check_loading_generation;
-        $self->start_generation_when_due;
+        $self->{generations}->start_when_due unless $self->{stopping};
         $self->kill_overdue_workers;
         if ($self->{stopping}) {
             # The workers have handed their idle connections over: now the
@@ -163,7 +163,8 @@ sub wait_for_event {
     my $timeout = $self->{systemd}->timeout(IDLE_WAKE_SECONDS, $self->{stopping});
     # (A generation loading the app says when it is done.)
     my $rin;
-    vec($rin, $self->{loading}->channel, 1) = 1 if $self->{loading};
+    my $loading = $self->{generations}->loading;
+    vec($rin, $loading->channel, 1) = 1 if $loading;
     select($rin, undef, undef, $timeout);
 }
 
@@ -198,10 +199,73 @@ sub begin_stop {
     $self->{systemd}->stopping;
     $self->{shared}->set_server_stopping;
     $self->stop_worker($_) for keys %{ $self->{workers} };
-    $self->stop_generations;
+    $self->{generations}->stop;
     # After the stop requests: an idle worker woken by its listener closing
     # finds its request already, and stops instead of accepting on it again.
     $_->stop_accepting for @{ $self->{listeners} };
+}
+
+# HUP: new workers first, then the old ones finish what they have: the
+# listen sockets never go unserved.
+sub restart_workers {
+    my ($self, $sig) = @_;
+    my $generations = $self->{generations};
+    # serow FILE, the first generation still loading: it reads the file as
+    # it is now, and there is nothing to replace.
+    if ($generations->preloading && !$generations->serving && $generations->loading) {
+        return Serow::Log->info("received SIG$sig while the app loads: nothing to replace yet");
+    }
+    Serow::Log->info("received SIG$sig: replacing workers gracefully");
+    $self->{systemd}->reloading;
+    $self->end_failure_streak;
+    # serow FILE: a new generation loads the app; its workers start once it
+    # has (check_loading_generation).
+    return $generations->start if $generations->preloading;
+    my @old = keys %{ $self->{workers} };
+    $self->{generation}++;
+    $self->spawn_missing_workers;
+    # --lazy-app: the new workers load the app file afresh, which may have
+    # been broken by the deploy the HUP is for: the old ones serve until
+    # every new one has started (retire_old_generation).
+    return $self->{retire_old_when_ready} = 1 if $self->{load_app};
+    $self->stop_worker($_) for @old;
+}
+
+# serow FILE: the generation loading the app has loaded it (its workers
+# become the current ones, and replace the old ones once they have all
+# started) or could not (the old generation keeps serving, or, at the start,
+# serow exits 2).
+sub check_loading_generation {
+    my ($self) = @_;
+    my $result = $self->{generations}->check_loading(!$self->{announced}) or return;
+    if ($result eq 'loaded') {
+        $self->{generation}++;
+        $self->{retire_old_when_ready} = 1;
+        return $self->announce;
+    }
+    return $self->give_up unless $self->{announced};
+    # (Once said: READY=1 again, the old workers serving on.)
+    $self->{systemd}->reload_failed;
+}
+
+# --lazy-app and serow FILE, after a HUP: once the new generation has
+# started, the workers of the older ones finish and leave, and so do the
+# older generation processes.
+sub retire_old_generation {
+    my ($self) = @_;
+    return unless $self->{retire_old_when_ready} && $self->generation_ready($self->{shared}->status);
+    $self->{retire_old_when_ready} = 0;
+    my $w = $self->{workers};
+    $self->stop_worker($_) for grep { $w->{$_}{generation} != $self->{generation} } keys %$w;
+    $self->{generations}->retire_all_but_serving;
+}
+
+# The app cannot be loaded at the start (said): serow exits 2, as for a bad
+# app file without --lazy-app.
+sub give_up {
+    my ($self) = @_;
+    $self->{exit_status} = 2;
+    $self->begin_stop;
 }
 
 # USR1: logrotate has moved the logs away; the master opens its own again,
@@ -218,7 +282,6 @@ sub reopen_logs {
 sub close_in_child {
     my ($self) = @_;
     Serow::close_fd($_->{wake_fd}) for values %{ $self->{workers} };
-    $_->close_in_child for values %{ $self->{generations} };
 }
 
 # The children that have exited: the holder, generation processes, workers.
@@ -228,9 +291,8 @@ sub reap_children {
         my $status = $?;
         if ($self->{holder}->is_holder($pid)) {
             $self->{holder}->exited($pid, $status, $self->{stopping});
-        } elsif (my $generation = delete $self->{generations}{$pid}) {
-            $self->publish_generations;
-            $self->generation_exited($generation, $status);
+        } elsif ($self->{generations}->is_generation($pid)) {
+            $self->{generations}->exited($pid, $status);
         } else {
             $self->worker_exited($pid, $status);
         }

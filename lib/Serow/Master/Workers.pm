@@ -7,6 +7,7 @@ use Time::HiRes ();
 use Serow ();
 use Serow::Worker ();
 use Serow::Log ();
+use Serow::Master::Retry ();
 
 # The master's workers: how many (TTIN, TTOU), which are current, each one
 # spawned in a free slot, asked to stop or reopen its logs, reaped and
@@ -17,25 +18,11 @@ use Serow::Log ();
 # and 'first_load'.
 
 # A worker that dies this soon after it started is probably failing at start:
-# replacements are then held off, this many seconds at first.
+# replacements are then held off (Serow::Master::Retry: 1 second at first,
+# then longer each round while they keep failing: a file broken for
+# --lazy-app, an @Serow::AFTER_FORK hook that dies).  A worker that starts,
+# or a HUP, ends the streak.
 use constant FAST_DEATH_SECONDS => 1;
-
-# While they keep failing (a file broken for --lazy-app, an @Serow::AFTER_FORK
-# hook that dies), each round waits twice as long as the one before, up to
-# this: a server left broken overnight neither floods its log nor spends a
-# CPU compiling the app every second.  A worker that starts, or a HUP, ends
-# the streak.  (The same for a generation that cannot load the app:
-# Serow::Master::Generations.)
-use constant MAX_RETRY_SECONDS => 16;
-
-# The wait before the next try of something that keeps failing: 1 second
-# first ($previous undef), then twice the one before, MAX_RETRY_SECONDS at
-# most.  A method, for the master's modules that retry.
-sub next_retry_delay {
-    my ($self, $previous) = @_;
-    my $delay = $previous ? $previous * 2 : FAST_DEATH_SECONDS;
-    return $delay > MAX_RETRY_SECONDS ? MAX_RETRY_SECONDS : $delay;
-}
 
 # --lazy-app: a worker that cannot load the app exits with this status, so
 # that the master tells it from a worker that failed later.
@@ -74,7 +61,7 @@ sub current_workers {
 # in the listen backlog).
 sub generation_ready {
     my ($self, $status) = @_;
-    return 0 if !$status->{holder_pid} || $self->{loading};
+    return 0 if !$status->{holder_pid} || $self->{generations}->loading;
     my @current = $self->current_workers;
     return 0 if @current < $self->{target};
     my %started = map { $_->{pid} => 1 } @{ $status->{workers} };
@@ -88,7 +75,7 @@ sub generation_ready {
 # master stops, to exit 2.
 sub awaiting_first_load {
     my ($self) = @_;
-    return !$self->{serving} if $self->{preload_app};
+    return !$self->{generations}->serving if $self->{generations}->preloading;
     my $first = $self->{first_load} or return 0;
     if ($first->{loaded} || @{ $self->{shared}->status->{workers} }) {
         $self->{first_load} = undef;
@@ -96,14 +83,14 @@ sub awaiting_first_load {
     }
     return 1 if %{ $self->{workers} } || !$first->{failed};
     Serow::Log->error("no worker could load the app $self->{app_file} (--lazy-app): exiting");
-    $self->{exit_status} = 2;
-    $self->begin_stop;
+    $self->give_up;
     return 1;
 }
 
 sub spawn_missing_workers {
     my ($self) = @_;
-    return if $self->{preload_app} && !$self->{serving}; # (no app loaded yet)
+    my $generations = $self->{generations};
+    return if $generations->preloading && !$generations->serving; # (no app loaded yet)
     $self->end_failure_streak_once_started if $self->{spawn_delay};
     my $missing = $self->{target} - $self->current_workers;
     for (1 .. $missing) {
@@ -113,7 +100,7 @@ sub spawn_missing_workers {
 }
 
 # A worker, or the fork of one, failed: spawn_missing_workers starts none
-# for a while (next_retry_delay: longer each round the failures go on).  Failures while the hold
+# for a while (Serow::Master::Retry: longer each round the failures go on).  Failures while the hold
 # lasts are of the same round (the workers spawned together).  The delay,
 # in seconds.
 sub throttle_spawning {
@@ -121,14 +108,14 @@ sub throttle_spawning {
     my $now = Time::HiRes::time;
     $self->{failed_at} = $now;
     return $self->{spawn_delay} if $self->{throttled_until} && $now < $self->{throttled_until};
-    my $delay = $self->{spawn_delay} = $self->next_retry_delay($self->{spawn_delay});
+    my $delay = $self->{spawn_delay} = Serow::Master::Retry->next_delay($self->{spawn_delay});
     $self->{throttled_until} = $now + $delay;
     return $delay;
 }
 
 # The failures are over once a worker forked after the last of them has
-# started (its pid is in its slot): the next failure waits
-# FAST_DEATH_SECONDS again.
+# started (its pid is in its slot): the next failure waits the first delay
+# again.
 sub end_failure_streak_once_started {
     my ($self) = @_;
     my $w = $self->{workers};
@@ -197,7 +184,7 @@ sub spawn_worker {
 # or undef.
 sub fork_worker {
     my ($self, $limit, $slot, $wake_fd) = @_;
-    if (my $serving = $self->{serving}) {
+    if (my $serving = $self->{generations}->serving) {
         my $pid = $serving->spawn_worker($slot, $limit, $wake_fd, fileno(STDERR),
             $self->{logs}->access_log_fh ? fileno $self->{logs}->access_log_fh : undef);
         $self->throttle_spawning unless $pid;
@@ -210,14 +197,14 @@ sub fork_worker {
 
 # In the child: becomes a worker and never returns.
 sub run_worker {
-    my ($self, $limit, $slot, $wake_fd, $signal_mask) = @_;
+    my ($self, $limit, $slot, $wake_fd, $signal_mask, $preloaded) = @_;
     $0 = "serow worker";
     # Else every worker would draw the same rand() sequence as its siblings.
     srand();
     # --lazy-app: here, after the fork and the switch to --user, before the
     # worker touches its slot or the holder: one that fails leaves nothing
     # behind.
-    my $app = $self->{app} // eval { $self->{load_app}->() } // do {
+    my $app = $preloaded // $self->{app} // eval { $self->{load_app}->() } // do {
         Serow::Log->error("worker $$: $@");
         exit APP_LOAD_FAILED;
     };
