@@ -7,25 +7,28 @@ use Serow::Log ();
 use Serow::Master::Fork ();
 use Serow::Master::Generations ();
 use Serow::Master::Holder ();
+use Serow::Master::Limits ();
 use Serow::Master::Logs ();
 use Serow::Master::Signals ();
 use Serow::Master::Systemd ();
+use Serow::Master::Workers ();
 
-# The master is one object, and this module its top: new, the main loop,
-# the stop.  Each of its other concerns is a module of the object's methods
-# (Serow::Master::*), which says which of the object's fields it owns:
-#   Signals      which signals it handles, what each asks, their queue
-#   Workers      how many, which are current; spawned, asked, reaped
-#   Limits       --max-worker-rss, --graceful-timeout, --request-timeout's kill
-#   Generations  HUP's new workers; serow FILE's generation processes
-#   Holder       the connection holder process: started, stopped, replaced
-#   Fork         how every child is forked
-#   Logs         --access-log opened for the children; USR1's reopening
-#   Systemd      what systemd is told under Type=notify
-use parent qw(
-    Serow::Master::Workers
-    Serow::Master::Limits
-);
+# The master: new (which makes its components and wires them), the main
+# loop, what each signal asks, the stop.  Each concern is a component, an
+# object of its own that owns its fields and is used through its methods:
+#   signals      Signals      which signals it handles, what each asks, their queue
+#   fork         Fork         how every child is forked
+#   logs         Logs         --access-log opened for the children; USR1's reopening
+#   systemd      Systemd      what systemd is told under Type=notify
+#   holder       Holder       the connection holder process: started, stopped, replaced
+#   generations  Generations  serow FILE's generation processes
+#   workers      Workers      how many, which are current; spawned, asked, reaped
+#   limits       Limits       --max-worker-rss, --graceful-timeout, --request-timeout's kill
+# A component is given those it uses when it is made (in this order: each
+# only ones made before it), and never reaches back: where the work of one
+# follows from another's (a HUP, a generation loaded, a worker reaped), the
+# master does both.  The master alone owns the stop (stopping, exit_status)
+# and the start-up line (announced).
 
 # How long the master sleeps between looks at its workers when no signal
 # wakes it: signals and child exits interrupt the sleep at once.
@@ -37,50 +40,59 @@ use constant MIN_WORKER_SLOTS => 64;
 # The handlers to set before the master runs (Serow::Master::Signals).
 sub early_signal_handlers { Serow::Master::Signals->early_signal_handlers }
 
+# How it gets the app: app (loaded: plackup -s Serow, Serow::Server->run),
+# load_app (--lazy-app: each worker calls it after the fork) or preload_app
+# (serow FILE: a generation process calls it and forks the workers), with
+# app_file for the messages.
 sub new {
     my ($class, %args) = @_;
-    my $workers = $args{options}{workers};
-    my $slots = $workers * 4 > MIN_WORKER_SLOTS ? $workers * 4 : MIN_WORKER_SLOTS;
-    my $shared = Serow::Shared->new($slots);
-    my $self = bless {
-        shared     => $shared, # what workers and the holder publish (src/shared_state.h)
-        app        => $args{app},
-        # --lazy-app: no app; each worker calls load_app after the fork.
-        load_app   => $args{load_app},
-        app_file   => $args{app_file},
-        # --lazy-app: no worker has loaded the app yet.  Until one has, the
-        # master starts no replacement, and if every worker of the first
-        # generation fails to load it, the master exits 2 (as serow does for
-        # a bad app file without --lazy-app) instead of starting worker after
-        # worker that fail the same way.
-        first_load => $args{load_app} ? { failed => 0 } : undef,
+    my $options = $args{options};
+    my $slots = $options->{workers} * 4 > MIN_WORKER_SLOTS ? $options->{workers} * 4 : MIN_WORKER_SLOTS;
+    my $shared = Serow::Shared->new($slots); # what workers and the holder publish (src/shared_state.h)
+    my %common = (options => $options, shared => $shared);
+
+    my $fork = Serow::Master::Fork->new(privileges => $args{privileges});
+    my $logs = Serow::Master::Logs->new(options => $options);
+    $logs->open_access_log or die "--access-log: cannot open '$options->{access_log}' for appending: $!\n";
+    my $holder = Serow::Master::Holder->new(%common, fork => $fork, logs => $logs,
+        listeners => $args{listeners});
+    # (A worker a generation process forks runs what any worker runs.)
+    my $workers;
+    my $generations = Serow::Master::Generations->new(%common, fork => $fork, logs => $logs,
+        load_app => $args{preload_app}, app_file => $args{app_file},
+        run_worker => sub { $workers->run_worker(@_) });
+    $workers = Serow::Master::Workers->new(%common, fork => $fork, logs => $logs,
+        generations => $generations, listeners => $args{listeners},
+        worker_channels => [ $holder->worker_channels ],
+        app => $args{app}, load_app => $args{load_app}, app_file => $args{app_file});
+    my $systemd = Serow::Master::Systemd->new(notify => $args{notify});
+    # Every child closes the descriptors that are the master's; a failed
+    # fork holds off new workers as a worker failing at start does.
+    $fork->close_in_child($workers, $generations, $systemd);
+    $fork->on_failure(sub { $workers->throttle_spawning });
+
+    return bless {
+        shared      => $shared,
+        listeners   => $args{listeners},
+        on_ready    => $args{on_ready}, # called once the signal handlers are in place
+        signals     => Serow::Master::Signals->new,
+        logs        => $logs,
+        systemd     => $systemd,
+        holder      => $holder,
+        generations => $generations,
+        workers     => $workers,
+        limits      => Serow::Master::Limits->new(%common, workers => $workers, logs => $logs),
+        announced   => 0, # on_ready has run
+        stopping    => 0, # the stop has begun
         exit_status => 0,
-        options    => $args{options},
-        listeners  => $args{listeners},
-        fork       => Serow::Master::Fork->new(privileges => $args{privileges}),
-        on_ready   => $args{on_ready}, # called once the signal handlers are in place
-        systemd    => Serow::Master::Systemd->new(notify => $args{notify}),
-        announced  => 0,     # on_ready has run
-        target     => $args{options}{workers},
-        # pid => { generation, started, stopping_since, killed, slot, wake_fd,
-        #          recycled (over --max-worker-rss) }
-        workers    => {},
-        generation => 1,
-        signals    => Serow::Master::Signals->new,
-        logs       => Serow::Master::Logs->new(options => $args{options}),
+        # --lazy-app and serow FILE, after a HUP: the old workers go once
+        # every new one has started (retire_old_generation).
+        retire_old_when_ready => 0,
     }, $class;
-    $self->{logs}->open_access_log or die "--access-log: cannot open '$args{options}{access_log}' for appending: $!\n";
-    $self->{holder} = Serow::Master::Holder->new(fork => $self->{fork}, logs => $self->{logs},
-        listeners => $args{listeners}, shared => $shared, options => $args{options});
-    # serow FILE: no app either; a generation process (Serow::Generation)
-    # calls preload_app and forks the workers.
-    $self->{generations} = Serow::Master::Generations->new(fork => $self->{fork},
-        shared => $shared, logs => $self->{logs}, load_app => $args{preload_app},
-        app_file => $args{app_file}, run_worker => sub { $self->run_worker(@_) });
-    $self->{fork}->close_in_child($self, $self->{generations}, $self->{systemd});
-    $self->{fork}->on_failure(sub { $self->throttle_spawning });
-    return $self;
 }
+
+# Whether the stop has begun.
+sub stopping { $_[0]{stopping} }
 
 sub run {
     my ($self) = @_;
@@ -92,26 +104,25 @@ sub run {
     # kill the master by its default action.
     local $SIG{USR2} = 'IGNORE';
     $self->{signals}->take_early;
+    my ($workers, $generations, $holder) = @$self{qw(workers generations holder)};
     # serow FILE: the workers a generation process forks (through a process
     # that exits at once) become the master's children.
     # (Without it every such worker would find another parent than the
     # master and leave at once: better not to start.)
-    if ($self->{generations}->preloading && !Serow::set_child_subreaper()) {
+    if ($generations->preloading && !Serow::set_child_subreaper()) {
         die "cannot become a child subreaper (prctl PR_SET_CHILD_SUBREAPER): $!\n";
     }
     # (serow FILE: once the first generation has loaded the app.)
-    $self->announce unless $self->{generations}->preloading;
+    $self->announce unless $generations->preloading;
 
     $self->handle_signals; # those that came early: after a stop, nothing starts
     if (!$self->{stopping}) {
-        $self->{holder}->spawn;
+        $holder->spawn;
         # (An early HUP may have started it.)
-        $self->{generations}->start
-            if $self->{generations}->preloading && !$self->{generations}->loading;
-        $self->spawn_missing_workers;
+        $generations->start if $generations->preloading && !$generations->loading;
+        $workers->spawn_missing;
     }
-    until ($self->{stopping} && !%{ $self->{workers} } && !$self->{holder}->pid
-            && !$self->{generations}->running) {
+    until ($self->{stopping} && !$workers->count && !$holder->pid && !$generations->running) {
         $self->wait_for_event;
         # Signals first: a TERM or INT sent to the whole process group (^C in
         # a terminal) also stops the holder and the workers, and their exits
@@ -119,19 +130,19 @@ sub run {
         $self->handle_signals;
         $self->reap_children;
         $self->check_loading_generation;
-        $self->{generations}->start_when_due unless $self->{stopping};
-        $self->kill_overdue_workers;
+        $generations->start_when_due unless $self->{stopping};
+        $self->{limits}->kill_overdue_workers;
         if ($self->{stopping}) {
             # The workers have handed their idle connections over: now the
             # holder closes them and goes too.
-            $self->{holder}->stop unless %{ $self->{workers} };
+            $holder->stop unless $workers->count;
             next;
         }
-        $self->{holder}->spawn unless $self->{holder}->pid;
+        $holder->spawn unless $holder->pid;
         if (!$self->awaiting_first_load) {
-            $self->recycle_large_workers;
-            $self->retire_surplus_workers;
-            $self->spawn_missing_workers;
+            $self->{limits}->recycle_large_workers;
+            $workers->retire_surplus;
+            $workers->spawn_missing;
             $self->retire_old_generation;
         }
         $self->notify_systemd;
@@ -148,6 +159,26 @@ sub announce {
     $self->{on_ready}->() if $self->{on_ready};
 }
 
+sub wait_for_event {
+    my ($self) = @_;
+    return if $self->{signals}->pending;
+    my $timeout = $self->{systemd}->timeout(IDLE_WAKE_SECONDS, $self->stopping);
+    # (A generation loading the app says when it is done.)
+    my $rin;
+    my $loading = $self->{generations}->loading;
+    vec($rin, $loading->channel, 1) = 1 if $loading;
+    select($rin, undef, undef, $timeout);
+}
+
+# Ready: the connection holder runs, no generation is loading the app, and
+# every worker of the current generation has started.  $status: the shared
+# memory's (Serow::Shared->status).
+sub generation_ready {
+    my ($self, $status) = @_;
+    return 0 if !$status->{holder_pid} || $self->{generations}->loading;
+    return $self->{workers}->all_current_started($status);
+}
+
 # Under systemd's Type=notify: READY=1 once the workers are up, STATUS=, the
 # watchdog's ping (Serow::Master::Systemd).
 sub notify_systemd {
@@ -157,19 +188,22 @@ sub notify_systemd {
     $self->{systemd}->update($status, $self->generation_ready($status));
 }
 
-sub wait_for_event {
+# --lazy-app and serow FILE, until the app has loaded once: true while the
+# master waits for it (it starts no worker meanwhile).  --lazy-app, every
+# worker of the first generation failed to load it: the master stops.
+sub awaiting_first_load {
     my ($self) = @_;
-    return if $self->{signals}->pending;
-    my $timeout = $self->{systemd}->timeout(IDLE_WAKE_SECONDS, $self->{stopping});
-    # (A generation loading the app says when it is done.)
-    my $rin;
-    my $loading = $self->{generations}->loading;
-    vec($rin, $loading->channel, 1) = 1 if $loading;
-    select($rin, undef, undef, $timeout);
+    my $generations = $self->{generations};
+    return !$generations->serving if $generations->preloading;
+    my $state = $self->{workers}->first_load or return 0;
+    $self->give_up if $state eq 'failed';
+    return 1;
 }
 
+# ---- Signals ----
+
 # What the signals received ask (Serow::Master::Signals): each a method
-# below, or of the component it concerns.
+# below.
 sub handle_signals {
     my ($self) = @_;
     while (my ($method, $sig) = $self->{signals}->next_request) {
@@ -193,23 +227,11 @@ sub stop {
     Serow::Log->info("received SIG$sig: finishing in-flight requests, then exiting");
 }
 
-sub begin_stop {
-    my ($self) = @_;
-    $self->{stopping} = 1;
-    $self->{systemd}->stopping;
-    $self->{shared}->set_server_stopping;
-    $self->stop_worker($_) for keys %{ $self->{workers} };
-    $self->{generations}->stop;
-    # After the stop requests: an idle worker woken by its listener closing
-    # finds its request already, and stops instead of accepting on it again.
-    $_->stop_accepting for @{ $self->{listeners} };
-}
-
 # HUP: new workers first, then the old ones finish what they have: the
 # listen sockets never go unserved.
 sub restart_workers {
     my ($self, $sig) = @_;
-    my $generations = $self->{generations};
+    my ($workers, $generations) = @$self{qw(workers generations)};
     # serow FILE, the first generation still loading: it reads the file as
     # it is now, and there is nothing to replace.
     if ($generations->preloading && !$generations->serving && $generations->loading) {
@@ -217,19 +239,40 @@ sub restart_workers {
     }
     Serow::Log->info("received SIG$sig: replacing workers gracefully");
     $self->{systemd}->reloading;
-    $self->end_failure_streak;
+    $workers->end_failure_streak;
     # serow FILE: a new generation loads the app; its workers start once it
     # has (check_loading_generation).
     return $generations->start if $generations->preloading;
-    my @old = keys %{ $self->{workers} };
-    $self->{generation}++;
-    $self->spawn_missing_workers;
+    my @old = $workers->pids;
+    $workers->begin_generation;
+    $workers->spawn_missing;
     # --lazy-app: the new workers load the app file afresh, which may have
     # been broken by the deploy the HUP is for: the old ones serve until
     # every new one has started (retire_old_generation).
-    return $self->{retire_old_when_ready} = 1 if $self->{load_app};
-    $self->stop_worker($_) for @old;
+    return $self->{retire_old_when_ready} = 1 if $workers->loads_app;
+    $workers->stop($_) for @old;
 }
+
+sub add_worker {
+    my ($self, $sig) = @_;
+    $self->{workers}->add($sig);
+}
+
+sub remove_worker {
+    my ($self, $sig) = @_;
+    $self->{workers}->remove($sig);
+}
+
+# USR1: logrotate has moved the logs away; the master opens its own again,
+# and every worker and the holder reopen theirs.
+sub reopen_logs {
+    my ($self, $sig) = @_;
+    $self->{logs}->reopen($sig) or return;
+    $self->{workers}->reopen_logs;
+    $self->{holder}->reopen_logs;
+}
+
+# ---- Generations ----
 
 # serow FILE: the generation loading the app has loaded it (its workers
 # become the current ones, and replace the old ones once they have all
@@ -239,7 +282,7 @@ sub check_loading_generation {
     my ($self) = @_;
     my $result = $self->{generations}->check_loading(!$self->{announced}) or return;
     if ($result eq 'loaded') {
-        $self->{generation}++;
+        $self->{workers}->begin_generation;
         $self->{retire_old_when_ready} = 1;
         return $self->announce;
     }
@@ -255,9 +298,48 @@ sub retire_old_generation {
     my ($self) = @_;
     return unless $self->{retire_old_when_ready} && $self->generation_ready($self->{shared}->status);
     $self->{retire_old_when_ready} = 0;
-    my $w = $self->{workers};
-    $self->stop_worker($_) for grep { $w->{$_}{generation} != $self->{generation} } keys %$w;
+    $self->{workers}->stop_older_generations;
     $self->{generations}->retire_all_but_serving;
+}
+
+# ---- Exits and the stop ----
+
+# The children that have exited: the holder, generation processes, workers.
+sub reap_children {
+    my ($self) = @_;
+    while ((my $pid = waitpid(-1, Serow::WNOHANG())) > 0) {
+        my $status = $?;
+        if ($self->{holder}->is_holder($pid)) {
+            $self->{holder}->exited($pid, $status, $self->stopping);
+        } elsif ($self->{generations}->is_generation($pid)) {
+            $self->{generations}->exited($pid, $status);
+        } else {
+            $self->worker_exited($pid, $status);
+        }
+    }
+}
+
+# The limits first: the client of a request that got its worker killed is
+# answered from what the worker left in its slot, which the workers' books
+# then reset.  A HUP's worker that could not load the app (--lazy-app)
+# ends the reload: the old workers serve on.
+sub worker_exited {
+    my ($self, $pid, $status) = @_;
+    $self->{limits}->worker_exited($pid);
+    $self->{workers}->exited($pid, $status, $self->stopping)
+        and $self->{systemd}->reload_failed;
+}
+
+sub begin_stop {
+    my ($self) = @_;
+    $self->{stopping} = 1;
+    $self->{systemd}->stopping;
+    $self->{shared}->set_server_stopping;
+    $self->{workers}->stop_all;
+    $self->{generations}->stop;
+    # After the stop requests: an idle worker woken by its listener closing
+    # finds its request already, and stops instead of accepting on it again.
+    $_->stop_accepting for @{ $self->{listeners} };
 }
 
 # The app cannot be loaded at the start (said): serow exits 2, as for a bad
@@ -266,37 +348,6 @@ sub give_up {
     my ($self) = @_;
     $self->{exit_status} = 2;
     $self->begin_stop;
-}
-
-# USR1: logrotate has moved the logs away; the master opens its own again,
-# and every worker and the holder reopen theirs.
-sub reopen_logs {
-    my ($self, $sig) = @_;
-    $self->{logs}->reopen($sig) or return;
-    $self->ask_worker($_, 'reopen_logs') for keys %{ $self->{workers} };
-    $self->{holder}->reopen_logs;
-}
-
-# In a child: the other workers' doorbells are the master's, not this
-# child's, and so are its channels to the generation processes.
-sub close_in_child {
-    my ($self) = @_;
-    Serow::close_fd($_->{wake_fd}) for values %{ $self->{workers} };
-}
-
-# The children that have exited: the holder, generation processes, workers.
-sub reap_children {
-    my ($self) = @_;
-    while ((my $pid = waitpid(-1, Serow::WNOHANG())) > 0) {
-        my $status = $?;
-        if ($self->{holder}->is_holder($pid)) {
-            $self->{holder}->exited($pid, $status, $self->{stopping});
-        } elsif ($self->{generations}->is_generation($pid)) {
-            $self->{generations}->exited($pid, $status);
-        } else {
-            $self->worker_exited($pid, $status);
-        }
-    }
 }
 
 1;
