@@ -68,7 +68,7 @@ sub new {
     my $systemd = Serow::Master::Systemd->new(notify => $args{notify});
     # Every child closes the descriptors that are the master's; a failed
     # fork holds off new workers as a worker failing at start does.
-    $fork->close_in_child($workers, $generations, $systemd);
+    $fork->in_child(sub { $_->close_in_child for $workers, $generations, $systemd });
     $fork->on_failure(sub { $workers->throttle_spawning });
 
     return bless {

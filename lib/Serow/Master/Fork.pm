@@ -16,9 +16,7 @@ sub new {
     return bless {
         master_pid => $$,
         privileges => $args{privileges}, # Serow::Privileges: dropped in every child, or undef
-        # Objects whose descriptors are the master's alone: each one's
-        # close_in_child runs in every child (close_in_child below).
-        holders_of_descriptors => [],
+        in_child   => sub {}, # closes the master's own descriptors in a child
         on_failure => sub {}, # called when fork fails
     }, $class;
 }
@@ -26,12 +24,11 @@ sub new {
 # The master's pid: a child whose parent is another has lost its master.
 sub master_pid { $_[0]{master_pid} }
 
-# Registers objects that keep descriptors of the master's own (the workers'
-# doorbells, the generations' channels, systemd's socket): in every child,
-# each one's close_in_child method closes them.
-sub close_in_child {
-    my ($self, @objects) = @_;
-    push @{ $self->{holders_of_descriptors} }, @objects;
+# What closes, in every child, the descriptors that are the master's alone
+# (the workers' doorbells, the generations' channels, systemd's socket).
+sub in_child {
+    my ($self, $callback) = @_;
+    $self->{in_child} = $callback;
 }
 
 # What to do when a fork fails (the master holds off new workers).
@@ -57,7 +54,7 @@ sub fork_child {
     }
     if ($pid == 0) {
         $SIG{$_} = 'DEFAULT' for Serow::Master::Signals->names;
-        $_->close_in_child for @{ $self->{holders_of_descriptors} };
+        $self->{in_child}->();
         if ($self->{privileges} && !eval { $self->{privileges}->drop }) {
             Serow::Log->error("cannot drop privileges: $@");
             Serow::exit_now(1);

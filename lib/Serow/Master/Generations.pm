@@ -28,7 +28,7 @@ sub new {
         running     => {},    # pid => Serow::Generation, every one still running
         serving     => undef, # the generation whose workers are current
         loading     => undef, # the one loading the app after a HUP (or at the start)
-        started     => 0,     # how many were started (the last one's number)
+        last_number => 0,     # the number of the last one started
         retry_at    => undef, # when to try again, no generation holding the app
         retry_delay => undef,
     }, $class;
@@ -64,7 +64,7 @@ sub start {
         kill 'KILL', $loading->pid; # (it ignores the master's signals)
     }
     my $generation = Serow::Generation->start(fork => $self->{fork}, logs => $self->{logs},
-        run_worker => $self->{run_worker}, number => ++$self->{started},
+        run_worker => $self->{run_worker}, number => ++$self->{last_number},
         load_app => $self->{load_app}) or return;
     $self->{running}{ $generation->pid } = $generation;
     $self->{loading} = $generation;
