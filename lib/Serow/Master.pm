@@ -16,19 +16,19 @@ use Serow::Master::Workers ();
 # The master: new (which makes its components and wires them), the main
 # loop, what each signal asks, the stop.  Each concern is a component, an
 # object of its own that owns its fields and is used through its methods:
-#   signals      Signals      which signals it handles, what each asks, their queue
 #   fork         Fork         how every child is forked
 #   logs         Logs         --access-log opened for the children; USR1's reopening
-#   systemd      Systemd      what systemd is told under Type=notify
 #   holder       Holder       the connection holder process: started, stopped, replaced
 #   generations  Generations  serow FILE's generation processes
 #   workers      Workers      how many, which are current; spawned, asked, reaped
 #   limits       Limits       --max-worker-rss, --graceful-timeout, --request-timeout's kill
-# A component is given those it uses when it is made (in this order: each
-# only ones made before it), and never reaches back: where the work of one
-# follows from another's (a HUP, a generation loaded, a worker reaped), the
-# master does both.  The master alone owns the stop (stopping, exit_status)
-# and the start-up line (announced).
+#   systemd      Systemd      what systemd is told under Type=notify
+#   signals      Signals      which signals it handles, what each asks, their queue
+# new makes them in this order, and gives each the ones it uses, made before
+# it; none reaches back.  Where the work of one follows from another's (a
+# HUP, a generation loaded, a worker reaped), the master does both.  The
+# master alone owns the stop (stopping, exit_status) and the start-up line
+# (announced).
 
 # How long the master sleeps between looks at its workers when no signal
 # wakes it: signals and child exits interrupt the sleep at once.
@@ -65,6 +65,7 @@ sub new {
         generations => $generations, listeners => $args{listeners},
         worker_channels => [ $holder->worker_channels ],
         app => $args{app}, load_app => $args{load_app}, app_file => $args{app_file});
+    my $limits = Serow::Master::Limits->new(%common, workers => $workers, logs => $logs);
     my $systemd = Serow::Master::Systemd->new(notify => $args{notify});
     # Every child closes the descriptors that are the master's; a failed
     # fork holds off new workers as a worker failing at start does.
@@ -75,13 +76,13 @@ sub new {
         shared      => $shared,
         listeners   => $args{listeners},
         on_ready    => $args{on_ready}, # called once the signal handlers are in place
-        signals     => Serow::Master::Signals->new,
         logs        => $logs,
-        systemd     => $systemd,
         holder      => $holder,
         generations => $generations,
         workers     => $workers,
-        limits      => Serow::Master::Limits->new(%common, workers => $workers, logs => $logs),
+        limits      => $limits,
+        systemd     => $systemd,
+        signals     => Serow::Master::Signals->new,
         announced   => 0, # on_ready has run
         stopping    => 0, # the stop has begun
         exit_status => 0,
