@@ -58,7 +58,7 @@ sub new {
         listeners => $args{listeners});
     # (A worker a generation process forks runs what any worker runs.)
     my $workers;
-    my $generations = Serow::Master::Generations->new(%common, fork => $fork, logs => $logs,
+    my $generations = Serow::Master::Generations->new(shared => $shared, fork => $fork, logs => $logs,
         load_app => $args{preload_app}, app_file => $args{app_file},
         run_worker => sub { $workers->run_worker(@_) });
     $workers = Serow::Master::Workers->new(%common, fork => $fork, logs => $logs,
