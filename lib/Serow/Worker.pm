@@ -95,7 +95,7 @@ sub new {
         slot          => $args{slot},
         channels      => $args{channels},
         # The eventfd the master rings when it asks something of this
-        # worker (stop, reopen the logs: Serow::Master::Workers, ask_worker), and
+        # worker (stop, reopen the logs: Serow::Master::Workers, ask), and
         # the master's pid.
         wake_fd       => $args{wake_fd} // -1,
         master_pid    => $args{master_pid},
@@ -221,7 +221,7 @@ sub open_access_log {
     close $fh if $fh; # the loop has its own copy
 }
 
-# What the master asked (Serow::Master::Workers, ask_worker): between requests.
+# What the master asked (Serow::Master::Workers, ask): between requests.
 sub do_as_the_master_asks {
     my ($self, $what) = @_;
     if ($what eq 'stop') {
