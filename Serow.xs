@@ -1,7 +1,7 @@
 /*
  * Serow.xs - the Perl face of the C core: Serow::Loop wraps one worker's
- * event loop (src/worker_loop.c) and the request it serves
- * (src/psgi_request.c); the other packages' glue is in the files it
+ * event loop (src/worker/worker_loop.c) and the request it serves
+ * (src/psgi/psgi_request.c); the other packages' glue is in the files it
  * INCLUDEs at its end (xs/writer.xsh, xs/shared.xsh, xs/process.xsh).
  * Glue only: it converts arguments and calls src/, which decides.
  */
@@ -19,20 +19,20 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "src/access_log.h"
-#include "src/child_signals.h"
-#include "src/connection_holder.h"
-#include "src/connection_transfer.h"
-#include "src/fd_passing.h"
-#include "src/log.h"
-#include "src/shared_state.h"
-#include "src/shared_values.h"
-#include "src/worker_loop.h"
-#include "src/psgi_env.h"
-#include "src/psgi_input.h"
-#include "src/psgi_request.h"
-#include "src/psgi_response.h"
-#include "src/response_writer.h"
+#include "log/access_log.h"
+#include "worker/child_signals.h"
+#include "holder/connection_holder.h"
+#include "shared/connection_transfer.h"
+#include "connection/fd_passing.h"
+#include "log/log.h"
+#include "shared/shared_state.h"
+#include "psgi/shared_values.h"
+#include "worker/worker_loop.h"
+#include "psgi/psgi_env.h"
+#include "psgi/psgi_input.h"
+#include "psgi/psgi_request.h"
+#include "psgi/psgi_response.h"
+#include "http/response_writer.h"
 
 typedef struct worker_loop *Serow__Loop;
 
@@ -135,6 +135,7 @@ loop_new(const char *class, HV *settings)
     s.limits.max_header_size = (size_t)setting(aTHX_ settings, who, "max_header_size");
     s.limits.max_headers = (size_t)setting(aTHX_ settings, who, "max_headers");
     s.max_body_size = (uint64_t)setting(aTHX_ settings, who, "max_body_size");
+    s.max_chunk_extensions = (uint64_t)setting(aTHX_ settings, who, "max_chunk_extensions");
     s.header_timeout = setting(aTHX_ settings, who, "header_timeout");
     s.read_timeout = setting(aTHX_ settings, who, "read_timeout");
     s.min_body_rate = setting(aTHX_ settings, who, "min_body_rate");
@@ -170,7 +171,7 @@ void
 loop_set_env_template(const char *class, HV *template)
   CODE:
     /* (class methods: the env and its handles are the process's, whatever
-     * loop serves the request: src/psgi_env.c, src/psgi_input.c) */
+     * loop serves the request: src/psgi/psgi_env.c, src/psgi/psgi_input.c) */
     PERL_UNUSED_VAR(class);
     serow_psgi_env_set_template(aTHX_ template);
 

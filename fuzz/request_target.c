@@ -17,7 +17,7 @@
  * limit paths are reached by short inputs.
  */
 #include "targets.h"
-#include "http_parser.h"
+#include "http/http_parser.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /*
- * targets.h - the fuzz targets for src/http_parser.c.
+ * targets.h - the fuzz targets for src/http/http_parser.c.
  *
  * Each target takes one input, runs the parser on it and abort()s when an
  * invariant breaks.  They are plain functions so that the same code runs

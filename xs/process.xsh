@@ -12,7 +12,7 @@ BOOT:
      * compiles them (Serow::BODY_CHUNKED costs a request nothing). */
     {
         HV *stash = gv_stashpvs("Serow", GV_ADD);
-        /* enum http_body_framing (src/http_parser.h): request_body_framing */
+        /* enum http_body_framing (src/http/http_parser.h): request_body_framing */
         SEROW_CONSTANT(stash, "BODY_NONE", HTTP_BODY_NONE);
         SEROW_CONSTANT(stash, "BODY_LENGTH", HTTP_BODY_LENGTH);
         SEROW_CONSTANT(stash, "BODY_CHUNKED", HTTP_BODY_CHUNKED);
@@ -24,7 +24,7 @@ BOOT:
          * process metrics (Serow::ProcessStats) */
         SEROW_CONSTANT(stash, "CLOCK_TICKS", sysconf(_SC_CLK_TCK));
         SEROW_CONSTANT(stash, "PAGE_SIZE", sysconf(_SC_PAGESIZE));
-        /* enum serow_log_level (src/log.h): syslog's priorities */
+        /* enum serow_log_level (src/log/log.h): syslog's priorities */
         SEROW_CONSTANT(stash, "LOG_ERROR", SEROW_LOG_ERROR);
         SEROW_CONSTANT(stash, "LOG_WARN", SEROW_LOG_WARN);
         SEROW_CONSTANT(stash, "LOG_INFO", SEROW_LOG_INFO);
@@ -85,7 +85,7 @@ open_file_limit()
 void
 log_line(int level, SV *message)
   CODE:
-    /* Serow::Log's lines: written (or not) by src/log.c, as C's are. */
+    /* Serow::Log's lines: written (or not) by src/log/log.c, as C's are. */
     STRLEN length;
     const char *text = SvPV(message, length);
     serow_log_line(level, text, length);
@@ -124,7 +124,7 @@ default_signals_in_children(...)
   CODE:
     /* The signals named, which this process ignores, are set back to their
      * default action in every process it forks from now on: see
-     * src/child_signals.h. */
+     * src/worker/child_signals.h. */
     for (I32 i = 0; i < items; i++) {
         int n = whichsig_pv(SvPV_nolen(ST(i)));
         if (n <= 0)

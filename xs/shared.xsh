@@ -1,7 +1,7 @@
 # xs/shared.xsh - the Serow::Shared package's glue, included by Serow.xs: the
-# shared memory of a server's processes (src/shared_state.c), what the master
+# shared memory of a server's processes (src/shared/shared_state.c), what the master
 # asks of it and of its workers, and the connection holder's run
-# (src/connection_holder.c).  Glue only, as Serow.xs.
+# (src/holder/connection_holder.c).  Glue only, as Serow.xs.
 
 MODULE = Serow    PACKAGE = Serow::Shared    PREFIX = shared_
 
@@ -53,7 +53,7 @@ shared_ask_worker(Serow::Shared shared, unsigned int index, int wake_fd, const c
   CODE:
     /* The master asks the worker in slot index, whose eventfd is wake_fd
      * (Serow::make_eventfd, made before the fork), to "stop" or to
-     * "reopen_logs": in the slot, no signal (src/shared_state.h). */
+     * "reopen_logs": in the slot, no signal (src/shared/shared_state.h). */
     enum shared_worker_request request;
     if (strEQ(what, "stop"))
         request = SHARED_ASK_STOP;

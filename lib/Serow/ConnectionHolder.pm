@@ -5,11 +5,11 @@ use warnings;
 use Serow ();
 use Serow::Log ();
 
-# The connection holder process: a C event loop (src/connection_holder.c)
+# The connection holder process: a C event loop (src/holder/connection_holder.c)
 # that keeps idle keep-alive connections so that they cost no worker, and
 # passes each one that has a request to whichever worker is free.
 
-# (A worker busy in one request for SHARED_STUCK_AFTER_MS, src/shared_state.h,
+# (A worker busy in one request for SHARED_STUCK_AFTER_MS, src/shared/shared_state.h,
 # loses its idle connections to the holder, so that other workers serve them.)
 # A connection idle this long in a worker moves to the holder.
 use constant IDLE_HANDOFF_MS => 500;

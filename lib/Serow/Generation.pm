@@ -6,6 +6,7 @@ use Time::HiRes ();
 
 use Serow ();
 use Serow::Log ();
+use Serow::Master::Signals ();
 
 # How long the master waits for a generation process to say which worker it
 # forked.  It answers at once (two forks); past this it is taken for hung.
@@ -38,20 +39,28 @@ use constant SPAWN_REPLY_SECONDS => 10;
 # A generation that cannot load the app logs why and exits: the master reads
 # the end of the stream.
 
-# Master side: forks the generation process (through $master->fork_child:
-# privileges dropped, parent-death signal KILL).  Returns the object, or
-# undef when the fork failed.
+# Master side: forks the generation process (through $args{fork}, a
+# Serow::Master::Fork: privileges dropped, parent-death signal KILL).  In
+# the process, $args{logs} (Serow::Master::Logs) is the access log's, and
+# each worker it forks runs $args{run_worker} (Serow::Master::Workers,
+# run_worker).  Returns the object, or undef when the fork failed.
 sub start {
     my ($class, %args) = @_;
-    my $master = $args{master};
     my ($master_end, $generation_end) = Serow::make_message_channel();
-    my $self = bless { number => $args{number}, channel => $master_end, state => 'loading' }, $class;
+    my $self = bless {
+        number     => $args{number},
+        channel    => $master_end,
+        state      => 'loading',
+        master_pid => $args{fork}->master_pid,
+        logs       => $args{logs},
+        run_worker => $args{run_worker},
+    }, $class;
     # It ignores the master's signals (below): the master's death kills it.
-    my $pid = $master->fork_child(sub {
+    my $pid = $args{fork}->fork_child(sub {
         my ($signal_mask) = @_;
         Serow::close_fd($master_end);
         $self->{channel} = $generation_end;
-        $self->run_process($master, $args{load_app}, $signal_mask);
+        $self->run_process($args{load_app}, $signal_mask);
     }, 'KILL');
     Serow::close_fd($generation_end);
     if (!$pid) {
@@ -154,32 +163,34 @@ sub close_in_child {
 # Loads the app, says so, then forks workers when asked until the master
 # says exit (or is gone).  Never returns.
 sub run_process {
-    my ($self, $master, $load_app, $signal_mask) = @_;
+    my ($self, $load_app, $signal_mask) = @_;
     $0 = "serow generation $self->{number}";
     # Like a worker, it ignores the master's signals, so that one sent to
     # the whole process group (^C, systemd's stop) acts once, through the
     # master, which ends this process by closing the channel (or, while it
     # loads the app, with SIGKILL).
-    my @ignored = grep { $_ ne 'CHLD' } Serow::Master->signal_names, 'USR2';
+    my @ignored = grep { $_ ne 'CHLD' } Serow::Master::Signals->names, 'USR2';
     $SIG{$_} = 'IGNORE' for @ignored;
     # Ignored here, not in what the app starts as it loads (a helper it
     # runs, a daemon it launches): they get the default actions back, as
     # from a worker (Serow::Worker, install_signal_handlers).
     Serow::default_signals_in_children(@ignored);
-    $master->forget_in_generation;
+    # The access log it inherited is not its own: each worker it forks
+    # gets the master's current one with the request to fork it.
+    $self->{logs}->close_access_log;
     Serow::set_signal_mask($signal_mask);
     my $app = eval { $load_app->() } // do {
         Serow::Log->error("generation $self->{number}: $@");
         Serow::exit_now(1);
     };
-    $master->{app} = $app;
+    $self->{app} = $app;
     Serow::send_message($self->{channel}, 'loaded') or Serow::exit_now(1);
     Serow::Log->info("generation $self->{number} loaded the app");
     while (defined(my $request = $self->next_request)) {
         my ($message, @fds) = @$request;
         last if $message eq 'exit';
         my $reply = $message =~ /\Aspawn (\d+) (\d+) ([01]) ([01])\z/
-            ? "slot $1 " . $self->spawn_request($master, $1, $2, $3, $4, @fds)
+            ? "slot $1 " . $self->spawn_request($1, $2, $3, $4, @fds)
             : "slot - error unknown request '$message'";
         Serow::close_fd($_) for @fds;
         Serow::send_message($self->{channel}, $reply) or last;
@@ -206,7 +217,7 @@ sub next_request {
 # error (after a USR1 the master's is the file opened again: this process's
 # lines and the worker's go there), then the worker is forked.
 sub spawn_request {
-    my ($self, $master, $slot, $limit, $with_error_log, $with_access_log, @fds) = @_;
+    my ($self, $slot, $limit, $with_error_log, $with_access_log, @fds) = @_;
     my $wake_fd = shift @fds;
     my $error_log = $with_error_log ? shift @fds : undef;
     my $access_log = $with_access_log ? shift @fds : undef;
@@ -216,18 +227,18 @@ sub spawn_request {
         open(STDERR, '>&', $error_log) or return "error standard error: $!";
         select((select(STDERR), $| = 1)[0]); # (as Serow::Log->open_file leaves it)
     }
-    return $self->fork_worker($master, $slot, $limit, $wake_fd, $access_log);
+    return $self->fork_worker($slot, $limit, $wake_fd, $access_log);
 }
 
 # Forks a worker through an intermediate process, so that the worker's
 # parent is the master (a subreaper) once the intermediate has exited.
 # Returns "pid PID" or "error WHY".
 sub fork_worker {
-    my ($self, $master, $slot, $limit, $wake_fd, $log_fd) = @_;
+    my ($self, $slot, $limit, $wake_fd, $log_fd) = @_;
     pipe(my $pid_from, my $pid_to) or return "error pipe: $!";
     # As in Serow::Master::Fork's fork_child: the worker unblocks them once its
     # own handlers are set.
-    my $old = Serow::block_signals(Serow::Master->signal_names);
+    my $old = Serow::block_signals(Serow::Master::Signals->names);
     my $middle = fork;
     if (!defined $middle) {
         Serow::set_signal_mask($old);
@@ -245,7 +256,7 @@ sub fork_worker {
             close $gone_to;
             close $pid_to;
             wait_for_new_parent($gone_from, $middle);
-            $self->become_worker($master, $slot, $limit, $wake_fd, $log_fd, $old);
+            $self->become_worker($slot, $limit, $wake_fd, $log_fd, $old);
         }
         syswrite($pid_to, defined $pid ? "$pid\n" : "0 $!\n");
         Serow::exit_now(0);
@@ -272,23 +283,19 @@ sub wait_for_new_parent {
 
 # In the worker, once the master is its parent: never returns.
 sub become_worker {
-    my ($self, $master, $slot, $limit, $wake_fd, $log_fd, $signal_mask) = @_;
-    $SIG{$_} = 'DEFAULT' for Serow::Master->signal_names, 'USR2';
+    my ($self, $slot, $limit, $wake_fd, $log_fd, $signal_mask) = @_;
+    $SIG{$_} = 'DEFAULT' for Serow::Master::Signals->names, 'USR2';
     Serow::close_fd($self->{channel});
     # As for every child of the master (fork_child): a worker whose master is
     # gone finishes and leaves.  Set only now: it fires when the parent
     # exits, and until a moment ago the parent was the intermediate.
     Serow::set_parent_death_signal(Serow::signal_number('USR2'));
-    Serow::exit_now(0) if getppid() != $master->{pid};
-    $master->{access_log_fh} = undef;
-    if (defined $log_fd) {
-        open(my $fh, '>>&=', $log_fd) or do {
-            Serow::Log->error("worker $$: cannot use the access log descriptor: $!");
-            Serow::exit_now(1);
-        };
-        $master->{access_log_fh} = $fh;
-    }
-    $master->run_worker($limit, $slot, $wake_fd, $signal_mask);
+    Serow::exit_now(0) if getppid() != $self->{master_pid};
+    $self->{logs}->use_access_log_fd($log_fd) or do {
+        Serow::Log->error("worker $$: cannot use the access log descriptor: $!");
+        Serow::exit_now(1);
+    };
+    $self->{run_worker}->($limit, $slot, $wake_fd, $signal_mask, $self->{app});
 }
 
 1;

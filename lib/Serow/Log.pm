@@ -4,7 +4,7 @@ use warnings;
 
 use Serow ();
 
-# The error log from Perl: each line goes to src/log.c, which writes the C
+# The error log from Perl: each line goes to src/log/log.c, which writes the C
 # code's lines too, so that both have one format, one --log-level and one
 # destination: "[2026-11-22 02:20:11] [info] [pid 1234] message" on
 # standard error ("<6>" before it when that is the journal), or syslog.
@@ -77,7 +77,7 @@ Serow::Log - the error log: levels, journald, syslog
 
 C<< Serow::Log->error($message) >>, C<< ->warn >>, C<< ->info >> and
 C<< ->debug >> write one line each, through the same C as the connection
-holder's and the worker's own lines (F<src/log.c>):
+holder's and the worker's own lines (F<src/log/log.c>):
 C<[2026-11-22 02:20:11] [info] [pid 1234] message> on standard error, which
 C<--error-log FILE> reopens on a file (C<< Serow::Log->open_file >>; USR1
 opens it again). Lines less important than C<--log-level> are dropped.

@@ -8,7 +8,7 @@ use Serow::ProcessStats ();
 
 # Prometheus metrics of a Serow server (--metrics-path), in the text
 # exposition format 0.0.4, from the counters the workers keep in shared
-# memory (src/request_metrics.h).
+# memory (src/shared/request_metrics.h).
 
 use constant CONTENT_TYPE => 'text/plain; version=0.0.4; charset=utf-8';
 

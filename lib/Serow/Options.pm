@@ -27,6 +27,7 @@ my @OPTIONS = (
     max_header_size => ['size', 65536, 'largest header section; larger gets 431'],
     max_headers => ['int', 100, 'most header fields in a request; more gets 431'],
     max_body_size => ['size', 1024 ** 3, 'largest request body; larger gets 413 (0: no limit)'],
+    max_chunk_extensions => ['size', 16384, 'bytes of chunk extensions (the ";name=value" after a chunk\'s size) a chunked request body may carry in all; more gets 400 (0: no limit). They carry no data, so without a bound a body of tiny chunks keeps a worker reading (RFC 9112 7.1.1)'],
     body_memory_limit => ['size', 1024 * 1024, 'request bodies larger than this are buffered in an unlinked temp file instead of memory'],
     header_timeout => ['seconds', 10, 'time a client has to send a whole request head; then 408'],
     read_timeout => ['seconds', 60, 'time without progress while reading a request body; then 408'],

@@ -39,7 +39,7 @@ sub _env_template {
     };
 }
 
-# psgix.io is made when the app first reads it (src/psgi_env.c): a handle on
+# psgix.io is made when the app first reads it (src/psgi/psgi_env.c): a handle on
 # a duplicate of the connection's socket, opened here (and made blocking
 # there, for the time the app has it).
 Serow::Loop->set_socket_opener(sub {
@@ -50,7 +50,7 @@ Serow::Loop->set_socket_opener(sub {
 
 # psgi.input of every request without a body: one empty in-memory handle,
 # rewound for each request (an app may have read, seeked or closed it).  The
-# env comes with it (src/psgi_env.c) while it is open; when an app has
+# env comes with it (src/psgi/psgi_env.c) while it is open; when an app has
 # closed it, a new one is made here and handed to the loop.
 sub _new_empty_input {
     my $input = _in_memory_input(\'');
@@ -60,7 +60,7 @@ sub _new_empty_input {
 
 # psgi.input of a request whose body (up to --body-memory-limit and 64 KiB)
 # came whole with its head: one in-memory handle, filled with the body and
-# rewound for each such request (src/psgi_env.c), so that a small POST is
+# rewound for each such request (src/psgi/psgi_env.c), so that a small POST is
 # answered without a handle opened or a step in Perl.  Made when the first
 # body comes, and again when an app closed that handle, opened it again or
 # pushed a layer on it.
@@ -94,7 +94,7 @@ sub new {
         slot          => $args{slot},
         channels      => $args{channels},
         # The eventfd the master rings when it asks something of this
-        # worker (stop, reopen the logs: Serow::Master::Workers, ask_worker), and
+        # worker (stop, reopen the logs: Serow::Master::Workers, ask), and
         # the master's pid.
         wake_fd       => $args{wake_fd} // -1,
         master_pid    => $args{master_pid},
@@ -129,7 +129,7 @@ END {
 sub loop_settings {
     my ($class, $options) = @_;
     return { (map { $_ => $options->{$_} } qw(
-        max_request_line max_header_size max_headers max_body_size header_timeout
+        max_request_line max_header_size max_headers max_body_size max_chunk_extensions header_timeout
         read_timeout min_body_rate write_timeout keepalive_timeout max_keepalive_requests
         max_keepalive_connections request_timeout max_queue_wait slow_request_log)),
         request_id_header => $options->{request_id_header} // '' }; # '': none
@@ -162,7 +162,7 @@ sub run {
     }
 
     Serow::Loop->set_env_template($template);
-    # A request is served in C (src/psgi_request.c), from head to end; it
+    # A request is served in C (src/psgi/psgi_request.c), from head to end; it
     # calls here for the steps that are Perl's: a request's body read into
     # psgi.input, and a whole response it does not send itself (a handle as
     # the body, a malformed one).
@@ -186,7 +186,7 @@ sub run {
         if ($limit && ++$self->{served} >= $limit) {
             $self->stop("served its $limit requests (--max-requests)");
         }
-        # The request, from head to end, in C (src/psgi_request.c).
+        # The request, from head to end, in C (src/psgi/psgi_request.c).
         Serow::Loop::serve_request($loop, $app, $env, $note_remote_user)
             or $self->stop('psgix.harakiri');
     }
@@ -220,7 +220,7 @@ sub open_access_log {
     close $fh if $fh; # the loop has its own copy
 }
 
-# What the master asked (Serow::Master::Workers, ask_worker): between requests.
+# What the master asked (Serow::Master::Workers, ask): between requests.
 sub do_as_the_master_asks {
     my ($self, $what) = @_;
     if ($what eq 'stop') {
@@ -301,13 +301,13 @@ sub stop {
     Serow::Log->info("worker $$ stopping ($why): finishing in-flight requests");
 }
 
-# psgi.input of a request that has none (src/psgi_request.c calls it before
+# psgi.input of a request that has none (src/psgi/psgi_request.c calls it before
 # the app runs): the empty handle when the request has no body (and the app
 # closed the last one), else its body, read whole.  True once
 # $env->{'psgi.input'} is there; false when the request was answered instead.
 # (psgix.cleanup.handlers is in the env already, and psgi.input when there is
 # no body, or a small one that came whole with the head, and its handle is
-# free: src/psgi_env.c)
+# free: src/psgi/psgi_env.c)
 sub give_input {
     my ($self, $env) = @_;
     my $loop = $self->{loop};
@@ -327,7 +327,7 @@ sub log_error {
 }
 
 # --request-timeout: the SIGALRM handler, while the app runs.  The signal
-# is the request's timer's (src/request_timeout.c) when the app has run
+# is the request's timer's (src/worker/request_timeout.c) when the app has run
 # longer than the timeout; then where the app was goes to the log at once
 # (an app that swallows the die and never returns is killed later, by the
 # master, and this line is all there is of it) and a die unwinds the app
@@ -363,7 +363,7 @@ sub _where_the_app_is {
 }
 
 # A whole response whose body the server does not send itself
-# (src/psgi_request.c has checked its shape, and stopped the loop when it is
+# (src/psgi/psgi_request.c has checked its shape, and stopped the loop when it is
 # the worker's last): a handle or an object with getline, or an array it
 # could not take as it is (a tied one).
 sub send_array_response {
@@ -494,7 +494,7 @@ Serow::Worker - a Serow worker process: takes requests from its event loop and r
 
 =head1 DESCRIPTION
 
-A worker waits in its C event loop (L<Serow::Loop>, F<src/worker_loop.c>)
+A worker waits in its C event loop (L<Serow::Loop>, F<src/worker/worker_loop.c>)
 for the next complete request head on any of its connections, buffers the
 body, calls the PSGI app and sends what it returned: an array body in one
 writev, a file with sendfile(2), other handles 64 KiB at a time, and
@@ -512,7 +512,7 @@ their logs through the shared memory; the worker does so between requests,
 so that the app's C<sleep>, C<select> or wait is not cut short. A signal sent
 to a worker directly does nothing. The processes the app starts (C<system>,
 backticks, a piped C<open>, C<fork>) get these signals' default actions
-back (F<src/child_signals.c>), and none of them blocked. USR2 is the
+back (F<src/worker/child_signals.c>), and none of them blocked. USR2 is the
 worker's parent-death signal: once its master is gone, it stops.
 
 =cut

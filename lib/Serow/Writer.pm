@@ -7,15 +7,15 @@ use Serow (); # the methods (XS)
 # The writer of a response whose body goes out in parts: what a
 # psgi.streaming app gets from its responder, and what sends a body handle's
 # lines.  It is C: the object and its methods are Serow::Writer in Serow.xs,
-# the writer in src/psgi_request.c (the bytes go out through
-# src/psgi_response.c): new($loop) for the response the loop has started,
+# the writer in src/psgi/psgi_request.c (the bytes go out through
+# src/psgi/psgi_response.c): new($loop) for the response the loop has started,
 # write, send (as write, but returns false instead of dying when the client
 # has gone), close, closed, gone, given (the body bytes written so far),
 # abandon (the request is over: the writer does nothing more) and poll_cb.
 # Each write goes out at once, in one writev (a chunk of its own for
 # HTTP/1.1 when the app gave no Content-Length), with one exception: the
 # header of a compressed body written on its own (see
-# compression_header_size in src/psgi_response.c).  CLIENT_GONE, what write
+# compression_header_size in src/psgi/psgi_response.c).  CLIENT_GONE, what write
 # and poll_cb die with when the client has gone away, is a constant made
 # there too.  This file is its manual.
 

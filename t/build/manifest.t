@@ -24,8 +24,8 @@ is_deeply [grep { $skip->($_) } @listed], [], 'none of them is one MANIFEST.SKIP
 is_deeply [grep { m{^(?:debian|\.ci)/} } @listed], [], 'no debian/ or CI files in the dist';
 
 SKIP: {
-    skip 'not a git checkout (an unpacked dist): nothing to compare with', 2 unless -e "$ROOT/.git";
-    skip 'git is not installed', 2 unless find_command('git');
+    skip 'not a git checkout (an unpacked dist): nothing to compare with', 3 unless -e "$ROOT/.git";
+    skip 'git is not installed', 3 unless find_command('git');
     my @tracked = sort grep { !$skip->($_) } split /\0/, `git ls-files -z`;
     is $?, 0, 'git ls-files';
     my %in_manifest = map { ($_ => 1) } @listed;
@@ -34,6 +34,10 @@ SKIP: {
         { missing => [], extra => [] },
         'MANIFEST is the tracked files MANIFEST.SKIP keeps'
         or diag 'run make manifest (tools/update-manifest) and commit MANIFEST';
+    # ExtUtils::Manifest's backups (MANIFEST.bak, MANIFEST.SKIP.bak) and any
+    # other *.bak are left out of MANIFEST by MANIFEST.SKIP, so the check
+    # above cannot see one that got committed; .gitignore keeps them out.
+    is_deeply [grep { /\.bak\z/ } split /\0/, `git ls-files -z`], [], 'no backup file (*.bak) is tracked';
 }
 
 done_testing;

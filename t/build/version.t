@@ -7,7 +7,7 @@ use Serow ();
 use Serow::Version ();
 use Serow::Test qw(find_command);
 
-# serow --version (and the start-up line, t/log/startup_line.t) name the
+# serow --version (and the start-up line, t/logs/startup_line.t) name the
 # version, and the commit when Serow runs from a git checkout; a tree without
 # .git (a dist, a package) runs no git and says the version alone.
 

@@ -1,5 +1,5 @@
 /*
- * The input buffers of connections (src/connection.c): a buffer an idle
+ * The input buffers of connections (src/connection/connection.c): a buffer an idle
  * connection gives back is kept for the next connection that reads, also one
  * grown past CONNECTION_READ_SIZE for a body read ahead, so that a busy
  * worker does not free and allocate 64 KiB and more per request (freed, glibc
@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "connection.h"
+#include "connection/connection.h"
 
 static int failures;
 
@@ -21,7 +21,7 @@ static void check(int ok, const char *name)
         failures++;
 }
 
-/* What serow_read_connection (src/worker_intake.c) lets a buffer grow to for a head:
+/* What serow_read_connection (src/worker/worker_intake.c) lets a buffer grow to for a head:
  * max_head_bytes with the default --max-request-line and --max-header-size. */
 #define HEAD_MAX (8192 + 65536 + 8)
 

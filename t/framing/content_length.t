@@ -18,6 +18,21 @@ subtest 'a plain Content-Length is accepted (the control case)' => sub {
     like $res->{body}, qr/"body":"hello"/;
 };
 
+subtest 'leading zeros are valid digits (1*DIGIT) and do not count against the bound' => sub {
+    for my $zeros (1, 18, 200) {
+        my $res = parse_response(raw_request($server,
+            "POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: " . ('0' x $zeros)
+            . "5\r\nConnection: close\r\n\r\nhello"));
+        is $res && $res->{status}, 200, "$zeros zeros, then 5";
+        like $res && $res->{body}, qr/"body":"hello"/, "$zeros zeros: the body";
+    }
+    my $res = parse_response(raw_request($server,
+        "POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 0000\r\nConnection: close\r\n\r\n"));
+    is $res && $res->{status}, 200, 'zeros only: an empty body';
+};
+rejects($server, post_with('Content-Length: 0000018446744073709551621'), 400,
+    'leading zeros before a Content-Length that overflows 64 bits');
+
 rejects($server, post_with('Content-Length: 5', 'Transfer-Encoding: chunked'), 400,
     'Content-Length with Transfer-Encoding (CL.TE)');
 rejects($server, post_with('Transfer-Encoding: chunked', 'Content-Length: 5'), 400,

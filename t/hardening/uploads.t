@@ -6,7 +6,7 @@ use File::Temp ();
 use lib 't/lib';
 use Serow::Test qw(start_server raw_connect read_response http_get wait_until);
 
-# Huge uploads (issue 5, item 6): a chunked and a Content-Length body reach
+# Huge uploads: a chunked and a Content-Length body reach
 # the app intact (md5 of psgi.input against the md5 the client computed while
 # generating the data, never holding the body) while the worker stays small,
 # and a client that leaves mid-upload leaves no temp file and a worker that

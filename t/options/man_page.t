@@ -78,20 +78,8 @@ subtest 'every option of the table is an item of OPTIONS' => sub {
     }
 };
 
-# "(default 64K)" in the item of --max-header-size is the table's 65536: the
-# man page and --help (which prints the table) cannot give two defaults.
-subtest 'the defaults the man page states are the table\'s' => sub {
-    my $defaults = Serow::Options->defaults;
-    my %scale = ('' => 1, K => 1024, M => 1024**2, G => 1024**3);
-    for my $name (Serow::Options->names) {
-        my $default = $defaults->{$name};
-        next if !defined $default || ref $default;
-        (my $flag = $name) =~ tr/_/-/;
-        my ($item) = $pod =~ /^=item --\Q$flag\E\b.*?\n\n(.*?)(?=^=)/ms or next;
-        my ($number, $unit) = $item =~ /\bdefault,? (\d+)([KMG]?)\b/ or next;
-        is $number * $scale{$unit}, $default, "--$flag: default $number$unit";
-    }
-};
+# The defaults it states are the table's: t/build/doc_defaults.t checks them
+# with every other default the documentation quotes.
 
 subtest 'every alias is in the POD' => sub {
     for my $alias (Serow::Options->aliases) {

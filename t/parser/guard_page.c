@@ -1,5 +1,5 @@
 /*
- * guard_page.c - src/http_parser.c on input that ends at an unmapped page.
+ * guard_page.c - src/http/http_parser.c on input that ends at an unmapped page.
  *
  * ASan catches reads past a heap buffer only when it is built in; a guard
  * page catches them in any build: each input is copied so that its last byte
@@ -13,7 +13,7 @@
  *
  * Run by t/parser/guard_page.t.
  */
-#include "http_parser.h"
+#include "http/http_parser.h"
 #include "replay.h"
 
 #include <stdio.h>

@@ -14,7 +14,7 @@ use Serow::Test::CProgram ();
 
 my $root = Serow::Test::root();
 my $build = Serow::Test::CProgram::build(name => 'guard_page', includes => ['src', 'fuzz'],
-    sources => [qw(t/parser/guard_page.c src/http_parser.c fuzz/replay.c
+    sources => [qw(t/parser/guard_page.c src/http/http_parser.c fuzz/replay.c
                    fuzz/request_target.c fuzz/chunked_target.c)]);
 plan skip_all => 'no C compiler (build-essential)' unless $build->{compiler};
 is $build->{status}, 0, "compiled with $build->{compiler}" . ($build->{sanitized} ? ' and ASan + UBSan' : '')

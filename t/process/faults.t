@@ -1,4 +1,4 @@
-# Faults (issue 5, item 8): a worker killed in the middle of a request, an
+# Faults: a worker killed in the middle of a request, an
 # app that dies, calls exit or crashes, and a killed connection holder.
 # Each costs at most the process it hit: the master replaces it, requests in
 # flight on other workers finish, and a client whose request was lost sees

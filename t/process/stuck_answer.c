@@ -1,6 +1,6 @@
 /*
  * The master's answer to the client of a worker it killed past
- * --request-timeout (src/connection_transfer.c): the connection is copied
+ * --request-timeout (src/shared/connection_transfer.c): the connection is copied
  * before the kill, and answered 503 after it only if the app still ran the
  * request taken when the worker died, and no byte of its response went out.
  * Between the copy and the kill the app may return, and the worker finish
@@ -20,8 +20,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "connection_transfer.h"
-#include "shared_state.h"
+#include "shared/connection_transfer.h"
+#include "shared/shared_state.h"
 
 static int failures;
 

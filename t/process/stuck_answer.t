@@ -1,5 +1,5 @@
 # The master's answer to the client of a worker it killed past
-# --request-timeout (src/connection_transfer.c), decided from the worker's
+# --request-timeout (src/shared/connection_transfer.c), decided from the worker's
 # shared slot: 503 only if the app still ran the request whose connection
 # the master copied, and no byte of its response went out.  The race it
 # guards against (the app returns between the copy and the kill, and the
@@ -14,7 +14,7 @@ use lib 't/lib';
 use Serow::Test::CProgram ();
 
 Serow::Test::CProgram::test_program(name => 'stuck_answer',
-    sources => [qw(t/process/stuck_answer.c src/connection_transfer.c src/shared_state.c
-                   src/access_log.c src/access_log_format.c src/response_writer.c src/http_parser.c)]);
+    sources => [qw(t/process/stuck_answer.c src/shared/connection_transfer.c src/shared/shared_state.c
+                   src/log/access_log.c src/log/access_log_format.c src/http/response_writer.c src/http/http_parser.c)]);
 
 done_testing;

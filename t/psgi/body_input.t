@@ -1,8 +1,8 @@
 # psgi.input of a small body that came whole with its head is one
 # in-memory handle per worker, filled and rewound for each such request
-# (src/psgi_env.c); a body of 1 KiB or more is not copied into its scalar but
+# (src/psgi/psgi_env.c); a body of 1 KiB or more is not copied into its scalar but
 # read where it lies, in the connection's buffer, lent until the next body
-# (src/psgi_input.c).  Each request must read its own body whatever an app did
+# (src/psgi/psgi_input.c).  Each request must read its own body whatever an app did
 # to the handle before: kept it (or an env with it), closed it, pushed a
 # layer on it, opened it again on a scalar of its own, left it half read.
 use strict;

@@ -1,5 +1,5 @@
 # A worker reuses the env hash of the previous request when the app kept no
-# reference to it (src/psgi_env.c): the app must not be able to tell.  Every
+# reference to it (src/psgi/psgi_env.c): the app must not be able to tell.  Every
 # request after one that added keys, changed values, deleted keys or sent
 # other headers gets the env a fresh worker's first request gets; an env the
 # app kept (a global, a closure, a delayed or streaming response, a reference

@@ -1,8 +1,8 @@
 /*
  * Two requests served by one worker at once, interleaved: the shape a
  * WebSocket message or an HTTP/2 stream will have.  Each is a struct
- * serow_request (src/request.h) of its own, made, started, advanced and
- * ended through the worker's public face (src/worker_loop.h) alone, on a
+ * serow_request (src/request/request.h) of its own, made, started, advanced and
+ * ended through the worker's public face (src/worker/worker_loop.h) alone, on a
  * real worker loop with two clients; each one's head, body, response and
  * accounting must stay its own while the other moves.
  * Prints "ok - NAME" / "not ok - NAME" per check (t/request/interleaved.t).
@@ -17,11 +17,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "access_log.h"
-#include "connection.h"
-#include "request.h"
-#include "request_accounting.h"
-#include "worker_loop.h"
+#include "log/access_log.h"
+#include "connection/connection.h"
+#include "request/request.h"
+#include "request/request_accounting.h"
+#include "worker/worker_loop.h"
 
 static int failures;
 

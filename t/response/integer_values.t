@@ -1,6 +1,6 @@
 # Integers the app returns (a status of 200, Content-Length => length $body,
 # other header values) are written in decimal by Serow itself
-# (src/psgi_response.c), not stringified by perl: the bytes must be the
+# (src/psgi/psgi_response.c), not stringified by perl: the bytes must be the
 # same, negative and 64-bit numbers and more integer headers than the few
 # it formats on its own included; and the app's values stay as they were.
 use strict;

@@ -1,6 +1,6 @@
 # A small body (Content-Length up to 64 KiB, or the first 64 KiB of a chunked
 # one) is read in the worker's event loop before the app sees the request
-# (PREREAD_BODY_MAX in src/worker_request_body.c): clients that
+# (PREREAD_BODY_MAX in src/worker/worker_request_body.c): clients that
 # send their bodies slowly hold connections, not the worker, and a normal
 # client is answered meanwhile.  --read-timeout still bounds the wait for
 # each piece of such a body (408).

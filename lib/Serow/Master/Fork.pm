@@ -4,12 +4,38 @@ use warnings;
 
 use Serow ();
 use Serow::Log ();
+use Serow::Master::Signals ();
 
 # How the master forks a child, whichever it is (a worker, the connection
 # holder, a generation process): its signals blocked across the fork, the
 # master's descriptors that are not the child's closed, privileges dropped,
-# the parent-death signal set.  A method of the master object
-# (Serow::Master); it owns no field.
+# the parent-death signal set.
+
+sub new {
+    my ($class, %args) = @_;
+    return bless {
+        master_pid => $$,
+        privileges => $args{privileges}, # Serow::Privileges: dropped in every child, or undef
+        in_child   => sub {}, # closes the master's own descriptors in a child
+        on_failure => sub {}, # called when fork fails
+    }, $class;
+}
+
+# The master's pid: a child whose parent is another has lost its master.
+sub master_pid { $_[0]{master_pid} }
+
+# What closes, in every child, the descriptors that are the master's alone
+# (the workers' doorbells, the generations' channels, systemd's socket).
+sub in_child {
+    my ($self, $callback) = @_;
+    $self->{in_child} = $callback;
+}
+
+# What to do when a fork fails (the master holds off new workers).
+sub on_failure {
+    my ($self, $callback) = @_;
+    $self->{on_failure} = $callback;
+}
 
 # Forks a child that runs $child_main (which never returns); returns the pid,
 # or undef when fork failed.  The kernel sends the child $death_signal when
@@ -18,21 +44,17 @@ sub fork_child {
     my ($self, $child_main, $death_signal) = @_;
     # Signals stay blocked across fork so that the child never runs the
     # master's handlers; the child unblocks them once its own are set.
-    my $old = Serow::block_signals($self->signal_names);
+    my $old = Serow::block_signals(Serow::Master::Signals->names);
     my $pid = fork;
     if (!defined $pid) {
         Serow::set_signal_mask($old);
         Serow::Log->error("cannot fork: $!");
-        $self->throttle_spawning;
+        $self->{on_failure}->();
         return undef;
     }
     if ($pid == 0) {
-        $SIG{$_} = 'DEFAULT' for $self->signal_names;
-        # The other workers' doorbells are the master's, not this child's,
-        # and so are its channels to the generation processes.
-        Serow::close_fd($_->{wake_fd}) for values %{ $self->{workers} };
-        $_->close_in_child for values %{ $self->{generations} };
-        $self->{notify}->close_in_child if $self->{notify};
+        $SIG{$_} = 'DEFAULT' for Serow::Master::Signals->names;
+        $self->{in_child}->();
         if ($self->{privileges} && !eval { $self->{privileges}->drop }) {
             Serow::Log->error("cannot drop privileges: $@");
             Serow::exit_now(1);
@@ -41,7 +63,7 @@ sub fork_child {
         # master may have died before this line, leaving nobody to signal it.
         # (After dropping privileges: a change of uid clears this setting.)
         Serow::set_parent_death_signal(Serow::signal_number($death_signal));
-        Serow::exit_now(0) if getppid() != $self->{pid};
+        Serow::exit_now(0) if getppid() != $self->{master_pid};
         $child_main->($old);
     }
     Serow::set_signal_mask($old);

@@ -2,117 +2,108 @@ package Serow::Master::Generations;
 use strict;
 use warnings;
 
-use Serow::Generation ();
-use Serow::Log ();
-
-# Generations of workers: HUP's new set replacing the old once it runs, and
-# with serow FILE the generation processes (Serow::Generation) that load the
-# app and fork each generation's workers: started, promoted once loaded,
-# retired, stopped.  Methods of the master object (Serow::Master); the
-# fields they own are 'generation' (the number of the current workers),
-# 'generations' (pid => Serow::Generation, every one still running),
-# 'serving', 'loading', 'generations_started', 'retire_old_when_ready',
-# 'generation_retry_at' and 'generation_retry_delay'.
-
 use Time::HiRes ();
 
+use Serow::Generation ();
+use Serow::Log ();
+use Serow::Master::Retry ();
 
-# New workers first, then the old ones finish what they have: the listen
-# sockets never go unserved.
-sub restart_workers {
-    my ($self, $sig) = @_;
-    # serow FILE, the first generation still loading: it reads the file as
-    # it is now, and there is nothing to replace.
-    if ($self->{preload_app} && !$self->{serving} && $self->{loading}) {
-        return Serow::Log->info("received SIG$sig while the app loads: nothing to replace yet");
-    }
-    Serow::Log->info("received SIG$sig: replacing workers gracefully");
-    $self->notify_reloading;
-    $self->end_failure_streak;
-    # serow FILE: a new generation loads the app; its workers start once it
-    # has (check_loading_generation).
-    return $self->start_generation if $self->{preload_app};
-    my @old = keys %{ $self->{workers} };
-    $self->{generation}++;
-    $self->spawn_missing_workers;
-    # --lazy-app: the new workers load the app file afresh, which may have
-    # been broken by the deploy the HUP is for: the old ones serve until
-    # every new one has started (retire_old_generation).
-    return $self->{retire_old_when_ready} = 1 if $self->{load_app};
-    $self->stop_worker($_) for @old;
+# serow FILE's generation processes (Serow::Generation), each of which loads
+# the app and forks its workers: started (at the start, on HUP, when the
+# serving one died), promoted once loaded, retired, stopped.  Without serow
+# FILE (no load_app) there are none.
+
+# $fork: Serow::Master::Fork; $logs: Serow::Master::Logs; $run_worker: what
+# a worker a generation process forks runs (Serow::Master::Workers,
+# run_worker), given the app the generation loaded.
+sub new {
+    my ($class, %args) = @_;
+    return bless {
+        fork        => $args{fork},
+        shared      => $args{shared},
+        logs        => $args{logs},
+        run_worker  => $args{run_worker},
+        load_app    => $args{load_app}, # serow FILE: loads the app in a generation process
+        app_file    => $args{app_file},
+        running     => {},    # pid => Serow::Generation, every one still running
+        serving     => undef, # the generation whose workers are current
+        loading     => undef, # the one loading the app after a HUP (or at the start)
+        last_number => 0,     # the number of the last one started
+        retry_at    => undef, # when to try again, no generation holding the app
+        retry_delay => undef,
+    }, $class;
 }
 
-# --lazy-app and serow FILE, after a HUP: once the new generation has
-# started, the workers of the older ones finish and leave, and so do the
-# older generation processes.
-sub retire_old_generation {
-    my ($self) = @_;
-    return unless $self->{retire_old_when_ready} && $self->generation_ready($self->{shared}->status);
-    $self->{retire_old_when_ready} = 0;
-    my $w = $self->{workers};
-    $self->stop_worker($_) for grep { $w->{$_}{generation} != $self->{generation} } keys %$w;
-    my $serving = $self->{serving};
-    $_->retire for grep { !$serving || $_ != $serving } values %{ $self->{generations} };
+# Whether workers come from generation processes (serow FILE).
+sub preloading { defined $_[0]{load_app} }
+
+# The generation whose workers are current, or undef.
+sub serving { $_[0]{serving} }
+
+# The generation loading the app, or undef.
+sub loading { $_[0]{loading} }
+
+# How many generation processes run.
+sub running { scalar keys %{ $_[0]{running} } }
+
+sub is_generation {
+    my ($self, $pid) = @_;
+    return exists $self->{running}{$pid};
 }
 
-# serow FILE: forks a generation process to load the app (at the start, on
-# HUP, or when the serving one died).  A HUP that comes while one is
-# loading starts over with the file as it is now.
-sub start_generation {
+# Forks a generation process to load the app (at the start, on HUP, or
+# when the serving one died).  A HUP that comes while one is loading
+# starts over with the file as it is now.
+sub start {
     my ($self) = @_;
-    delete $self->{generation_retry_at};
+    delete $self->{retry_at};
     if (my $loading = delete $self->{loading}) {
         Serow::Log->info("generation " . $loading->number . " has not loaded the app yet: "
             . "a new one loads it afresh");
         $loading->retire;
         kill 'KILL', $loading->pid; # (it ignores the master's signals)
     }
-    my $generation = Serow::Generation->start(master => $self, number => ++$self->{generations_started},
-        load_app => $self->{preload_app}) or return;
-    $self->{generations}{ $generation->pid } = $generation;
+    my $generation = Serow::Generation->start(fork => $self->{fork}, logs => $self->{logs},
+        run_worker => $self->{run_worker}, number => ++$self->{last_number},
+        load_app => $self->{load_app}) or return;
+    $self->{running}{ $generation->pid } = $generation;
     $self->{loading} = $generation;
-    $self->publish_generations;
+    $self->publish;
 }
 
 # The generation processes running, for the process metrics (each holds a
 # compiled copy of the app: memory an operator wants to see).
-sub publish_generations {
+sub publish {
     my ($self) = @_;
-    $self->{shared}->set_generation_pids(sort { $a <=> $b } keys %{ $self->{generations} });
+    $self->{shared}->set_generation_pids(sort { $a <=> $b } keys %{ $self->{running} });
 }
 
-# serow FILE: the generation loading the app has loaded it (its workers
-# become the current ones, and replace the old ones once they have all
-# started) or could not (it logged why; the old generation keeps serving,
-# or, at the start, serow exits 2).
-sub check_loading_generation {
-    my ($self) = @_;
-    my $loading = $self->{loading} or return;
-    my $result = $loading->read_load_result or return;
+# The generation loading the app has loaded it ('loaded': it serves now; its
+# workers become the current ones once the master starts them) or could not
+# ('failed': it logged why; the old generation keeps serving).  $first: no
+# generation has loaded the app yet (then serow exits 2).  '' until it says.
+sub check_loading {
+    my ($self, $first) = @_;
+    my $loading = $self->{loading} or return '';
+    my $result = $loading->read_load_result or return '';
     $self->{loading} = undef;
     my $number = $loading->number;
-    if ($result eq 'loaded' && !$self->{generations}{ $loading->pid }) {
+    if ($result eq 'loaded' && !$self->{running}{ $loading->pid }) {
         # It said so, then died before the master read it: reaped first.
         $loading->retire;
         Serow::Log->error("generation $number (pid " . $loading->pid . ") exited once it had loaded "
-            . "the app: a new generation loads it in " . $self->retry_generation_later . " s");
-        return;
+            . "the app: a new generation loads it in " . $self->retry_later . " s");
+        return '';
     }
     if ($result eq 'loaded') {
-        delete $self->{generation_retry_delay};
+        delete $self->{retry_delay};
         $self->{serving} = $loading;
-        $self->{generation}++;
-        $self->{retire_old_when_ready} = 1;
-        $self->announce;
-        return;
+        return 'loaded';
     }
     $loading->retire;
-    if (!$self->{announced}) {
+    if ($first) {
         Serow::Log->error("could not load the app $self->{app_file}: exiting");
-        $self->{exit_status} = 2;
-        return $self->begin_stop;
-    }
-    if ($self->{serving}) {
+    } elsif ($self->{serving}) {
         Serow::Log->error("generation $number could not load the app $self->{app_file}: "
             . "the workers of generation " . $self->{serving}->number . " keep serving");
     } else {
@@ -121,39 +112,39 @@ sub check_loading_generation {
         # that leaves until a generation holds the app again.
         Serow::Log->error("generation $number could not load the app $self->{app_file}, and no "
             . "generation holds it: the running workers keep serving, none is started in place "
-            . "of one that leaves; trying again in " . $self->retry_generation_later . " s (or on HUP)");
+            . "of one that leaves; trying again in " . $self->retry_later . " s (or on HUP)");
     }
-    # (Once said: READY=1 again, the old workers serving on.)
-    $self->reload_failed;
+    return 'failed';
 }
 
-# serow FILE, no generation holding the app (the serving one died and the
-# file does not load now): another is started after a while
-# (start_generation_when_due), longer each time (next_retry_delay: 1, 2,
-# 4... seconds), until one loads it or a HUP tries at once.  The delay, in
-# seconds.
-sub retry_generation_later {
+# No generation holding the app (the serving one died and the file does not
+# load now): another is started after a while (start_when_due), longer each
+# time (Serow::Master::Retry), until one loads it or a HUP tries at once.
+# The delay, in seconds.
+sub retry_later {
     my ($self) = @_;
-    my $delay = $self->{generation_retry_delay} = $self->next_retry_delay($self->{generation_retry_delay});
-    $self->{generation_retry_at} = Time::HiRes::time + $delay;
+    my $delay = $self->{retry_delay} = Serow::Master::Retry->next_delay($self->{retry_delay});
+    $self->{retry_at} = Time::HiRes::time + $delay;
     return $delay;
 }
 
-sub start_generation_when_due {
+sub start_when_due {
     my ($self) = @_;
-    my $at = $self->{generation_retry_at} or return;
-    return if $self->{loading} || $self->{stopping} || Time::HiRes::time < $at;
-    $self->start_generation;
+    my $at = $self->{retry_at} or return;
+    return if $self->{loading} || Time::HiRes::time < $at;
+    $self->start;
 }
 
-# A generation process has exited: it was told to (retired, or stopping),
-# or could not load the app (check_loading_generation says so), or died
-# while serving: then a new generation loads the app, and replaces its
-# workers once ready.
-sub generation_exited {
-    my ($self, $generation, $status) = @_;
+# A generation process has exited (reaped): it was told to (retired, or
+# stopping), or could not load the app (check_loading says so), or died
+# while serving: then a new generation loads the app, and its workers
+# replace the old ones once ready.
+sub exited {
+    my ($self, $pid, $status) = @_;
+    my $generation = delete $self->{running}{$pid} or return;
+    $self->publish;
     my $number = $generation->number;
-    # (One loading the app: check_loading_generation reads its end.)
+    # (One loading the app: check_loading reads its end.)
     return if $self->{loading} && $generation == $self->{loading};
     $generation->retire;
     if (!$self->{serving} || $generation != $self->{serving}) {
@@ -163,13 +154,21 @@ sub generation_exited {
     $self->{serving} = undef;
     Serow::Log->error("generation $number (pid " . $generation->pid . ") exited with status $status: "
         . "a new generation loads the app");
-    $self->start_generation unless $self->{loading};
+    $self->start unless $self->{loading};
+}
+
+# After a HUP, once the new generation's workers have all started: the
+# older generation processes fork no more workers, and exit.
+sub retire_all_but_serving {
+    my ($self) = @_;
+    my $serving = $self->{serving};
+    $_->retire for grep { !$serving || $_ != $serving } values %{ $self->{running} };
 }
 
 # The stop: generation processes fork no more workers.
-sub stop_generations {
+sub stop {
     my ($self) = @_;
-    for my $generation (values %{ $self->{generations} }) {
+    for my $generation (values %{ $self->{running} }) {
         $generation->retire;
         # (One still loading the app would finish loading first; it
         # ignores the master's signals.)
@@ -178,17 +177,11 @@ sub stop_generations {
     $self->{loading} = $self->{serving} = undef;
 }
 
-# In a generation process: what the master keeps for its own children is
-# not this process's (their descriptors were closed by fork_child), nor are
-# systemd's socket, the ids to drop (dropped) or the access log it had (each
-# worker gets the master's current one with the request to fork it).
-sub forget_in_generation {
+# In a child of the master: the channels to the generation processes are
+# the master's.
+sub close_in_child {
     my ($self) = @_;
-    $self->{workers} = {};
-    $self->{generations} = {};
-    $self->{notify} = $self->{privileges} = undef;
-    close $self->{access_log_fh} if $self->{access_log_fh};
-    $self->{access_log_fh} = undef;
+    $_->close_in_child for values %{ $self->{running} };
 }
 
 1;
@@ -196,14 +189,14 @@ __END__
 
 =head1 NAME
 
-Serow::Master::Generations - HUP's new workers and the generation processes (L<Serow::Master>)
+Serow::Master::Generations - serow FILE's generation processes (L<Serow::Master>)
 
 =head1 DESCRIPTION
 
-Part of the master: on HUP a new generation of workers starts, and the old
-one finishes and leaves (at once, or with C<--lazy-app> and C<serow FILE>
-once every new worker has started). With C<serow FILE> each generation is
-a process (L<Serow::Generation>) that loads the app and forks its workers;
-one that cannot load it leaves the old generation serving.
+Part of the master: with C<serow FILE> each generation is a process
+(L<Serow::Generation>) that loads the app and forks its workers; on HUP a
+new one loads the file afresh, and one that cannot load it leaves the old
+generation serving. The master retires the old generation once every
+worker of the new one has started.
 
 =cut

@@ -3,46 +3,75 @@ use strict;
 use warnings;
 
 use Serow ();
+use Serow::ConnectionHolder ();
 use Serow::Log ();
 
 # The master's side of the connection holder process (Serow::ConnectionHolder
 # is the holder's own): started, stopped last, replaced when it dies.
-# Methods of the master object (Serow::Master); the fields they own are
-# 'holder' (the Serow::ConnectionHolder, made by new), 'holder_pid' and
-# 'holder_stopping'.
 
-# The connection holder (Serow::ConnectionHolder): keeps idle connections.
-sub spawn_holder {
+# $fork: Serow::Master::Fork; $logs: Serow::Master::Logs (the holder logs
+# the requests it sheds, --max-queue-wait, on the master's access log).
+sub new {
+    my ($class, %args) = @_;
+    return bless {
+        fork      => $args{fork},
+        logs      => $args{logs},
+        listeners => $args{listeners},
+        # its channels, made before any worker is forked
+        holder    => Serow::ConnectionHolder->new(shared => $args{shared}, options => $args{options}),
+        pid       => undef, # the running holder's
+        term_sent => 0,
+    }, $class;
+}
+
+# The ends of the holder's channels each worker takes.
+sub worker_channels {
     my ($self) = @_;
-    $self->{holder_pid} = $self->fork_child(sub {
+    return $self->{holder}->worker_channels;
+}
+
+# The holder's pid while it runs, or undef.
+sub pid { $_[0]{pid} }
+
+# Forks the holder.
+sub spawn {
+    my ($self) = @_;
+    $self->{pid} = $self->{fork}->fork_child(sub {
         close $_->{socket} for @{ $self->{listeners} }; # it accepts nothing
         # The master's signals stay blocked until the holder's C loop has
         # its own handlers, and unblocks them: a TERM or USR1 that comes
         # meanwhile waits for them instead of killing it.
-        # (it logs the requests it sheds: --max-queue-wait)
-        Serow::exit_now($self->{holder}->run($self->{access_log_fh}) == 0 ? 0 : 1);
+        Serow::exit_now($self->{holder}->run($self->{logs}->access_log_fh) == 0 ? 0 : 1);
     }, 'TERM');
 }
 
-sub stop_holder {
+# The stop, once the workers have handed their idle connections over: the
+# holder closes them and goes.
+sub stop {
     my ($self) = @_;
-    return if !$self->{holder_pid} || $self->{holder_stopping}++;
-    kill 'TERM', $self->{holder_pid};
+    return if !$self->{pid} || $self->{term_sent}++;
+    kill 'TERM', $self->{pid};
+}
+
+# USR1: the holder reopens its logs.
+sub reopen_logs {
+    my ($self) = @_;
+    kill 'USR1', $self->{pid} if $self->{pid};
 }
 
 # Whether $pid is the holder's.
 sub is_holder {
     my ($self, $pid) = @_;
-    return $self->{holder_pid} && $pid == $self->{holder_pid};
+    return $self->{pid} && $pid == $self->{pid};
 }
 
 # The holder has exited (reaped): the main loop starts a new one unless the
-# master is stopping.
-sub holder_exited {
-    my ($self, $pid, $status) = @_;
-    $self->{holder_pid} = undef;
+# master is $stopping.
+sub exited {
+    my ($self, $pid, $status, $stopping) = @_;
+    $self->{pid} = undef;
     Serow::Log->error("the connection holder $pid exited with status $status; starting a new one")
-        unless $self->{stopping};
+        unless $stopping;
 }
 
 1;

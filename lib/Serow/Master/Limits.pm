@@ -11,14 +11,28 @@ use Serow::ProcessStats ();
 # clock: --max-worker-rss (the worker replaced), --graceful-timeout (a
 # stopping worker killed), and --request-timeout's last resort (a worker
 # whose app outlived it killed, its client answered 503 and the 503 logged).
-# Methods of the master object (Serow::Master); the fields they own are
-# 'rss_checked', and in a worker's entry 'killed', 'recycled' and
-# 'stuck_client'.
 
 # --max-worker-rss: how often the master reads its workers' resident memory.
 # The master does it, on its own clock, so that a worker spends nothing on it;
 # a worker over the limit may answer requests for up to this long more.
 use constant RSS_CHECK_SECONDS => 1;
+
+# $workers: Serow::Master::Workers; $logs: Serow::Master::Logs (the 503's
+# access log line).
+sub new {
+    my ($class, %args) = @_;
+    return bless {
+        options      => $args{options},
+        shared       => $args{shared},
+        workers      => $args{workers},
+        logs         => $args{logs},
+        rss_checked  => undef, # when --max-worker-rss was last looked at
+        killed       => {},    # pid => 1: killed, not reaped yet
+        # pid => [fd, since_ms, app_fd]: the connection of a stuck request,
+        # taken before its worker was killed, to answer once it is dead
+        stuck_client => {},
+    }, $class;
+}
 
 # --max-worker-rss: a worker whose resident memory passed the limit is asked
 # to stop, as on HUP: its replacement starts at once (it is no longer a
@@ -31,13 +45,12 @@ sub recycle_large_workers {
     my $now = Time::HiRes::time;
     return if $self->{rss_checked} && $now - $self->{rss_checked} < RSS_CHECK_SECONDS;
     $self->{rss_checked} = $now;
-    for my $pid ($self->current_workers) {
+    for my $pid ($self->{workers}->current) {
         my $mib = worker_rss_mib($pid) // next;
         next if $mib <= $limit;
         Serow::Log->info("worker $pid uses $mib MiB, over --max-worker-rss $limit: replaced");
-        $self->{workers}{$pid}{recycled} = 1;
         $self->{shared}->count_worker_recycled('rss');
-        $self->stop_worker($pid);
+        $self->{workers}->recycle($pid);
     }
 }
 
@@ -52,28 +65,30 @@ sub kill_overdue_workers {
     my ($self) = @_;
     my $limit = $self->{options}{graceful_timeout};
     my $now = Time::HiRes::time;
-    for my $pid (keys %{ $self->{workers} }) {
-        my $w = $self->{workers}{$pid};
-        next if $w->{killed};
-        if ($w->{stopping_since} && $now - $w->{stopping_since} > $limit) {
+    my $workers = $self->{workers};
+    for my $pid ($workers->pids) {
+        next if $self->{killed}{$pid};
+        my $stopping_since = $workers->stopping_since($pid);
+        if ($stopping_since && $now - $stopping_since > $limit) {
             $self->kill_worker($pid, "did not finish within --graceful-timeout ${limit}s");
-        } elsif (my $stuck = $self->stuck_request($w)) {
+        } elsif (my $stuck = $self->stuck_request($workers->slot($pid))) {
             # The die of --request-timeout did not end the app (a blocking C
             # call, SIGALRM ignored, an eval that swallowed it): nothing in
             # the worker can, so the master does.
             $self->{shared}->count_request_timeout;
-            $self->take_from_stuck_worker($w);
+            $self->take_from_stuck_worker($pid);
             $self->kill_worker($pid, $stuck);
         }
     }
 }
 
-# Why the worker's app has outlived --request-timeout and its grace, or ''.
+# Why the app of the worker in $slot has outlived --request-timeout and its
+# grace, or ''.
 sub stuck_request {
-    my ($self, $w) = @_;
+    my ($self, $slot) = @_;
     my $timeout = $self->{options}{request_timeout} or return '';
     my $grace = $self->{options}{request_timeout_grace};
-    my ($ms, $request, $id) = $self->{shared}->app_running($w->{slot}) or return '';
+    my ($ms, $request, $id) = $self->{shared}->app_running($slot) or return '';
     return '' if $ms <= ($timeout + $grace) * 1000;
     return sprintf "ran %s%s for %.1fs, past --request-timeout ${timeout}s and "
         . "--request-timeout-grace ${grace}s; its client gets 503 unless its response had begun",
@@ -81,36 +96,45 @@ sub stuck_request {
 }
 
 # Before a stuck worker is killed: the connection of the stuck request, to
-# answer once it is dead (answer_stuck_client), kept with which request it
-# was (since when the app ran it, and the worker's descriptor number): the
-# app may return before the kill, and the worker go on to another request.
+# answer once it is dead (worker_exited), kept with which request it was
+# (since when the app ran it, and the worker's descriptor number): the app
+# may return before the kill, and the worker go on to another request.
 # Its parked connections are with the holder already: it takes those idle
 # in a worker for IDLE_HANDOFF_MS (Serow::ConnectionHolder), less than any
 # --request-timeout.  Connections it was reading (a partial head, pipelined
 # requests) close with it.
 sub take_from_stuck_worker {
-    my ($self, $w) = @_;
-    my ($fd, $since_ms, $app_fd) = $self->{shared}->take_app_connection($w->{slot}) or return;
-    $w->{stuck_client} = [$fd, $since_ms, $app_fd];
+    my ($self, $pid) = @_;
+    my ($fd, $since_ms, $app_fd) = $self->{shared}->take_app_connection($self->{workers}->slot($pid))
+        or return;
+    $self->{stuck_client}{$pid} = [$fd, $since_ms, $app_fd];
 }
 
 sub kill_worker {
     my ($self, $pid, $why) = @_;
     Serow::Log->error("worker $pid $why: killed");
     kill 'KILL', $pid;
-    $self->{workers}{$pid}{killed} = 1;
+    $self->{killed}{$pid} = 1;
+}
+
+# A worker has exited (reaped), its slot not reset yet: the client of its
+# stuck request, if it was killed for one, is answered.
+sub worker_exited {
+    my ($self, $pid) = @_;
+    delete $self->{killed}{$pid};
+    my $taken = delete $self->{stuck_client}{$pid} // return;
+    $self->answer_stuck_client($pid, $self->{workers}->slot($pid), $taken);
 }
 
 # A killed worker is dead (its slot not reset yet): the client of its stuck
 # request gets 503 unless bytes of the response had gone out or the app had
 # returned from that request before the kill, and the 503 its access log
 # line (written by the master, from what the worker left in its slot:
-# src/connection_transfer.c).
+# src/shared/connection_transfer.c).
 sub answer_stuck_client {
-    my ($self, $pid, $w) = @_;
-    my $taken = delete $w->{stuck_client} // return;
-    my $answered = $self->{shared}->answer_app_connection($w->{slot}, @$taken,
-        $self->stuck_answer_settings($self->{options}, $self->{access_log_fh}));
+    my ($self, $pid, $slot, $taken) = @_;
+    my $answered = $self->{shared}->answer_app_connection($slot, @$taken,
+        $self->stuck_answer_settings($self->{options}, $self->{logs}->access_log_fh));
     return if $answered > 0;
     if ($answered == 0) {
         Serow::Log->error("worker $pid: its stuck request had begun its response: the client's "

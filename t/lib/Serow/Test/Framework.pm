@@ -48,7 +48,7 @@ sub smoke {
 
     subtest 'POST forms' => sub {
         # Several, each its own: a worker refills one psgi.input handle for
-        # small bodies while nothing else holds it (src/psgi_env.c).
+        # small bodies while nothing else holds it (src/psgi/psgi_env.c).
         for my $n (1 .. 6) {
             my $form = "name=form+$n%21";
             my $res = request($server, "POST /form HTTP/1.1\r\nHost: x\r\nContent-Type: "

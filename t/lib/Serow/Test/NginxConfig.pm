@@ -22,7 +22,7 @@ our @EXPORT_OK = qw(site main samples);
 use constant UPSTREAM_KEEPALIVE => 32;
 
 # nginx must close an idle upstream connection before Serow does
-# (--keepalive-timeout, 75 s by default): a request nginx sends on a
+# (--keepalive-timeout, default 75): a request nginx sends on a
 # connection Serow is closing at that moment fails, and nginx does not
 # retry a POST (it is not idempotent), so the client would get a 502.
 # 60 s is nginx's own default for it: the line says so explicitly, so that
@@ -66,7 +66,7 @@ sub site {
             . (($o{keepalive} // 1) ? $c->('    ', "Idle connections to Serow each nginx worker keeps open and reuses:\n"
                 . "no connect per request, and no TIME_WAIT sockets piling up.")
             . "    keepalive " . ($o{keepalive} // UPSTREAM_KEEPALIVE) . ";\n"
-            . $c->('    ', "Below Serow's --keepalive-timeout (75 s by default): nginx closes an\n"
+            . $c->('    ', "Below Serow's --keepalive-timeout (default 75): nginx closes an\n"
                 . "idle connection before Serow does, so it never sends a request on a\n"
                 . "connection Serow is closing (a POST sent there would end in a 502).")
             . "    keepalive_timeout " . ($o{keepalive_timeout} // UPSTREAM_KEEPALIVE_TIMEOUT) . ";\n"

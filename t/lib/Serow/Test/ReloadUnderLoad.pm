@@ -2,7 +2,7 @@ package Serow::Test::ReloadUnderLoad;
 use strict;
 use warnings;
 
-# Reloads under load (issue 5, item 5): wrk keeps N connections busy on a
+# Reloads under load: wrk keeps N connections busy on a
 # hello app while the server is reloaded a few times; every request must get
 # a 2xx answer and no socket may fail.  Shared by t/hardening/reload_under_load.t
 # (short form) and bench/reload-under-load (30 s form).
@@ -13,7 +13,7 @@ use warnings;
 #   hup       Serow's master gets HUP: new workers, the old ones finish
 #   ttin-ttou TTIN (a worker more), then TTOU (one less)
 #   deploy    the app file is rewritten, then Serow's master gets HUP: a new
-#             generation loads the new code (issue 21, item 2); every body
+#             generation loads the new code; every body
 #             must be one version's, whole (count-statuses.lua's "versions")
 
 use Exporter 'import';

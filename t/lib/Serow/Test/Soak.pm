@@ -2,7 +2,7 @@ package Serow::Test::Soak;
 use strict;
 use warnings;
 
-# The soak (issue 5, item 7): mixed load against a Serow with 4 workers, then
+# The soak: mixed load against a Serow with 4 workers, then
 # the facts that must hold after it: no worker crashed or was replaced, no
 # worker grew by a MiB, no process holds more descriptors than before, no
 # temp file is left.  Shared by t/hardening/soak.t (short form) and bench/soak.
