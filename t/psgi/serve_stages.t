@@ -5,7 +5,7 @@ use File::Temp ();
 use lib 't/lib';
 use Serow::Test qw(start_server raw_connect read_response wait_until);
 
-# Serow::Loop::serve_request (src/psgi_request.c) serves every request from
+# Serow::Loop::serve_request (src/psgi/psgi_request.c) serves every request from
 # head to end, calling the worker's Perl (lib/Serow/Worker.pm) for the steps
 # that are Perl's.  Each request below takes a different way through it (a
 # body read by the worker, a streamed answer, a handle body, a failure...);
