@@ -18,6 +18,15 @@ my @listed = sort keys %$manifest;
 my $skip = ExtUtils::Manifest::maniskip();
 
 ok scalar(@listed), 'MANIFEST lists files';
+# (maniread makes a hash: a name listed twice, as tools/update-manifest
+# writes one when a merge's unresolved index lists it three times, would not
+# show in it)
+{
+    open my $fh, '<', 'MANIFEST' or die "MANIFEST: $!";
+    my %count;
+    $count{ (split ' ', $_)[0] // '' }++ for grep { /\S/ && !/^\s*#/ } <$fh>;
+    is_deeply [sort grep { $count{$_} > 1 } keys %count], [], 'MANIFEST lists each file once';
+}
 ok exists $manifest->{$_}, "MANIFEST lists $_" for qw(MANIFEST MANIFEST.SKIP Changes Makefile.PL README.md Serow.xs);
 is_deeply [grep { !-f } @listed], [], 'every file MANIFEST lists exists';
 is_deeply [grep { $skip->($_) } @listed], [], 'none of them is one MANIFEST.SKIP leaves out';
