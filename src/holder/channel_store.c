@@ -1,5 +1,5 @@
 /*
- * channels.c - the holder's channel store (channels.h): channels by name,
+ * channel_store.c - the holder's channel store (channel_store.h): channels by name,
  * their rings of kept items, who subscribes to what, and what it all costs.
  * Owns that state alone; knows nothing of connections, sockets or time.
  *
@@ -12,7 +12,7 @@
  * through a chained hash table of indexes; its ring of item pointers is
  * allocated with its first item.
  */
-#include "holder/channels.h"
+#include "holder/channel_store.h"
 
 #include <stdlib.h>
 #include <string.h>

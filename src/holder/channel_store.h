@@ -1,5 +1,5 @@
 /*
- * channels.h - the channel store of the connection holder: channels by
+ * channel_store.h - the channel store of the connection holder: channels by
  * name, each with the last items published to it and its subscribers; no
  * I/O, no clock, no Perl.  docs/holding.md says how the holder uses it.
  *
@@ -32,8 +32,8 @@
  * not delivered.  Items are kept in the order they arrive; a prev-id on a
  * published item is kept with it, not used to reorder.
  */
-#ifndef SEROW_CHANNELS_H
-#define SEROW_CHANNELS_H
+#ifndef SEROW_CHANNEL_STORE_H
+#define SEROW_CHANNEL_STORE_H
 
 #include <stddef.h>
 #include <stdint.h>

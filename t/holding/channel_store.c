@@ -1,17 +1,17 @@
 /*
- * The holder's channel store (src/holder/channels.c): publishes delivered
+ * The holder's channel store (src/holder/channel_store.c): publishes delivered
  * to each subscriber of their channel once, the last N items kept and
  * replayed after a prev-id (all of them, flagged, when the prev-id is not
  * kept), duplicates dropped, limits held, and what it costs: 10,000
  * subscribers well under 10 MB.  A random run is checked against a plain
  * model of who subscribes to what.
- * Prints "ok - NAME" / "not ok - NAME" per check (t/holding/channels.t).
+ * Prints "ok - NAME" / "not ok - NAME" per check (t/holding/channel_store.t).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "holder/channels.h"
+#include "holder/channel_store.h"
 
 static int failures;
 
