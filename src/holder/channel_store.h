@@ -19,7 +19,8 @@
  * An item is one allocation, the publish message's bytes behind a small
  * head, shared by every delivery and counted by reference: a caller that
  * keeps one past its next call into the store takes a reference
- * (serow_channel_item_ref) and gives it back with serow_channels_unref.
+ * (serow_channel_item_ref) and gives it back with serow_channels_unref,
+ * every one before the store is freed.
  * The list of deliveries a call returns is the store's and lasts until the
  * next call.
  *

@@ -174,6 +174,28 @@ int main(void)
           "a channel with neither subscribers nor items is forgotten");
     serow_channels_free(s);
 
+    /* Channels made and forgotten many times over: the freed slots and hash
+     * chains are reused, nothing grows. */
+    s = serow_channels_new(NULL);
+    size_t first_bytes = 0;
+    int all_gone = 1;
+    for (int round = 0; round < 20; round++) {
+        for (uint32_t i = 0; i < 1000; i++) {
+            snprintf(name, sizeof name, "r%d-%u", round, i);
+            subscribe(s, i, name, NULL);
+        }
+        for (uint32_t i = 0; i < 1000; i += 2)
+            serow_channels_unsubscribe_all(s, i);
+        for (uint32_t i = 1; i < 1000; i += 2)
+            serow_channels_unsubscribe_all(s, i);
+        serow_channels_stats(s, &st);
+        all_gone &= st.channels == 0 && st.subscriptions == 0;
+        if (round == 0)
+            first_bytes = st.bytes;
+    }
+    check(all_gone && st.bytes == first_bytes, "20 rounds of 1,000 channels made and forgotten: the store does not grow");
+    serow_channels_free(s);
+
     /* What it costs: 10,000 subscribers on one channel, then each on its own. */
     s = serow_channels_new(NULL);
     for (uint32_t i = 0; i < 10000; i++)
