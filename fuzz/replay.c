@@ -74,6 +74,10 @@ int replay_paths(const char *kind, int count, char **paths)
         target = fuzz_request_input;
     else if (strcmp(kind, "chunked") == 0)
         target = fuzz_chunked_input;
+    else if (strcmp(kind, "grip") == 0)
+        target = fuzz_grip_input;
+    else if (strcmp(kind, "holder_message") == 0)
+        target = fuzz_holder_message_input;
     else
         return 2;
     replayed = 0;

@@ -1,5 +1,6 @@
 /*
- * targets.h - the fuzz targets for src/http/http_parser.c.
+ * targets.h - the fuzz targets: src/http/http_parser.c's, and those of the
+ * held connections' Grip-* headers and holder messages.
  *
  * Each target takes one input, runs the parser on it and abort()s when an
  * invariant breaks.  They are plain functions so that the same code runs
@@ -17,5 +18,11 @@ int fuzz_request_input(const uint8_t *data, size_t size);
 
 /* decode_chunked() on the input, whole and in many splits. */
 int fuzz_chunked_input(const uint8_t *data, size_t size);
+
+/* serow_grip_parse() on the input read as header lines (grip_target.c). */
+int fuzz_grip_input(const uint8_t *data, size_t size);
+
+/* The holder's message decoders on the input (holder_message_target.c). */
+int fuzz_holder_message_input(const uint8_t *data, size_t size);
 
 #endif

@@ -18,7 +18,7 @@ my @LAYERS = (
     [qw(connection)],    # a client connection: its buffers, passing its descriptor
     [qw(shared)],        # the memory processes share, its counters, taking a connection out of a worker
     [qw(request)],       # one request: its state and what is accounted of it
-    [qw(holder worker)], # the two C event loops: the connection holder's and a worker's
+    [qw(holder worker)], # the two C event loops: the connection holder's (and its channel store) and a worker's
     [qw(psgi)],          # the C that speaks Perl: PSGI env, input, response, request; shared values
 );
 
