@@ -640,7 +640,8 @@ static int flush_head(struct worker_loop *loop, int more_follows)
     if (more_follows) {
         /* MSG_MORE: the head waits for the file's first bytes, one packet. */
         serow_response_starts(loop);
-        ssize_t n = send(loop->request.conn->fd, iov.iov_base, iov.iov_len, MSG_MORE | MSG_NOSIGNAL);
+        struct connection *conn = loop->request.conn;
+        ssize_t n = serow_transport_send(&conn->carried, conn->fd, iov.iov_base, iov.iov_len, MSG_MORE);
         if (n == (ssize_t)iov.iov_len)
             return RESPONSE_OK;
         if (n > 0) {

@@ -85,6 +85,8 @@ void serow_app_timer_start(struct worker_loop *loop)
         const struct serow_request *r = &loop->request;
         serow_request_accounting_publish_for_master(loop);
         atomic_store(&loop->slot->app_fd, r->conn ? r->conn->fd : -1);
+        if (r->conn)
+            loop->slot->app_carried = r->conn->carried; /* (app_since_ms below publishes it) */
         atomic_store(&loop->slot->app_answered, answered(r));
         atomic_store(&loop->slot->app_since_ms, serow_shared_clock_ms());
     }

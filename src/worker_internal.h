@@ -83,6 +83,7 @@ struct listener {
     int is_unix;
     char server_name[256];
     int server_port;
+    uint32_t transport; /* its connections' (enum serow_transport_kind) */
 };
 
 enum timer_list_kind {

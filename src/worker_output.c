@@ -1,7 +1,8 @@
 /*
  * worker_output.c - what a worker writes to a client: the current
- * response's bytes (writev, sendfile), waiting for a slow reader up to
- * --write-timeout, and the error pages sent without waiting.
+ * response's bytes (writev, sendfile, through the connection's transport:
+ * transport.h), waiting for a slow reader up to --write-timeout, and the
+ * error pages sent without waiting.
  *
  * Owns: the write side of a connection.  What the bytes say is
  * response_writer.c's (heads, framing, error pages, the Date header) and the
@@ -18,11 +19,9 @@
 #include <limits.h>
 #include <poll.h>
 #include <string.h>
-#include <sys/sendfile.h>
-#include <sys/socket.h>
-#include <sys/uio.h>
 
 #include "response_writer.h"
+#include "transport.h"
 
 int serow_wait_for(int fd, short events, double timeout)
 {
@@ -53,7 +52,7 @@ int serow_worker_loop_write(struct worker_loop *loop, struct iovec *iov, int iov
     serow_response_starts(loop);
     while (iovcnt > 0) {
         int batch = iovcnt > IOV_MAX ? IOV_MAX : iovcnt;
-        ssize_t n = writev(conn->fd, iov, batch);
+        ssize_t n = serow_transport_writev(&conn->carried, conn->fd, iov, batch);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -92,7 +91,7 @@ int serow_worker_loop_sendfile(struct worker_loop *loop, int file_fd, uint64_t o
     off_t off = (off_t)offset;
     while (len > 0) {
         size_t chunk = len > (1u << 30) ? (1u << 30) : (size_t)len;
-        ssize_t n = sendfile(conn->fd, file_fd, &off, chunk);
+        ssize_t n = serow_transport_sendfile(&conn->carried, conn->fd, file_fd, &off, chunk);
         if (n > 0) {
             len -= (uint64_t)n;
             continue;
@@ -119,7 +118,6 @@ size_t serow_send_error_response(struct connection *conn, int status,
     size_t body = 0;
     size_t n = serow_format_error_response(response, sizeof(response), status, serow_is_head_request(head),
                                            id_header, &body);
-    ssize_t ignored = send(conn->fd, response, n, MSG_NOSIGNAL | MSG_DONTWAIT);
-    (void)ignored;
+    serow_transport_send_now(&conn->carried, conn->fd, response, n);
     return body;
 }
