@@ -184,19 +184,26 @@ void serow_examine_buffered_head(struct worker_loop *loop, struct connection *co
  * in the holder, or parked in a busy worker counts as its queue time.
  * Without a stamp (a Unix socket) the time of the read stands in.
  */
-static ssize_t recv_head_start(struct connection *conn, char *into, size_t room)
+static ssize_t recv_head_start(struct connection *conn, char *into, size_t room, int flags)
 {
     uint64_t stamp;
-    ssize_t n = serow_transport_recv_stamped(&conn->carried, conn->fd, into, room, 0, &stamp);
+    ssize_t n = serow_transport_recv_stamped(&conn->carried, conn->fd, into, room, flags, &stamp);
     if (n > 0)
         conn->arrived_ns = stamp ? stamp : serow_request_clock_ns();
     return n;
 }
 
 /* Reads what the socket has (through its transport: transport.h).  Returns
- * -1 when the connection was closed. */
-int serow_read_connection(struct worker_loop *loop, struct connection *conn)
+ * -1 when the connection was closed.  Woken by epoll, a read shorter than
+ * the room it had says that the socket is most likely empty: epoll says when
+ * it is not.  until_empty: reads on up to EAGAIN, for a caller that will not
+ * wait to be woken (a short read says nothing: a TLS record, or the test
+ * transport's). */
+static inline __attribute__((always_inline)) int read_connection(struct worker_loop *loop,
+                                                                 struct connection *conn,
+                                                                 int until_empty)
 {
+    int flags = until_empty ? MSG_DONTWAIT : 0;
     for (;;) {
         /* (a body read ahead with a byte to spare: the NUL after it when
          * psgi.input reads it where it lies, serow_worker_loop_lend_body) */
@@ -209,13 +216,13 @@ int serow_read_connection(struct worker_loop *loop, struct connection *conn)
             return 0; /* else full: serow_examine_buffered_head has answered it */
         }
         ssize_t n = conn->buffer_len == 0 && !conn->body_preread
-                        ? recv_head_start(conn, conn->buffer, room)
+                        ? recv_head_start(conn, conn->buffer, room, flags)
                         : serow_transport_recv(&conn->carried, conn->fd,
-                                               conn->buffer + conn->buffer_len, room, 0);
+                                               conn->buffer + conn->buffer_len, room, flags);
         if (n > 0 && conn->body_preread) {
             conn->buffer_len += (size_t)n;
             serow_examine_buffered_body(loop, conn);
-            if (conn->in_ready_queue || (size_t)n < room)
+            if (conn->in_ready_queue || ((size_t)n < room && !until_empty))
                 return 0;
             continue;
         }
@@ -231,7 +238,7 @@ int serow_read_connection(struct worker_loop *loop, struct connection *conn)
             if (conn->state == CONNECTION_LINGERING || conn->state == CONNECTION_IDLE ||
                 conn->in_ready_queue)
                 return 0; /* (parked: not ours to read until claimed again) */
-            if ((size_t)n < room)
+            if ((size_t)n < room && !until_empty)
                 return 0; /* the socket is most likely empty: let epoll say */
             continue;
         }
@@ -239,8 +246,20 @@ int serow_read_connection(struct worker_loop *loop, struct connection *conn)
             serow_close_connection(loop, conn);
             return -1;
         }
+        if (errno == EINTR && until_empty)
+            continue;
         return 0;
     }
+}
+
+int serow_read_connection(struct worker_loop *loop, struct connection *conn)
+{
+    return read_connection(loop, conn, 0);
+}
+
+int serow_read_all_sent(struct worker_loop *loop, struct connection *conn)
+{
+    return read_connection(loop, conn, 1);
 }
 
 /* Starts watching a connection that is new to this worker, read and
