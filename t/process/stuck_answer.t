@@ -15,6 +15,7 @@ use Serow::Test::CProgram ();
 
 Serow::Test::CProgram::test_program(name => 'stuck_answer',
     sources => [qw(t/process/stuck_answer.c src/connection_transfer.c src/shared_state.c
-                   src/access_log.c src/access_log_format.c src/response_writer.c src/http_parser.c)]);
+                   src/access_log.c src/access_log_format.c src/response_writer.c src/http_parser.c
+                   src/transport.c src/log.c)]);
 
 done_testing;
