@@ -20,8 +20,8 @@
  * to these functions).  Waiting for readiness (epoll, poll) and what the
  * kernel says of the socket (TCP_INFO, getpeername) are not reads: they stay
  * on the descriptor.  (With TLS, bytes decrypted and not yet taken wait in
- * the transport, where epoll cannot see them: its reader must take them
- * before it waits.)
+ * the transport, where epoll cannot see them: the event loop, which takes a
+ * read shorter than its room for an empty socket, must be told of them.)
  *
  * The plain transport is inline, behind one well-predicted branch: the
  * common path costs what the system call it makes did before the seam.
