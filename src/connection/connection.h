@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "http/http_parser.h"
+#include "connection/transport.h"
 
 /* One read(2) asks for this much: buffering input 64 KiB at a time instead of
  * line by line is what made Oneman 3x faster. */
@@ -47,6 +48,7 @@ struct connection_list {
 
 struct connection {
     int fd;
+    struct serow_connection_state carried; /* what moves with it (transport.h) */
     enum connection_state state;
     int listener_index;        /* which listen socket accepted it */
     int is_unix;
@@ -75,7 +77,7 @@ struct connection {
 
     /* When the request head being read arrived, as far as the first read
      * of it tells (the kernel's receive stamp when it gives one: see
-     * serow_recv_stamped; request_accounting.h's clock); 0: not known
+     * serow_recv_stamped in transport.h; request_accounting.h's clock); 0: not known
      * (the request's queue time then counts as 0). */
     uint64_t arrived_ns;
 
@@ -84,42 +86,6 @@ struct connection {
     int32_t slot;              /* its slot in the shared table, or -1 */
     void *perl_io;             /* the psgix.io handle (an SV*), made on demand */
 };
-
-/* recv of up to room bytes into into (flags as recv's), with the kernel's
- * receive stamp of those bytes in *stamp_ns, in nanoseconds of the wall
- * clock: SO_TIMESTAMPNS, set on the listen sockets and so on every
- * connection accepted from them.  *stamp_ns is 0 without one (a UNIX
- * socket) or when nothing was read.  Where a request's time starts
- * (access_log.h): the worker's first read of a head, the holder's peek at
- * a request it sheds.
- * On TCP it is not the arrival of the first byte returned but of the last
- * segment among those the call copied: tcp_recvmsg_locked takes the stamp
- * of each skb it copies from, and tcp_try_coalesce gives a queued skb the
- * stamp of each segment merged into it.  So a head split over segments
- * that arrived apart, or read with the start of its body, is stamped with
- * the later arrival (the time its first bytes waited for the rest is not
- * counted).  Reading one byte first would not fix it (a merged skb has its
- * last segment's stamp) and would cost every request a system call. */
-static inline ssize_t serow_recv_stamped(int fd, char *into, size_t room, int flags,
-                                         uint64_t *stamp_ns)
-{
-    union {
-        char buf[CMSG_SPACE(sizeof(struct timespec))];
-        struct cmsghdr align;
-    } control;
-    struct iovec iov = {into, room};
-    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
-                         .msg_controllen = sizeof(control.buf)};
-    ssize_t n = recvmsg(fd, &msg, flags);
-    *stamp_ns = 0;
-    struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&msg) : NULL;
-    if (c != NULL && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
-        struct timespec ts;
-        memcpy(&ts, CMSG_DATA(c), sizeof(ts));
-        *stamp_ns = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-    }
-    return n;
-}
 
 struct connection *serow_connection_new(int fd, const struct sockaddr *addr, socklen_t addr_len,
                                   int is_unix);

@@ -16,6 +16,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "connection/transport.h"
+
 /* The kernel's limit of descriptors in one SCM_RIGHTS message is 253. */
 #define FD_PASSING_BATCH 64
 
@@ -23,6 +25,7 @@ struct passed_connection {
     uint32_t requests_served;
     uint32_t listener_index;
     uint64_t idle_since_ms;
+    struct serow_connection_state carried; /* how to read and write it (transport.h) */
 };
 
 /* Sends n (<= FD_PASSING_BATCH) descriptors.  0 sent, -1 with errno (EAGAIN

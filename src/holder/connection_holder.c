@@ -231,7 +231,7 @@ static void watch_ready_channel(struct holder *h, int on)
  * ready connections spreads over every worker that is waiting. */
 static int pass_to_worker(struct holder *h, int fd)
 {
-    struct passed_connection info = {0, 0, 0};
+    struct passed_connection info = {0};
     if (fd < h->by_fd_size && h->by_fd[fd])
         info = h->by_fd[fd]->info;
     if (serow_send_connections(h->ready_channel, &fd, &info, 1) != 0)
@@ -287,7 +287,8 @@ static void shed(struct holder *h, struct held_connection *c)
     /* (with the kernel's receive stamp, where the request's time starts, as
      * a worker reads it: worker_intake.c) */
     uint64_t arrived_ns;
-    ssize_t n = serow_recv_stamped(c->fd, head, want, MSG_PEEK | MSG_DONTWAIT, &arrived_ns);
+    ssize_t n = serow_transport_recv_stamped(&c->info.carried, c->fd, head, want,
+                                             MSG_PEEK | MSG_DONTWAIT, &arrived_ns);
     size_t len = n > 0 ? (size_t)n : 0;
     char id[REQUEST_ID_MAX];
     size_t id_len = 0;
@@ -298,7 +299,8 @@ static void shed(struct holder *h, struct held_connection *c)
         id_header = (struct response_header){h->settings.request_id_header,
                                              h->settings.request_id_header_len, id, id_len};
     }
-    size_t body = serow_answer_and_shut(c->fd, 503, len >= 5 && memcmp(head, "HEAD ", 5) == 0,
+    size_t body = serow_answer_and_shut(&c->info.carried, c->fd, 503,
+                                        len >= 5 && memcmp(head, "HEAD ", 5) == 0,
                                         id_len ? &id_header : NULL);
     atomic_fetch_add(&h->shared->requests_shed, 1);
     serow_log_debug("connection holder: a request waited longer than --max-queue-wait %llu ms for a "
@@ -377,7 +379,7 @@ static int queue_timeout(struct holder *h, int timeout, uint64_t now)
 static void connection_readable(struct holder *h, struct held_connection *c)
 {
     char byte;
-    ssize_t n = recv(c->fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    ssize_t n = serow_transport_recv(&c->info.carried, c->fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
     if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
         close_held(h, c); /* the client closed its idle connection */
         return;

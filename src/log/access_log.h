@@ -148,7 +148,7 @@ struct access_log_request {
 
 /* A request's times, in nanoseconds of the wall clock (CLOCK_REALTIME: the
  * kernel stamps arriving bytes on that clock): when its head arrived (the
- * stamp of the first read of it: connection.h's serow_recv_stamped),
+ * stamp of the first read of it: transport.h's serow_recv_stamped),
  * when the app was called, when the app gave the final response's head,
  * when the last byte of the response was written.  A time not reached
  * (no app called, no head given) is 0. */
@@ -158,7 +158,7 @@ struct access_log_times {
 
 /* The clock of those times: the wall clock, in nanoseconds, because the
  * kernel stamps the bytes it receives on that clock (SO_TIMESTAMPNS,
- * connection.h's serow_recv_stamped).  Every process that writes a line
+ * transport.h's serow_recv_stamped).  Every process that writes a line
  * reads it (a worker, the holder, the master). */
 static inline uint64_t serow_request_clock_ns(void)
 {

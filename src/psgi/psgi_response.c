@@ -639,7 +639,8 @@ static int flush_head(struct serow_request *req, int more_follows)
     if (more_follows) {
         /* MSG_MORE: the head waits for the file's first bytes, one packet. */
         serow_worker_loop_response_starts(req);
-        ssize_t n = send(req->conn->fd, iov.iov_base, iov.iov_len, MSG_MORE | MSG_NOSIGNAL);
+        ssize_t n = serow_transport_send(&req->conn->carried, req->conn->fd, iov.iov_base, iov.iov_len,
+                                         MSG_MORE);
         if (n == (ssize_t)iov.iov_len)
             return RESPONSE_OK;
         if (n > 0) {

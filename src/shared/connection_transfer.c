@@ -102,6 +102,7 @@ int serow_take_parked_connection(struct shared_state *shared, struct worker_hand
     fcntl(fd, F_SETFD, FD_CLOEXEC);
     info->requests_served = s->requests_served;
     info->listener_index = s->listener_index;
+    info->carried = s->carried;
     info->idle_since_ms = atomic_load(&s->idle_since_ms);
     atomic_fetch_sub(&w->idle_connections, 1);
     /* No longer the worker's from here, though its copy stays open until it
@@ -140,12 +141,14 @@ void serow_wake_worker(struct shared_state *shared, struct worker_handle *handle
  * could lose the page with it.
  */
 #define ANSWER_DRAIN_BYTES 65536
-size_t serow_answer_and_shut(int fd, int status, int head_request,
-                             const struct response_header *id_header)
+size_t serow_answer_and_shut(struct serow_connection_state *carried, int fd, int status,
+                             int head_request, const struct response_header *id_header)
 {
     char buf[4096];
     for (size_t drained = 0; drained < ANSWER_DRAIN_BYTES;) {
-        ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+        ssize_t n = serow_transport_recv(carried, fd, buf, sizeof(buf), MSG_DONTWAIT);
+        if (n < 0 && errno == EINTR)
+            continue;
         if (n <= 0)
             break;
         drained += (size_t)n;
@@ -154,9 +157,8 @@ size_t serow_answer_and_shut(int fd, int status, int head_request,
     size_t body_bytes;
     size_t len = serow_format_error_response(response, sizeof(response), status, head_request,
                                              id_header, &body_bytes);
-    ssize_t ignored = send(fd, response, len, MSG_DONTWAIT | MSG_NOSIGNAL);
-    (void)ignored;
-    shutdown(fd, SHUT_WR);
+    serow_transport_send_now(carried, fd, response, len);
+    serow_transport_shutdown(carried, fd);
     return body_bytes;
 }
 
@@ -271,7 +273,11 @@ int serow_answer_app_connection(struct shared_state *shared, uint32_t worker_ind
     uint32_t id_len = atomic_load(&w->request_id_len);
     struct response_header id = {id_name, id_name_len, w->request_id,
                                  id_name_len && id_len < REQUEST_ID_MAX ? id_len : 0};
-    size_t body = serow_answer_and_shut(fd, 503, strncmp(w->current_request, "HEAD ", 5) == 0,
+    struct serow_connection_state carried = w->app_carried;
+    if (carried.transport >= SEROW_TRANSPORT_KINDS)
+        carried.transport = SEROW_TRANSPORT_PLAIN; /* (not trusted either) */
+    size_t body = serow_answer_and_shut(&carried, fd, 503,
+                                        strncmp(w->current_request, "HEAD ", 5) == 0,
                                         id.value_len ? &id : NULL);
     close(fd);
     if (log)

@@ -35,6 +35,7 @@
 #include "connection/connection.h" /* SEROW_REMOTE_ADDR_SIZE */
 #include "log/request_id.h"
 #include "shared/request_metrics.h"
+#include "connection/transport.h"
 
 /* Worker slots: more than anyone runs on one machine; TTIN stops here. */
 #define SHARED_MAX_WORKERS 256
@@ -88,6 +89,9 @@ struct connection_slot {
     uint32_t requests_served;     /* carried along when the connection moves */
     uint32_t listener_index;
     _Atomic uint64_t idle_since_ms;
+    /* what moves with it (transport.h): published when it is assigned and
+     * each time it is parked, for whoever takes it */
+    struct serow_connection_state carried;
 };
 
 struct worker_slot {
@@ -110,6 +114,7 @@ struct worker_slot {
      * worker is dead (connection_transfer.c, serow_answer_app_connection). */
     _Atomic int32_t app_fd;
     _Atomic uint32_t app_answered;
+    struct serow_connection_state app_carried; /* app_fd's (transport.h), with it */
     _Atomic uint64_t requests_served;
     _Atomic uint32_t slots_high_water; /* slots in use are below this */
     _Atomic uint32_t idle_connections; /* its slots in SLOT_IDLE, roughly */

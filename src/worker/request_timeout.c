@@ -88,6 +88,8 @@ void serow_worker_loop_app_timer_start(struct serow_request *r)
          * (its fd first: app_since_ms says the pair is valid). */
         serow_request_accounting_publish_for_master(r);
         atomic_store(&loop->slot->app_fd, r->conn ? r->conn->fd : -1);
+        if (r->conn)
+            loop->slot->app_carried = r->conn->carried; /* (app_since_ms below publishes it) */
         atomic_store(&loop->slot->app_answered, answered(r));
         atomic_store(&loop->slot->app_since_ms, serow_shared_clock_ms());
     }

@@ -90,7 +90,7 @@ void serow_close_lingering(struct worker_loop *loop, struct connection *conn)
 {
     serow_ready_remove(loop, conn);
     serow_serving_forget_connection(loop, conn);
-    shutdown(conn->fd, SHUT_WR);
+    serow_transport_shutdown(&conn->carried, conn->fd);
     conn->state = CONNECTION_LINGERING;
     conn->buffer_len = 0;
     conn->requests_served = 0; /* reused as the count of bytes discarded */
@@ -103,7 +103,7 @@ void serow_drain_lingering(struct worker_loop *loop, struct connection *conn)
 {
     char discard[16384];
     for (;;) {
-        ssize_t n = recv(conn->fd, discard, sizeof(discard), 0);
+        ssize_t n = serow_transport_recv(&conn->carried, conn->fd, discard, sizeof(discard), 0);
         if (n > 0) {
             conn->requests_served += (unsigned long)n;
             if (conn->requests_served > LINGER_MAX_BYTES) {

@@ -179,25 +179,33 @@ void serow_examine_buffered_head(struct worker_loop *loop, struct connection *co
  * recv for the first bytes of a request head: the kernel says when they
  * arrived (SO_TIMESTAMPNS, set on the listen sockets and so on every
  * connection accepted from them; on TCP the arrival of the last segment
- * this read takes bytes of: connection.h's serow_recv_stamped), which
+ * this read takes bytes of: transport.h's serow_recv_stamped), which
  * is where the request's time starts: what it waited in the listen backlog,
  * in the holder, or parked in a busy worker counts as its queue time.
  * Without a stamp (a Unix socket) the time of the read stands in.
  */
-static ssize_t recv_head_start(struct connection *conn, char *into, size_t room)
+static inline __attribute__((always_inline)) ssize_t recv_head_start(struct connection *conn,
+                                                                      char *into, size_t room,
+                                                                      int flags)
 {
     uint64_t stamp;
-    ssize_t n = serow_recv_stamped(conn->fd, into, room, 0, &stamp);
+    ssize_t n = serow_transport_recv_stamped(&conn->carried, conn->fd, into, room, flags, &stamp);
     if (n > 0)
         conn->arrived_ns = stamp ? stamp : serow_request_clock_ns();
     return n;
 }
 
-/* Reads what the socket has.  Returns -1 when the connection was closed.
- * (recv rather than read, here and wherever a client socket is read: it skips
- * the file layer, about 70 ns of each call on this project's machine.) */
-int serow_read_connection(struct worker_loop *loop, struct connection *conn)
+/* Reads what the socket has (through its transport: transport.h).  Returns
+ * -1 when the connection was closed.  Woken by epoll, a read shorter than
+ * the room it had says that the socket is most likely empty: epoll says when
+ * it is not.  until_empty: reads on up to EAGAIN, for a caller that will not
+ * wait to be woken (a short read says nothing: a TLS record, or the test
+ * transport's). */
+static inline __attribute__((always_inline)) int read_connection(struct worker_loop *loop,
+                                                                 struct connection *conn,
+                                                                 int until_empty)
 {
+    int flags = until_empty ? MSG_DONTWAIT : 0;
     for (;;) {
         /* (a body read ahead with a byte to spare: the NUL after it when
          * psgi.input reads it where it lies, serow_worker_loop_lend_body) */
@@ -210,12 +218,13 @@ int serow_read_connection(struct worker_loop *loop, struct connection *conn)
             return 0; /* else full: serow_examine_buffered_head has answered it */
         }
         ssize_t n = conn->buffer_len == 0 && !conn->body_preread
-                        ? recv_head_start(conn, conn->buffer, room)
-                        : recv(conn->fd, conn->buffer + conn->buffer_len, room, 0);
+                        ? recv_head_start(conn, conn->buffer, room, flags)
+                        : serow_transport_recv(&conn->carried, conn->fd,
+                                               conn->buffer + conn->buffer_len, room, flags);
         if (n > 0 && conn->body_preread) {
             conn->buffer_len += (size_t)n;
             serow_examine_buffered_body(loop, conn);
-            if (conn->in_ready_queue || (size_t)n < room)
+            if (conn->in_ready_queue || ((size_t)n < room && !until_empty))
                 return 0;
             continue;
         }
@@ -231,7 +240,7 @@ int serow_read_connection(struct worker_loop *loop, struct connection *conn)
             if (conn->state == CONNECTION_LINGERING || conn->state == CONNECTION_IDLE ||
                 conn->in_ready_queue)
                 return 0; /* (parked: not ours to read until claimed again) */
-            if ((size_t)n < room)
+            if ((size_t)n < room && !until_empty)
                 return 0; /* the socket is most likely empty: let epoll say */
             continue;
         }
@@ -239,15 +248,29 @@ int serow_read_connection(struct worker_loop *loop, struct connection *conn)
             serow_close_connection(loop, conn);
             return -1;
         }
+        if (errno == EINTR && until_empty)
+            continue;
         return 0;
     }
 }
 
-/* Starts watching a connection that is new to this worker.  Returns it, or
- * NULL when it could not be tracked (then it is closed). */
+int serow_read_connection(struct worker_loop *loop, struct connection *conn)
+{
+    return read_connection(loop, conn, 0);
+}
+
+int serow_read_all_sent(struct worker_loop *loop, struct connection *conn)
+{
+    return read_connection(loop, conn, 1);
+}
+
+/* Starts watching a connection that is new to this worker, read and
+ * written as carried says.  Returns it, or NULL when it could not be
+ * tracked (then it is closed). */
 static struct connection *adopt_connection(struct worker_loop *loop, int fd,
                                            const struct sockaddr *addr, socklen_t addr_len,
-                                           int listener_index)
+                                           int listener_index,
+                                           struct serow_connection_state carried)
 {
     struct listener *l = &loop->listeners[listener_index];
     struct connection *conn = serow_connection_new(fd, l->is_unix ? NULL : addr, addr_len, l->is_unix);
@@ -263,6 +286,7 @@ static struct connection *adopt_connection(struct worker_loop *loop, int fd,
         return NULL;
     }
     conn->listener_index = listener_index;
+    conn->carried = carried;
     serow_slot_assign(loop, conn);
     serow_timer_append(loop, conn, TIMER_READING_HEAD,
                        serow_now_seconds() + loop->settings.header_timeout);
@@ -320,7 +344,8 @@ int serow_accept_connection(struct worker_loop *loop, int listener_index)
     if (loop->slot)
         serow_request_metrics_count_accept(&loop->slot->counters);
     struct connection *conn = adopt_connection(loop, fd, (struct sockaddr *)&addr, addr_len,
-                                               listener_index);
+                                               listener_index,
+                                               (struct serow_connection_state){l->transport});
     /* TCP_DEFER_ACCEPT usually means the request is already here. */
     if (conn && serow_read_connection(loop, conn) == 0 && loop->settings.max_queue_wait_ms)
         shed_if_waited_in_backlog(loop, conn);
@@ -338,7 +363,7 @@ struct connection *serow_adopt_passed_connection(struct worker_loop *loop, int f
     if (getpeername(fd, (struct sockaddr *)&addr, &addr_len) != 0)
         addr_len = 0;
     struct connection *conn = adopt_connection(loop, fd, addr_len ? (struct sockaddr *)&addr : NULL,
-                                               addr_len, (int)listener);
+                                               addr_len, (int)listener, info->carried);
     if (conn)
         conn->requests_served = info->requests_served;
     return conn;

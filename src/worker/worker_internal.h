@@ -85,6 +85,7 @@ struct listener {
     int is_unix;
     char server_name[256];
     int server_port;
+    uint32_t transport; /* its connections' (enum serow_transport_kind) */
 };
 
 enum timer_list_kind {
@@ -358,6 +359,9 @@ void serow_body_start(struct serow_request *r);
 void serow_examine_buffered_head(struct worker_loop *loop, struct connection *conn,
                                  size_t new_bytes_from);
 int serow_read_connection(struct worker_loop *loop, struct connection *conn);
+/* As serow_read_connection, up to EAGAIN: what the client has sent by now,
+ * for a caller about to judge it without waiting (a timeout's expiry). */
+int serow_read_all_sent(struct worker_loop *loop, struct connection *conn);
 void serow_reject_connection(struct worker_loop *loop, struct connection *conn, int status,
                              const struct http_request_head *head);
 void serow_reject_timed_out(struct worker_loop *loop, struct connection *conn);

@@ -119,6 +119,7 @@ int serow_worker_loop_add_listener(struct worker_loop *loop, int fd, int is_unix
     l->is_unix = is_unix;
     snprintf(l->server_name, sizeof(l->server_name), "%s", server_name);
     l->server_port = server_port;
+    l->transport = serow_transport_of_listeners();
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
     /* Accepted connections inherit it: the kernel stamps what they receive,
      * and a request's time starts when its head arrived (worker_intake.c). */

@@ -1,7 +1,8 @@
 /*
  * worker_output.c - what a worker writes to a client: a request's
- * response bytes (writev, sendfile), waiting for a slow reader up to
- * --write-timeout, and the error pages sent without waiting.
+ * response bytes (writev, sendfile, through the connection's transport:
+ * connection/transport.h), waiting for a slow reader up to --write-timeout,
+ * and the error pages sent without waiting.
  *
  * Owns: the write side of a connection.  What the bytes say is
  * response_writer.c's (heads, framing, error pages, the Date header) and the
@@ -18,11 +19,9 @@
 #include <limits.h>
 #include <poll.h>
 #include <string.h>
-#include <sys/sendfile.h>
-#include <sys/socket.h>
-#include <sys/uio.h>
 
 #include "http/response_writer.h"
+#include "connection/transport.h"
 
 int serow_wait_for(int fd, short events, double timeout)
 {
@@ -77,7 +76,7 @@ int serow_worker_loop_write(struct serow_request *r, struct iovec *iov, int iovc
     response_starts(r);
     while (iovcnt > 0) {
         int batch = iovcnt > IOV_MAX ? IOV_MAX : iovcnt;
-        ssize_t n = writev(conn->fd, iov, batch);
+        ssize_t n = serow_transport_writev(&conn->carried, conn->fd, iov, batch);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -118,7 +117,7 @@ int serow_worker_loop_sendfile(struct serow_request *r, int file_fd, uint64_t of
     off_t off = (off_t)offset;
     while (len > 0) {
         size_t chunk = len > (1u << 30) ? (1u << 30) : (size_t)len;
-        ssize_t n = sendfile(conn->fd, file_fd, &off, chunk);
+        ssize_t n = serow_transport_sendfile(&conn->carried, conn->fd, file_fd, &off, chunk);
         if (n > 0) {
             len -= (uint64_t)n;
             continue;
@@ -146,7 +145,6 @@ size_t serow_send_error_response(struct connection *conn, int status,
     size_t body = 0;
     size_t n = serow_format_error_response(response, sizeof(response), status, serow_is_head_request(head),
                                            id_header, &body);
-    ssize_t ignored = send(conn->fd, response, n, MSG_NOSIGNAL | MSG_DONTWAIT);
-    (void)ignored;
+    serow_transport_send_now(&conn->carried, conn->fd, response, n);
     return body;
 }

@@ -31,6 +31,7 @@ static void hand_back_connections(struct worker_loop *loop, struct connection **
         fds[i] = conns[i]->fd;
         info[i].requests_served = (uint32_t)conns[i]->requests_served;
         info[i].listener_index = (uint32_t)conns[i]->listener_index;
+        info[i].carried = conns[i]->carried;
         info[i].idle_since_ms = serow_shared_clock_ms();
     }
     /* When the whole server stops, the holder would only close them too. */

@@ -48,8 +48,7 @@ static void send_continue(struct connection *conn, struct serow_request *serving
     size_t len;
     const char *continue_line = serow_continue_response(&len);
     if (serving == NULL) {
-        ssize_t ignored = send(conn->fd, continue_line, len, MSG_NOSIGNAL | MSG_DONTWAIT);
-        (void)ignored;
+        serow_transport_send_now(&conn->carried, conn->fd, continue_line, len);
         return;
     }
     struct iovec iov = {(void *)continue_line, len};
@@ -200,7 +199,8 @@ static int read_more_body(struct serow_request *r)
         size_t room = serow_connection_reserve(conn, r->head_len + CONNECTION_READ_SIZE);
         if (room == 0)
             return 0;
-        ssize_t n = recv(conn->fd, conn->buffer + conn->buffer_len, room, 0);
+        ssize_t n = serow_transport_recv(&conn->carried, conn->fd, conn->buffer + conn->buffer_len,
+                                         room, 0);
         if (n > 0) {
             conn->buffer_len += (size_t)n;
             return 0;

@@ -25,7 +25,8 @@
 /*
  * The header and keep-alive timeouts are the client's time, but a worker busy
  * with a request reads nobody meanwhile.  So before a connection is expired,
- * what it has sent is read: a head that arrived complete in time is served,
+ * all it has sent is read (up to EAGAIN: a short read does not say that
+ * nothing more is there): a head that arrived complete in time is served,
  * not answered 408, and a request sent on an idle connection is not dropped,
  * just because the worker got to them late.
  */
@@ -33,7 +34,7 @@ void serow_expire_timers(struct worker_loop *loop, double now)
 {
     struct connection *conn;
     while ((conn = loop->timers[TIMER_READING_HEAD].first) && conn->deadline <= now) {
-        if (!conn->in_ready_queue && serow_read_connection(loop, conn) < 0)
+        if (!conn->in_ready_queue && serow_read_all_sent(loop, conn) < 0)
             continue; /* the client has gone */
         if (conn->state == CONNECTION_LINGERING)
             continue; /* what arrived was answered with an error */
@@ -48,14 +49,14 @@ void serow_expire_timers(struct worker_loop *loop, double now)
         }
     }
     while ((conn = loop->timers[TIMER_READING_BODY].first) && conn->deadline <= now) {
-        if (serow_read_connection(loop, conn) < 0 || conn->in_ready_queue || conn->deadline > now)
+        if (serow_read_all_sent(loop, conn) < 0 || conn->in_ready_queue || conn->deadline > now)
             continue; /* gone, or its body (or more of it) came in time */
         serow_reject_timed_out(loop, conn);
     }
     while ((conn = loop->timers[TIMER_IDLE].first) && conn->deadline <= now) {
         if (!serow_slot_claim(loop, conn))
             continue; /* the holder has it, and keeps its own time */
-        if (serow_read_connection(loop, conn) < 0)
+        if (serow_read_all_sent(loop, conn) < 0)
             continue;
         if (conn->state == CONNECTION_IDLE)
             serow_close_connection(loop, conn); /* still nothing: now it is idle too long */

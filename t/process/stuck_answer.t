@@ -15,6 +15,7 @@ use Serow::Test::CProgram ();
 
 Serow::Test::CProgram::test_program(name => 'stuck_answer',
     sources => [qw(t/process/stuck_answer.c src/shared/connection_transfer.c src/shared/shared_state.c
-                   src/log/access_log.c src/log/access_log_format.c src/http/response_writer.c src/http/http_parser.c)]);
+                   src/log/access_log.c src/log/access_log_format.c src/http/response_writer.c src/http/http_parser.c
+                   src/connection/transport.c src/log/log.c)]);
 
 done_testing;

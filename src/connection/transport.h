@@ -1,0 +1,186 @@
+/*
+ * transport.h - the one way a client connection's bytes move.
+ *
+ * Every read, write, sendfile and shutdown of a client connection goes
+ * through the functions here: in a worker (a request's head and body, the
+ * response, 100 Continue, error pages, the lingering close), in the holder
+ * (its peeks at a held connection, the 503 it sheds) and in the master (the
+ * 503 of a request whose worker it killed).  What they take besides the
+ * descriptor is the connection's struct serow_connection_state, which moves
+ * with the descriptor from process to process.  A transport is the set of
+ * operations that state names: plain (the socket's bytes as they are), and a
+ * test-only one that reads and writes a few bytes at a time (below).  TLS
+ * slots in as another: its record state in serow_connection_state, its
+ * operations in serow_transports.
+ *
+ * The one connection that bypasses the seam is the app's psgix.io: a Perl
+ * handle on a duplicate of the descriptor (psgi_input.c), which reads and
+ * writes the socket's raw bytes.  Under TLS it would see the records, not
+ * the plaintext: such a connection must get no psgix.io (or a handle tied
+ * to these functions).  Waiting for readiness (epoll, poll) and what the
+ * kernel says of the socket (TCP_INFO, getpeername) are not reads: they stay
+ * on the descriptor.  (With TLS, bytes decrypted and not yet taken wait in
+ * the transport, where epoll cannot see them: the event loop, which takes a
+ * read shorter than its room for an empty socket, must be told of them.)
+ *
+ * The plain transport is inline, behind one well-predicted branch: the
+ * common path costs what the system call it makes did before the seam.
+ */
+#ifndef SEROW_TRANSPORT_H
+#define SEROW_TRANSPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <time.h>
+
+enum serow_transport_kind {
+    SEROW_TRANSPORT_PLAIN = 0, /* the socket's bytes as they are: TCP, a UNIX socket */
+    SEROW_TRANSPORT_SHORT,     /* tests only: short reads and writes (SEROW_TEST_TRANSPORT) */
+    SEROW_TRANSPORT_KINDS
+};
+
+/*
+ * What moves with a client connection from one of Serow's processes to
+ * another, beside its descriptor (which the kernel moves): its one home.  A
+ * worker keeps it in its struct connection; it travels in struct
+ * passed_connection (fd passing: the holder's ready connections, a stopping
+ * worker's hand-back), in the connection's shared slot for whoever takes a
+ * parked one (the holder stealing, a worker gathering: struct
+ * connection_slot), and in the worker's slot for the request the app runs
+ * (the master's 503: struct worker_slot).  Today that is which transport
+ * reads and writes it; with TLS, the record layer's state too.
+ */
+struct serow_connection_state {
+    uint32_t transport; /* enum serow_transport_kind */
+};
+
+/* A transport's operations, as the system calls they stand for: a count of
+ * bytes, or -1 with errno (EAGAIN: not now).  flags are recv's and send's
+ * (MSG_PEEK, MSG_DONTWAIT, MSG_MORE); MSG_DONTWAIT says that the caller
+ * will not wait and try again, so that EAGAIN loses what it was for.
+ * stamp_ns, when not NULL: the kernel's receive stamp of the bytes read
+ * (serow_transport_recv_stamped).  shutdown ends the sending side. */
+struct serow_transport_ops {
+    ssize_t (*recv)(struct serow_connection_state *cs, int fd, void *into, size_t room,
+                    int flags, uint64_t *stamp_ns);
+    ssize_t (*send)(struct serow_connection_state *cs, int fd, const void *data, size_t len,
+                    int flags);
+    ssize_t (*writev)(struct serow_connection_state *cs, int fd, const struct iovec *iov,
+                      int iovcnt);
+    ssize_t (*sendfile)(struct serow_connection_state *cs, int fd, int file_fd, off_t *offset,
+                        size_t count);
+    int (*shutdown)(struct serow_connection_state *cs, int fd);
+};
+
+extern const struct serow_transport_ops *const serow_transports[SEROW_TRANSPORT_KINDS];
+
+/* The transport of the connections this process accepts: plain, unless the
+ * environment variable SEROW_TEST_TRANSPORT names the test transport
+ * ("short", or "short:SEED" to repeat a run's random lengths), read once. */
+enum serow_transport_kind serow_transport_of_listeners(void);
+
+/*
+ * recv of up to room bytes into into (flags as recv's), with the kernel's
+ * receive stamp of those bytes in *stamp_ns, in nanoseconds of the wall
+ * clock: SO_TIMESTAMPNS, set on the listen sockets and so on every
+ * connection accepted from them.  *stamp_ns is 0 without one (a UNIX
+ * socket) or when nothing was read.  Where a request's time starts
+ * (access_log.h): the worker's first read of a head, the holder's peek at
+ * a request it sheds.  The plain transport's stamped read.
+ * On TCP it is not the arrival of the first byte returned but of the last
+ * segment among those the call copied: tcp_recvmsg_locked takes the stamp
+ * of each skb it copies from, and tcp_try_coalesce gives a queued skb the
+ * stamp of each segment merged into it.  So a head split over segments
+ * that arrived apart, or read with the start of its body, is stamped with
+ * the later arrival (the time its first bytes waited for the rest is not
+ * counted).  Reading one byte first would not fix it (a merged skb has its
+ * last segment's stamp) and would cost every request a system call.
+ */
+static inline ssize_t serow_recv_stamped(int fd, void *into, size_t room, int flags,
+                                         uint64_t *stamp_ns)
+{
+    union {
+        char buf[CMSG_SPACE(sizeof(struct timespec))];
+        struct cmsghdr align;
+    } control;
+    struct iovec iov = {into, room};
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
+                         .msg_controllen = sizeof(control.buf)};
+    ssize_t n = recvmsg(fd, &msg, flags);
+    *stamp_ns = 0;
+    struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&msg) : NULL;
+    if (c != NULL && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
+        struct timespec ts;
+        memcpy(&ts, CMSG_DATA(c), sizeof(ts));
+        *stamp_ns = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+    }
+    return n;
+}
+
+#define SEROW_TRANSPORT_IS_PLAIN(cs) __builtin_expect((cs)->transport == SEROW_TRANSPORT_PLAIN, 1)
+
+/* (recv rather than read wherever a client socket is read: it skips the
+ * file layer, about 70 ns of each call on this project's machine.) */
+static inline ssize_t serow_transport_recv(struct serow_connection_state *cs, int fd, void *into,
+                                           size_t room, int flags)
+{
+    if (SEROW_TRANSPORT_IS_PLAIN(cs))
+        return recv(fd, into, room, flags);
+    return serow_transports[cs->transport]->recv(cs, fd, into, room, flags, NULL);
+}
+
+static inline ssize_t serow_transport_recv_stamped(struct serow_connection_state *cs, int fd,
+                                                   void *into, size_t room, int flags,
+                                                   uint64_t *stamp_ns)
+{
+    if (SEROW_TRANSPORT_IS_PLAIN(cs))
+        return serow_recv_stamped(fd, into, room, flags, stamp_ns);
+    return serow_transports[cs->transport]->recv(cs, fd, into, room, flags, stamp_ns);
+}
+
+/* (MSG_NOSIGNAL always: a client gone is an error to the caller, not a
+ * SIGPIPE.) */
+static inline ssize_t serow_transport_send(struct serow_connection_state *cs, int fd,
+                                           const void *data, size_t len, int flags)
+{
+    if (SEROW_TRANSPORT_IS_PLAIN(cs))
+        return send(fd, data, len, flags | MSG_NOSIGNAL);
+    return serow_transports[cs->transport]->send(cs, fd, data, len, flags);
+}
+
+static inline ssize_t serow_transport_writev(struct serow_connection_state *cs, int fd,
+                                             const struct iovec *iov, int iovcnt)
+{
+    if (SEROW_TRANSPORT_IS_PLAIN(cs))
+        return writev(fd, iov, iovcnt);
+    return serow_transports[cs->transport]->writev(cs, fd, iov, iovcnt);
+}
+
+static inline ssize_t serow_transport_sendfile(struct serow_connection_state *cs, int fd,
+                                               int file_fd, off_t *offset, size_t count)
+{
+    if (SEROW_TRANSPORT_IS_PLAIN(cs))
+        return sendfile(fd, file_fd, offset, count);
+    return serow_transports[cs->transport]->sendfile(cs, fd, file_fd, offset, count);
+}
+
+static inline int serow_transport_shutdown(struct serow_connection_state *cs, int fd)
+{
+    if (SEROW_TRANSPORT_IS_PLAIN(cs))
+        return shutdown(fd, SHUT_WR);
+    return serow_transports[cs->transport]->shutdown(cs, fd);
+}
+
+/* Sends what the socket takes now of data, without waiting: for the answers
+ * sent to a client that may not read (error pages, a 100 Continue from the
+ * event loop).  A short send is followed by another for the rest, up to
+ * EAGAIN or an error.  Returns the bytes sent. */
+size_t serow_transport_send_now(struct serow_connection_state *cs, int fd, const void *data,
+                                size_t len);
+
+#endif
