@@ -68,6 +68,14 @@ void serow_worker_loop_socket_lent(struct serow_request *r)
         serow_app_timer_note_answer(r);
 }
 
+/* After a write or sendfile that failed: whether to try again (a signal, or
+ * a full socket that drains within --write-timeout). */
+static int may_write_again(const struct serow_request *r)
+{
+    return errno == EINTR ||
+           (errno == EAGAIN && serow_wait_for(r->conn->fd, POLLOUT, r->worker->settings.write_timeout));
+}
+
 int serow_worker_loop_write(struct serow_request *r, struct iovec *iov, int iovcnt)
 {
     struct connection *conn = r->conn;
@@ -78,10 +86,7 @@ int serow_worker_loop_write(struct serow_request *r, struct iovec *iov, int iovc
         int batch = iovcnt > IOV_MAX ? IOV_MAX : iovcnt;
         ssize_t n = serow_transport_writev(&conn->carried, conn->fd, iov, batch);
         if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno == EAGAIN &&
-                serow_wait_for(conn->fd, POLLOUT, r->worker->settings.write_timeout))
+            if (may_write_again(r))
                 continue;
             return -1;
         }
@@ -124,10 +129,7 @@ int serow_worker_loop_sendfile(struct serow_request *r, int file_fd, uint64_t of
         }
         if (n == 0)
             return -1; /* the file is shorter than it said */
-        if (errno == EINTR)
-            continue;
-        if (errno == EAGAIN &&
-            serow_wait_for(conn->fd, POLLOUT, r->worker->settings.write_timeout))
+        if (may_write_again(r))
             continue;
         return -1;
     }
