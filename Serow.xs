@@ -371,6 +371,13 @@ loop_current_fd(Serow::Loop loop)
   OUTPUT:
     RETVAL
 
+int
+loop_request_listener(Serow::Loop loop)
+  CODE:
+    RETVAL = serow_worker_loop_request_listener(REQUEST(loop));
+  OUTPUT:
+    RETVAL
+
 void
 loop_join_holder(Serow::Loop loop, Serow::Shared shared, unsigned int worker_index, int wake_fd, int ready_channel, int handback_channel)
   CODE:
