@@ -12,7 +12,7 @@ use HTTP::Tiny ();
 use JSON::PP ();
 use Net::EmptyPort ();
 use lib 't/lib';
-use Serow::Test qw(start_server wait_until);
+use Serow::Test qw(start_server run_serow);
 use Serow::Publish::Endpoint ();
 
 my $dir = File::Temp->newdir;
@@ -129,5 +129,14 @@ $res = post("http://127.0.0.1:$publish_port/publish/", items({ channel => 'live'
 is $res->{status}, 403, '--publish-allow without this machine: 403';
 is_deeply published(), [], 'nothing published';
 $server->stop;
+
+# Refused at start, naming the option.
+my ($status, $output) = run_serow('--publish-listen', "$dir/publish.sock", 't/apps/pid.psgi');
+isnt $status, 0, '--publish-listen with a socket path: refused';
+like $output, qr/--publish-listen: '\Q$dir\E\/publish\.sock' is a socket path, not HOST:PORT/, 'saying why';
+($status, $output) = run_serow('--publish-listen', '127.0.0.1:' . Net::EmptyPort::empty_port(),
+    '--publish-allow', '10.0.0.300/8', 't/apps/pid.psgi');
+isnt $status, 0, 'a bad --publish-allow: refused';
+like $output, qr/--publish-allow: '10\.0\.0\.300\/8' is not an IPv4 or IPv6 address/, 'saying why';
 
 done_testing;
