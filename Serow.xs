@@ -2,7 +2,8 @@
  * Serow.xs - the Perl face of the C core: Serow::Loop wraps one worker's
  * event loop (src/worker/worker_loop.c) and the request it serves
  * (src/psgi/psgi_request.c); the other packages' glue is in the files it
- * INCLUDEs at its end (xs/writer.xsh, xs/shared.xsh, xs/process.xsh).
+ * INCLUDEs at its end (xs/writer.xsh, xs/shared.xsh, xs/process.xsh,
+ * xs/publish.xsh).
  * Glue only: it converts arguments and calls src/, which decides.
  */
 #define PERL_NO_GET_CONTEXT
@@ -33,6 +34,7 @@
 #include "psgi/psgi_request.h"
 #include "psgi/psgi_response.h"
 #include "http/response_writer.h"
+#include "http/grip_instruct.h"
 
 typedef struct worker_loop *Serow__Loop;
 
@@ -369,6 +371,13 @@ loop_current_fd(Serow::Loop loop)
   OUTPUT:
     RETVAL
 
+int
+loop_request_listener(Serow::Loop loop)
+  CODE:
+    RETVAL = serow_worker_loop_request_listener(REQUEST(loop));
+  OUTPUT:
+    RETVAL
+
 void
 loop_join_holder(Serow::Loop loop, Serow::Shared shared, unsigned int worker_index, int wake_fd, int ready_channel, int handback_channel)
   CODE:
@@ -432,3 +441,5 @@ INCLUDE: xs/writer.xsh
 INCLUDE: xs/shared.xsh
 
 INCLUDE: xs/process.xsh
+
+INCLUDE: xs/publish.xsh

@@ -55,6 +55,10 @@ my @OPTIONS = (
     metrics_path => ['string', undef, 'answer Prometheus metrics at this path (e.g. /metrics) before the app; off by default', 'PATH'],
     metrics_allow => ['list', ['127.0.0.1/32', '::1/128'], 'addresses or CIDR networks that may read --metrics-path (repeatable; default 127.0.0.1 and ::1); others get 403, and so does a request with X-Forwarded-For, Forwarded or X-Real-IP unless it comes from a --metrics-trusted-proxy', 'CIDR...'],
     metrics_trusted_proxy => ['list', [], 'proxies (addresses or CIDR networks) whose forwarded client address (the last in X-Forwarded-For, Forwarded, X-Real-IP) --metrics-allow judges; none by default: forwarded requests get 403', 'CIDR...'],
+    publish_listen => ['string', undef, 'answer Pushpin\'s publish endpoint (POST /publish/ with {"items": [...]}) on this HOST:PORT, a listen socket of its own that never reaches the app; turns holding on. Off by default', 'HOST:PORT'],
+    publish_allow => ['list', ['127.0.0.1/32', '::1/128'], 'addresses or CIDR networks that may publish on --publish-listen (repeatable; default 127.0.0.1 and ::1); others get 403, and so does a request with X-Forwarded-For, Forwarded or X-Real-IP', 'CIDR...'],
+    publish_max_body => ['size', 1024 * 1024, 'largest publish request body on --publish-listen; larger gets 413'],
+    publish_max_item => ['size', 64 * 1024, 'largest published item (its channel, ids, contents, bodies and headers); a request with a larger one gets 413 and delivers nothing'],
 );
 
 # Other servers' option names, so that moving from Starman, Starlet or

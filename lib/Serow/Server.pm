@@ -10,6 +10,7 @@ use Serow::Log ();
 use Serow::PidFile ();
 use Serow::Privileges ();
 use Serow::Metrics ();
+use Serow::AddressList ();
 use Serow::Notify ();
 use Serow::Version ();
 use Scalar::Util ();
@@ -87,6 +88,23 @@ sub open_listeners {
         }
         $l;
     } @addresses;
+}
+
+# --publish-listen: a listen socket of its own, whose requests the workers
+# answer with the publish endpoint (Serow::Worker, route_publish), never the
+# app; none without the option.
+sub open_publish_listener {
+    my ($self) = @_;
+    my $options = $self->{options};
+    my $address = $options->{publish_listen} // return;
+    # (Serow::Listener names --listen in its errors.)
+    my $l = eval {
+        die "--listen: '$address' is a socket path, not HOST:PORT\n"
+            if defined Serow::Listener->parse_address($address)->{path};
+        Serow::Listener->open_address($address, backlog => $options->{backlog});
+    } or die $@ =~ s/\A--listen:/--publish-listen:/r;
+    @$l{qw(owned publish)} = (1, 1); # ours to shut on a stop, as --listen's
+    return $l;
 }
 
 # What $app is when it is no PSGI app ("'42'", "undef", "a HASH reference"),
@@ -168,13 +186,19 @@ sub start_master {
     Serow::PidFile->check($options->{pid_file}) if defined $options->{pid_file};
     Serow::Metrics->check_options($options);
     $self->check_log_options($options);
+    Serow::AddressList->new('--publish-allow', @{ $options->{publish_allow} || [] }); # refused here, not by each worker
+    # MERGE(grip): --publish-listen turns holding on; the option is another branch's:
+    $options->{grip} = 1 if defined $options->{publish_listen};
     my @listeners = $self->open_listeners;
+    # Last, so that the app's listeners keep their indexes and the first is
+    # still the one announced to plackup.
+    my @all = (@listeners, $self->open_publish_listener);
     my $pid_file = defined $options->{pid_file} ? Serow::PidFile->write($options->{pid_file}) : undef;
-    my $master = Serow::Master->new(@app, options => $options, listeners => \@listeners,
+    my $master = Serow::Master->new(@app, options => $options, listeners => \@all,
         privileges => $self->{privileges}, notify => $self->{notify},
         on_ready => sub { $self->announce(@listeners) });
     my $status = $master->run;
-    $_->close_and_unlink for @listeners;
+    $_->close_and_unlink for @all;
     $pid_file->remove if $pid_file;
     return $status;
 }
@@ -218,6 +242,7 @@ sub announce {
     push @about, 'each worker loads the app (--lazy-app)' if $options->{lazy_app};
     push @about, 'workers run as ' . $self->{privileges}->name if $self->{privileges};
     push @about, "pid file $options->{pid_file}" if defined $options->{pid_file};
+    push @about, "publishing on $options->{publish_listen} (--publish-listen)" if defined $options->{publish_listen};
     Serow::Log->info(sprintf "Serow %s listening on %s with %d workers (master pid %d); %s",
         $self->{version}, join(', ', map { listener_url($_) } @listeners), $options->{workers}, $$,
         join('; ', @about));

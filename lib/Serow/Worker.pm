@@ -147,6 +147,7 @@ sub run {
         if $self->{shared};
     $self->open_access_log;
     $self->wrap_metrics;
+    $self->route_publish;
     $self->install_signal_handlers;
     $self->run_after_fork_hooks;
     my $limit = $self->{request_limit};
@@ -259,6 +260,30 @@ sub wrap_metrics {
     $self->{app} = Serow::Metrics->wrap($self->{app}, shared => $self->{shared},
         master_pid => $self->{master_pid}, path => $options->{metrics_path}, allow => Serow::Metrics->allow_list($options),
         trusted_proxies => Serow::Metrics->trusted_proxies($options));
+}
+
+# --publish-listen: the requests that come on its listener (the last,
+# Serow::Server) are answered by the publish endpoint, never the app (nor
+# --metrics-path).  Without the option the app is not wrapped: the ordinary
+# path pays nothing; with it, one call to ask the listener's index.
+sub route_publish {
+    my ($self) = @_;
+    my $options = $self->{options};
+    my ($index) = grep { $self->{listeners}[$_]{publish} } 0 .. $#{ $self->{listeners} };
+    return unless defined $index;
+    require Serow::Publish::Endpoint;
+    my $endpoint = Serow::Publish::Endpoint->new(publish => $self->publish_function,
+        allow => [@{ $options->{publish_allow} || [] }], max_body => $options->{publish_max_body},
+        max_item => $options->{publish_max_item})->to_app;
+    my ($app, $loop) = ($self->{app}, $self->{loop});
+    $self->{app} = sub { $loop->request_listener == $index ? $endpoint->($_[0]) : $app->($_[0]) };
+}
+
+# What delivers a published item: the holder's (Serow::Holding::publish).
+sub publish_function {
+    # MERGE(holding): \&Serow::Holding::publish, from the branch that makes holding real.
+    return \&Serow::Holding::publish if defined &Serow::Holding::publish;
+    return sub { die "holding is not built into this Serow yet\n" };
 }
 
 # The master's signals (stop, HUP, TTIN, TTOU, USR1) are ignored by a

@@ -289,6 +289,11 @@ int serow_worker_loop_request_fd(const struct serow_request *r)
     return r->conn ? r->conn->fd : -1;
 }
 
+int serow_worker_loop_request_listener(const struct serow_request *r)
+{
+    return r->conn ? r->conn->listener_index : -1;
+}
+
 int serow_worker_loop_request_body_framing(const struct serow_request *r)
 {
     return r->conn ? (int)r->head.framing : HTTP_BODY_NONE;

@@ -101,6 +101,10 @@ int serow_worker_loop_next_request(struct worker_loop *loop, struct serow_reques
  * Content-Length (-1: none), and whether bytes of its final response went
  * out. */
 int serow_worker_loop_request_fd(const struct serow_request *r);
+/* The index of the listen socket r's connection came on (the order of
+ * serow_worker_loop_add_listener), -1 with no connection: a worker answers
+ * --publish-listen's requests with the publish endpoint, not the app. */
+int serow_worker_loop_request_listener(const struct serow_request *r);
 int serow_worker_loop_request_body_framing(const struct serow_request *r);
 int64_t serow_worker_loop_request_content_length(const struct serow_request *r);
 int serow_worker_loop_request_response_started(const struct serow_request *r);

@@ -15,7 +15,7 @@ my @FLAGS = ('-std=gnu11', '-O1', '-g', '-Wall', '-Wextra');
 my @SANITIZE = ('-fsanitize=address,undefined', '-fno-sanitize-recover=all', '-fno-omit-frame-pointer');
 
 # build(name => NAME, sources => [paths from the repository's root],
-#       includes => [dirs from the root])
+#       includes => [dirs from the root], libs => [linker flags, e.g. -lhiredis])
 # Returns { binary, sanitized, status, output, compiler }; binary is undef
 # when no C compiler works here.
 sub build {
@@ -29,7 +29,7 @@ sub build {
     my $sanitized = compiler_works($dir, $cc, @SANITIZE);
     my $binary = "$dir/$o{name}";
     my $out = run($cc, @FLAGS, (map { "-I$root/$_" } @{ $o{includes} || ['src'] }),
-        ($sanitized ? @SANITIZE : ()), '-o', $binary, map { "$root/$_" } @{ $o{sources} });
+        ($sanitized ? @SANITIZE : ()), '-o', $binary, (map { "$root/$_" } @{ $o{sources} }), @{ $o{libs} || [] });
     return { %$out, binary => $out->{status} == 0 ? $binary : undef, sanitized => $sanitized,
         compiler => $cc };
 }
