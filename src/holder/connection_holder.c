@@ -299,10 +299,12 @@ static void shed(struct holder *h, struct held_connection *c)
         id_header = (struct response_header){h->settings.request_id_header,
                                              h->settings.request_id_header_len, id, id_len};
     }
+    /* Counted before the answer, as a worker counts its sheds: whoever has
+     * read the 503 finds it in serow_requests_shed_total. */
+    atomic_fetch_add(&h->shared->requests_shed, 1);
     size_t body = serow_answer_and_shut(&c->info.carried, c->fd, 503,
                                         len >= 5 && memcmp(head, "HEAD ", 5) == 0,
                                         id_len ? &id_header : NULL);
-    atomic_fetch_add(&h->shared->requests_shed, 1);
     serow_log_debug("connection holder: a request waited longer than --max-queue-wait %llu ms for a "
                     "free worker: answered 503", (unsigned long long)h->settings.max_queue_wait_ms);
     if (h->settings.access_log)
