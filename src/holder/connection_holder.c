@@ -199,13 +199,20 @@ static void unhold(struct holder *h, struct held_connection *c)
     free(c);
 }
 
+/* The end of a connection no process holds any more (a connection the holder
+ * was given but could not hold, or one it held), so it is no longer open. */
+static void close_unheld(struct holder *h, int fd)
+{
+    close(fd);
+    atomic_fetch_sub(&h->shared->open_connections, 1);
+}
+
 /* The end of a connection (not a pass to a worker). */
 static void close_held(struct holder *h, struct held_connection *c)
 {
     int fd = c->fd;
     unhold(h, c);
-    close(fd);
-    atomic_fetch_sub(&h->shared->open_connections, 1);
+    close_unheld(h, fd);
 }
 
 /* Our copy after passing it on. */
@@ -498,7 +505,7 @@ static int steal_connection(struct holder *h, uint32_t worker_index, uint32_t sl
     if (hold(h, fd, &info) != 0) {
         serow_log_error("connection holder: a connection taken from a worker could not be "
                         "held and is closed (%s)", strerror(errno));
-        close(fd);
+        close_unheld(h, fd);
     }
     return 1;
 }
@@ -620,7 +627,7 @@ static void receive_handed_back(struct holder *h)
             return;
         for (int i = 0; i < n; i++)
             if (hold(h, fds[i], &info[i]) != 0)
-                close(fds[i]);
+                close_unheld(h, fds[i]);
     }
 }
 
