@@ -2,7 +2,7 @@
  * Serow.xs - the Perl face of the C core: Serow::Loop wraps one worker's
  * event loop (src/worker/worker_loop.c) and the request it serves
  * (src/psgi/psgi_request.c); the other packages' glue is in the files it
- * INCLUDEs at its end (xs/writer.xsh, xs/shared.xsh, xs/process.xsh).
+ * INCLUDEs at its end (xs/writer.xsh, xs/shared.xsh, xs/process.xsh, xs/holding.xsh).
  * Glue only: it converts arguments and calls src/, which decides.
  */
 #define PERL_NO_GET_CONTEXT
@@ -32,6 +32,7 @@
 #include "psgi/psgi_input.h"
 #include "psgi/psgi_request.h"
 #include "psgi/psgi_response.h"
+#include "psgi/psgi_hold.h"
 #include "http/response_writer.h"
 
 typedef struct worker_loop *Serow__Loop;
@@ -432,3 +433,5 @@ INCLUDE: xs/writer.xsh
 INCLUDE: xs/shared.xsh
 
 INCLUDE: xs/process.xsh
+
+INCLUDE: xs/holding.xsh

@@ -103,6 +103,27 @@ my @SINGLE = (
     [serow_requests_shed_total => counter =>
         'Requests answered 503 after waiting longer than --max-queue-wait for a free worker (in the connection holder or the listen backlog).',
         'requests_shed'],
+    [serow_held_connections => gauge =>
+        'Connections held for a stream or a long poll (GRIP, --grip), with no worker.',
+        'grip_held'],
+    [serow_held_subscriptions => gauge =>
+        'Subscriptions of held connections to channels.',
+        'grip_subscriptions'],
+    [serow_publishes_total => counter =>
+        'Items published to the channels of held connections.',
+        'grip_publishes'],
+    [serow_deliveries_total => counter =>
+        'Published items delivered to held connections (replays included).',
+        'grip_deliveries'],
+    [serow_held_drops_total => counter =>
+        'Held connections closed because their client did not read (--hold-max-pending).',
+        'grip_drops'],
+    [serow_replay_gaps_total => counter =>
+        'Subscriptions whose prev-id was not among the kept items (every kept item replayed).',
+        'grip_replay_gaps'],
+    [serow_holds_refused_total => counter =>
+        'Holds refused by the holder (--max-held-connections, subscriptions per connection).',
+        'grip_refused'],
     [serow_uptime_seconds => gauge => 'Seconds since the server started.', 'uptime'],
 );
 

@@ -143,8 +143,12 @@ sub run {
     for my $l (@{ $self->{listeners} }) {
         $loop->add_listener($l->{fd}, $l->{is_unix} ? 1 : 0, $l->{server_name}, $l->{server_port});
     }
-    $loop->join_holder($self->{shared}, $self->{slot}, $self->{wake_fd}, @{ $self->{channels} })
-        if $self->{shared};
+    if ($self->{shared}) {
+        $loop->join_holder($self->{shared}, $self->{slot}, $self->{wake_fd}, @{ $self->{channels} });
+        # --grip: held responses and publishes go to the holder on the
+        # hand-back channel (docs/holding.md)
+        Serow::Holding::_setup($options->{grip} ? 1 : 0, $self->{channels}[1]);
+    }
     $self->open_access_log;
     $self->wrap_metrics;
     $self->install_signal_handlers;

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "http/http_parser.h"
+#include "psgi/psgi_hold.h"
 #include "psgi/psgi_input.h"
 #include "request/request_accounting.h"
 #include "http/response_writer.h"
@@ -54,6 +55,7 @@ void serow_reset_psgi_response(struct serow_request *req)
     response->app_framing_error = NULL;
     response->hold = 0;
     response->held_len = 0;
+    response->grip_hold = 0;
 }
 
 const char *serow_psgi_bytes(pTHX_ SV *sv, STRLEN *len)
@@ -489,6 +491,13 @@ int serow_send_psgi_response(pTHX_ struct serow_request *req, SV *status, SV *he
     size_t count = 1; /* iov[0] is the head */
     uint64_t length = 0;
 
+    /* --grip: a response that asks to be held goes its own way (psgi_hold.c);
+     * off, this is one load and a branch. */
+    if (__builtin_expect(serow_grip_on, 0)) {
+        int r = serow_psgi_hold_response(aTHX_ req, status, headers, body, bad_header);
+        if (r != RESPONSE_NOT_HELD)
+            return r;
+    }
     if (response->active || req->response_started)
         return RESPONSE_TOO_LATE;
     if (grow_body_iov((size_t)parts + 1) != 0)
@@ -627,6 +636,12 @@ int serow_write_psgi_body(pTHX_ struct serow_request *req, const char *data, siz
     }
     response->body_sent += len;
     return write_all(req, iov, count);
+}
+
+int serow_flush_psgi_head(pTHX_ struct serow_request *req)
+{
+    int r = serow_flush_held_psgi_body(aTHX_ req);
+    return r == RESPONSE_OK ? flush_head(req, 0) : r;
 }
 
 static int flush_head(struct serow_request *req, int more_follows)

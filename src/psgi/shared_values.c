@@ -87,6 +87,13 @@ SV *serow_shared_metrics_value(pTHX_ struct shared_state *shared)
     hv_stores(m, "workers_recycled", newRV_noinc((SV *)recycled));
     hv_stores(m, "request_timeouts", newSVnv((double)totals.request_timeouts));
     hv_stores(m, "requests_shed", newSVnv((double)totals.requests_shed));
+    hv_stores(m, "grip_held", newSVuv(totals.grip_held));
+    hv_stores(m, "grip_subscriptions", newSVuv(totals.grip_subscriptions));
+    hv_stores(m, "grip_publishes", newSVnv((double)totals.grip_publishes));
+    hv_stores(m, "grip_deliveries", newSVnv((double)totals.grip_deliveries));
+    hv_stores(m, "grip_drops", newSVnv((double)totals.grip_drops));
+    hv_stores(m, "grip_replay_gaps", newSVnv((double)totals.grip_replay_gaps));
+    hv_stores(m, "grip_refused", newSVnv((double)totals.grip_refused));
     hv_stores(m, "busy_workers", newSVuv(totals.workers.busy));
     hv_stores(m, "idle_workers", newSVuv(totals.workers.idle));
     hv_stores(m, "idle_connections", newSVuv(totals.waiting_connections));
@@ -144,6 +151,11 @@ SV *serow_shared_status_value(pTHX_ struct shared_state *shared)
     hv_stores(status, "waiting", newSVuv(totals.waiting_connections));
     hv_stores(status, "queued", newSVuv(totals.queued_connections));
     hv_stores(status, "held_by_holder", newSVuv(totals.held_connections));
+    hv_stores(status, "grip_held", newSVuv(totals.grip_held));
+    hv_stores(status, "grip_subscriptions", newSVuv(totals.grip_subscriptions));
+    hv_stores(status, "grip_publishes", newSVnv((double)totals.grip_publishes));
+    hv_stores(status, "grip_deliveries", newSVnv((double)totals.grip_deliveries));
+    hv_stores(status, "grip_drops", newSVnv((double)totals.grip_drops));
     hv_stores(status, "requests_total", newSVnv((double)totals.requests_total));
     hv_stores(status, "holder_pid", newSViv(totals.holder_pid));
     hv_stores(status, "workers", newRV_noinc((SV *)workers));
