@@ -341,8 +341,8 @@ static void deliver_all(struct serow_grip_holds *g, const struct serow_delivery 
     for (size_t i = 0; i < count; i++) {
         int fd = (int)d[i].subscriber;
         struct grip_conn *c = fd < g->by_fd_size ? g->by_fd[fd] : NULL;
-        if (c != NULL && c->out_len > c->out_off && !c->want_write)
-            flush(g, c);
+        if (c != NULL && (c->out_len > c->out_off || c->closing || c->answered) && !c->want_write)
+            flush(g, c); /* (a close with nothing to write still ends it) */
     }
 }
 
