@@ -203,35 +203,81 @@ static int hold_response(pTHX_ struct serow_request *req, struct serow_grip_inst
     return RESPONSE_OK;
 }
 
-int serow_psgi_hold_response(pTHX_ struct serow_request *req, SV *status, SV *headers, AV *body,
-                             SV **bad_header)
+/* Reads the app's Grip-* headers into instruct, with *kept the headers
+ * without them.  RESPONSE_NOT_HELD when there is none; RESPONSE_BAD_GRIP
+ * (with *bad_header) when the instruction is refused or cannot be held;
+ * else RESPONSE_OK. */
+static int read_instruction(pTHX_ SV *headers, struct serow_grip_instruct *instruct, AV **kept,
+                            SV **bad_header)
 {
-    static struct serow_grip_instruct instruct; /* (8 KiB: not on the stack) */
     SvGETMAGIC(headers);
     if (!SvROK(headers) || SvTYPE(SvRV(headers)) != SVt_PVAV || SvRMAGICAL(SvRV(headers)) ||
         !has_grip_header(aTHX_ (AV *)SvRV(headers)))
         return RESPONSE_NOT_HELD;
-    AV *kept = (AV *)sv_2mortal((SV *)newAV());
+    *kept = (AV *)sv_2mortal((SV *)newAV());
     struct http_header *parsed;
     size_t count;
-    if (split_headers(aTHX_ (AV *)SvRV(headers), &parsed, &count, kept) != 0)
-        return RESPONSE_NOT_HELD;
-    int g = serow_grip_parse(parsed, count, &instruct);
+    if (split_headers(aTHX_ (AV *)SvRV(headers), &parsed, &count, *kept) != 0)
+        return RESPONSE_NOT_HELD; /* (the ordinary path says what is wrong) */
+    int g = serow_grip_parse(parsed, count, instruct);
     free(parsed);
     if (g == SEROW_GRIP_ERROR) {
-        *bad_header = newSVpv(instruct.error, 0);
+        *bad_header = newSVpv(instruct->error, 0);
         return RESPONSE_BAD_GRIP;
     }
-    if (instruct.hold == SEROW_GRIP_NO_HOLD) /* Grip-* without a hold: stripped, sent */
-        return serow_send_psgi_response(aTHX_ req, status, sv_2mortal(newRV_inc((SV *)kept)), body,
-                                        bad_header);
-    if (holding_channel < 0) {
+    if (instruct->hold != SEROW_GRIP_NO_HOLD && holding_channel < 0) {
         *bad_header = newSVpvs("no connection holder to hold the connection");
         return RESPONSE_BAD_GRIP;
     }
+    return RESPONSE_OK;
+}
+
+int serow_psgi_hold_response(pTHX_ struct serow_request *req, SV *status, SV *headers, AV *body,
+                             SV **bad_header)
+{
+    static struct serow_grip_instruct instruct; /* (8 KiB: not on the stack) */
+    AV *kept;
+    int r = read_instruction(aTHX_ headers, &instruct, &kept, bad_header);
+    if (r != RESPONSE_OK)
+        return r;
+    if (instruct.hold == SEROW_GRIP_NO_HOLD) /* Grip-* without a hold: stripped, sent */
+        return serow_send_psgi_response(aTHX_ req, status, sv_2mortal(newRV_inc((SV *)kept)), body,
+                                        bad_header);
     if (instruct.hold == SEROW_GRIP_HOLD_STREAM)
         return hold_stream(aTHX_ req, &instruct, status, kept, body, bad_header);
     return hold_response(aTHX_ req, &instruct, status, kept, body, bad_header);
+}
+
+int serow_psgi_hold_start(pTHX_ struct serow_request *req, SV *status, SV *headers, SV **bad_header)
+{
+    static struct serow_grip_instruct instruct;
+    AV *kept;
+    int r = read_instruction(aTHX_ headers, &instruct, &kept, bad_header);
+    if (r != RESPONSE_OK)
+        return r;
+    if (instruct.hold == SEROW_GRIP_HOLD_RESPONSE) {
+        /* its answer at the timeout is a whole response: the app gives it whole */
+        *bad_header = newSVpvs("Grip-Hold: response needs the whole response ([status, headers, "
+                               "body]), not a streaming writer");
+        return RESPONSE_BAD_GRIP;
+    }
+    AV *open_ended = instruct.hold == SEROW_GRIP_HOLD_STREAM
+                         ? without(aTHX_ kept, "Content-Length", "Transfer-Encoding")
+                         : kept;
+    r = serow_start_psgi_response(aTHX_ req, status, sv_2mortal(newRV_inc((SV *)open_ended)), -1,
+                                  bad_header);
+    if (r != RESPONSE_OK || instruct.hold == SEROW_GRIP_NO_HOLD)
+        return r;
+    struct serow_hold_extra extra = {.chunked = (uint8_t)req->response.framing.chunked};
+    if (keep_message(&instruct, &extra) != 0) {
+        *bad_header = newSVpvs("the hold does not fit a message to the holder");
+        return RESPONSE_BAD_GRIP;
+    }
+    /* The writer's bytes go out as they come; its close hands the connection
+     * over instead of ending the body (serow_finish_psgi_body). */
+    req->response.grip_hold = 1;
+    req->response.grip_keep_alive = 0;
+    return RESPONSE_OK;
 }
 
 void serow_psgi_hold_hand_over(struct serow_request *req)

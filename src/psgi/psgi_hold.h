@@ -29,6 +29,12 @@ void serow_psgi_hold_setup(int on, int channel);
 int serow_psgi_hold_response(pTHX_ struct serow_request *req, SV *status, SV *headers, AV *body,
                              SV **bad_header);
 
+/* The same for a streamed response's head ([status, headers] to the
+ * responder): a stream hold's head goes out, the writer's bytes follow as
+ * they come, and its close leaves the body open for the holder; a response
+ * hold is refused (its answer at the timeout must be whole). */
+int serow_psgi_hold_start(pTHX_ struct serow_request *req, SV *status, SV *headers, SV **bad_header);
+
 /* The end of a request whose response holds: its connection to the holder. */
 void serow_psgi_hold_hand_over(struct serow_request *req);
 

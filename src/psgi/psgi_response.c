@@ -561,6 +561,13 @@ int serow_start_psgi_response(pTHX_ struct serow_request *req, SV *status, SV *h
     struct serow_response *response = &req->response;
     if (response->active || req->response_started)
         return RESPONSE_TOO_LATE;
+    /* --grip, as in serow_send_psgi_response, for a head whose body is
+     * streamed (psgi_hold.c calls back here with the Grip-* headers gone) */
+    if (__builtin_expect(serow_grip_on, 0) && length < 0) {
+        int r = serow_psgi_hold_start(aTHX_ req, status, headers, bad_header);
+        if (r != RESPONSE_NOT_HELD)
+            return r;
+    }
     return prepare_head(aTHX_ req, status, headers, length >= 0,
                         length >= 0 ? (uint64_t)length : 0, NULL, 0, bad_header);
 }
@@ -742,6 +749,8 @@ int serow_finish_psgi_body(pTHX_ struct serow_request *req)
     int r = serow_flush_held_psgi_body(aTHX_ req);
     if (r != RESPONSE_OK)
         return r;
+    if (response->grip_hold)
+        return flush_head(req, 0); /* held: the body stays open (psgi_hold.c) */
     if (response->framing.chunked && response->framing.body_allowed) {
         struct iovec iov[2];
         int count = take_head(response, iov);

@@ -37,6 +37,20 @@ my $app = sub {
         Serow::Holding::publish({ channel => 'feed', http_stream => { close => 1 } });
         return [200, [], ['ok']];
     }
+    if ($path eq '/writer') {
+        return sub {
+            my $w = $_[0]->([200, ['Content-Type' => 'text/plain', 'Grip-Hold' => 'stream',
+                'Grip-Channel' => 'feed']]);
+            $w->write('first');
+            $w->close;
+        };
+    }
+    if ($path eq '/writer-poll') {
+        return sub {
+            my $w = eval { $_[0]->([200, ['Grip-Hold' => 'response', 'Grip-Channel' => 'x']]) };
+            $_[0]->([200, [], ["refused: $@"]]) unless $w;
+        };
+    }
     if ($path eq '/bad') {
         return [200, ['Grip-Hold' => 'stream', 'Grip-Channel' => 'bad"name'], ['x']];
     }
@@ -99,6 +113,21 @@ my ($rest, $closed) = read_until_close($s);
 $buf .= $rest;
 like $buf, qr/\r\n\r\n5\r\nfirst\r\n4\r\nmore\r\n0\r\n\r\n\z/, 'a published close ends the chunked body';
 ok $closed, '... and the connection';
+
+# a stream started with a streaming writer: its close leaves the body to the holder
+$s = raw_connect($server);
+syswrite $s, "GET /writer HTTP/1.1\r\nHost: x\r\n\r\n";
+$buf = '';
+$sel = IO::Select->new($s);
+sysread($s, $buf, 65536, length $buf) while $buf !~ /first\r\n/ && $sel->can_read(10);
+unlike $buf, qr/^Grip-/mi, 'writer: no Grip-* header';
+ok wait_until(sub { held() == 1 }), 'writer: the stream is held after the close';
+http_get($server, '/feed');
+($rest, $closed) = read_until_close($s);
+like $buf . $rest, qr/\r\n\r\n5\r\nfirst\r\n4\r\nmore\r\n0\r\n\r\n\z/, 'writer: what is published follows';
+$res = http_get($server, '/writer-poll');
+like $res && $res->{body}, qr/^refused: .*Grip-Hold: response needs the whole response/,
+    'writer: a response hold is refused (its answer must be whole)';
 
 # HTTP/1.0: close-delimited
 my $old = raw_connect($server);
