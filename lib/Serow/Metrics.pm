@@ -319,6 +319,15 @@ Requests that waited longer than C<--max-queue-wait> for a free worker,
 in the connection holder or in the listen backlog: answered 503 with
 C<Retry-After> and their connections closed (F<docs/operations.md>).
 
+=item serow_held_connections, serow_held_subscriptions, serow_publishes_total, serow_deliveries_total, serow_held_drops_total, serow_replay_gaps_total, serow_holds_refused_total
+
+With C<--grip> (F<docs/holding.md>): the connections the holder holds for
+streams and long polls and their subscriptions to channels; the items
+published and delivered (replays included); the held connections closed
+because their client did not read (C<--hold-max-pending>); the
+subscriptions whose C<prev-id> was not among the kept items; the holds
+refused (C<--max-held-connections>, a bad hold).
+
 =item serow_connections_accepted_total, serow_worker_restarts_total, serow_uptime_seconds
 
 =item serow_worker_recycled_total{reason="rss"}

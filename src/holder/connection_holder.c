@@ -628,6 +628,9 @@ static void receive_holding(struct holder *h, const char *data, size_t len, int 
     memcpy(&head, data, sizeof(head));
     const char *message = data + sizeof(head);
     size_t message_len = len - sizeof(head);
+    if (head.request_line_len > message_len)
+        head.request_line_len = 0;
+    message_len -= head.request_line_len;
     if (h->grip == NULL || (head.has_connection && n != 1)) {
         for (size_t i = 0; i < n; i++) {
             close(fds[i]);
@@ -636,7 +639,7 @@ static void receive_holding(struct holder *h, const char *data, size_t len, int 
         return;
     }
     if (head.has_connection)
-        serow_grip_holds_add(h->grip, &head, fds[0], message, message_len);
+        serow_grip_holds_add(h->grip, &head, fds[0], message, message_len, message + message_len);
     else
         serow_grip_holds_publish(h->grip, message, message_len);
 }
@@ -771,7 +774,9 @@ int serow_run_connection_holder(struct shared_state *shared, int ready_channel, 
         epoll_ctl(h->epoll_fd, EPOLL_CTL_ADD, h->wake_fd, &ev);
     }
     if (settings->grip.max_pending) {
-        h->grip = serow_grip_holds_new(shared, h->epoll_fd, &settings->grip, grip_back_to_idle, h);
+        struct serow_grip_settings grip = settings->grip;
+        grip.access_log = settings->access_log;
+        h->grip = serow_grip_holds_new(shared, h->epoll_fd, &grip, grip_back_to_idle, h);
         if (h->grip == NULL) {
             free(h);
             return -1;

@@ -22,6 +22,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "connection/connection.h"
 #include "connection/transport.h"
 #include "holder/channel_store.h"
 #include "http/response_writer.h"
@@ -48,6 +49,12 @@ struct grip_conn {
     size_t timeout_len;
     char *out;             /* pending output: out[out_off, out_len) */
     size_t out_off, out_len, out_cap;
+    /* for the access log line written when the hold ends */
+    uint64_t started_ns;
+    uint64_t bytes_written;
+    uint16_t status;
+    uint16_t request_line_len;
+    char *request_line;
 };
 
 struct serow_grip_holds {
@@ -92,8 +99,32 @@ static void count_subscriptions(struct serow_grip_holds *g)
     atomic_store(&g->shared->grip.subscriptions, (uint32_t)stats.subscriptions);
 }
 
+/* The access log's line of a hold that ends: its request line, status
+ * (the stream's, or the long poll's answer), the bytes the holder wrote,
+ * and the time it was held (%D, %T: from the hand-over to its end). */
+static void log_hold(struct serow_grip_holds *g, struct grip_conn *c)
+{
+    if (g->settings.access_log == NULL)
+        return;
+    struct sockaddr_storage addr;
+    socklen_t addr_len = sizeof(addr);
+    if (getpeername(c->fd, (struct sockaddr *)&addr, &addr_len) != 0)
+        addr_len = 0;
+    char remote[SEROW_REMOTE_ADDR_SIZE];
+    serow_format_remote_address(remote, addr_len ? (struct sockaddr *)&addr : NULL, addr_len);
+    uint64_t now = serow_request_clock_ns();
+    struct access_log_entry e = {.remote_addr = remote, .status = c->status,
+                                 .body_bytes = c->bytes_written, .pid = (int)getpid()};
+    e.times = (struct access_log_times){c->started_ns, 0, 0, now};
+    e.request_line = c->request_line_len ? c->request_line : NULL;
+    e.request_line_len = c->request_line_len;
+    serow_access_log_write(g->settings.access_log, &e);
+}
+
 static void forget(struct serow_grip_holds *g, struct grip_conn *c)
 {
+    log_hold(g, c);
+    free(c->request_line);
     serow_channels_unsubscribe_all(g->store, (uint32_t)c->fd);
     count_subscriptions(g);
     epoll_ctl(g->epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
@@ -159,6 +190,7 @@ static int flush(struct serow_grip_holds *g, struct grip_conn *c)
             return -1;
         }
         c->out_off += (size_t)n;
+        c->bytes_written += (uint64_t)n;
     }
     c->out_off = c->out_len = 0;
     watch(g, c, 0);
@@ -288,6 +320,7 @@ static int queue_published_response(struct serow_grip_holds *g, struct grip_conn
                            c->keep_alive ? "" : "Connection: close\r\n");
     struct iovec v[2] = {{answer, at}, {(char *)p.response.body.p, c->head_request ? 0 : p.response.body.len}};
     c->answered = 1;
+    c->status = p.response.code;
     serow_channels_unsubscribe_all(g->store, (uint32_t)c->fd);
     count_subscriptions(g);
     int r = queue(g, c, v, 2);
@@ -355,7 +388,7 @@ static char *copy_bytes(const char *p, size_t len)
 }
 
 void serow_grip_holds_add(struct serow_grip_holds *g, const struct serow_holding_head *head, int fd,
-                          const char *message, size_t len)
+                          const char *message, size_t len, const char *request_line)
 {
     static struct serow_grip_instruct instruct; /* (8 KiB: not on the stack) */
     struct serow_hold_extra extra;
@@ -401,6 +434,10 @@ void serow_grip_holds_add(struct serow_grip_holds *g, const struct serow_holding
     c->keep_alive = head->keep_alive;
     c->head_request = head->head_request;
     c->minor_version = head->minor_version;
+    c->status = head->status;
+    c->started_ns = serow_request_clock_ns();
+    if (head->request_line_len && (c->request_line = copy_bytes(request_line, head->request_line_len)))
+        c->request_line_len = head->request_line_len;
     if (c->mode == SEROW_GRIP_HOLD_RESPONSE) {
         c->timeout_at_ms = now + (uint64_t)instruct.timeout * 1000;
         c->timeout_response = copy_bytes(extra.timeout_response.p, extra.timeout_response.len);
@@ -418,6 +455,7 @@ void serow_grip_holds_add(struct serow_grip_holds *g, const struct serow_holding
     struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP, .data.u64 = SEROW_GRIP_TAG | (uint64_t)fd};
     if (epoll_ctl(g->epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0 &&
         (errno != EEXIST || epoll_ctl(g->epoll_fd, EPOLL_CTL_MOD, fd, &ev) != 0)) {
+        free(c->request_line);
         free(c->timeout_response);
         free(c->keep_alive_data);
         free(c);

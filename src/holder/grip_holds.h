@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "connection/fd_passing.h"
+#include "log/access_log.h"
 #include "shared/holding_channel.h"
 #include "shared/shared_state.h"
 
@@ -23,6 +24,7 @@ struct serow_grip_settings {
     size_t max_pending;     /* --hold-max-pending: bytes queued for one client */
     uint32_t max_held;      /* --max-held-connections; 0: no limit */
     uint32_t items_per_channel; /* 0: the store's default */
+    struct access_log *access_log; /* a line when a hold ends; NULL: none */
 };
 
 /* A response hold answered on a connection that stays open: it becomes an
@@ -34,10 +36,11 @@ struct serow_grip_holds;
 struct serow_grip_holds *serow_grip_holds_new(struct shared_state *shared, int epoll_fd,
                                               const struct serow_grip_settings *settings,
                                               serow_grip_back_to_idle back, void *arg);
-/* A hold from a worker: head, its descriptor and the hold message (a whole
- * frame).  The descriptor is ours from here (closed on any refusal). */
+/* A hold from a worker: head, its descriptor, the hold message (a whole
+ * frame) and the request line (head->request_line_len bytes).  The
+ * descriptor is ours from here (closed on any refusal). */
 void serow_grip_holds_add(struct serow_grip_holds *g, const struct serow_holding_head *head, int fd,
-                          const char *message, size_t len);
+                          const char *message, size_t len, const char *request_line);
 /* A publish message (a whole frame), fanned out. */
 void serow_grip_holds_publish(struct serow_grip_holds *g, const char *message, size_t len);
 /* epoll said something of a held connection (SEROW_GRIP_TAG | fd). */

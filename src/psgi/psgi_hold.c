@@ -190,7 +190,7 @@ static int hold_response(pTHX_ struct serow_request *req, struct serow_grip_inst
     if (response->framing.body_allowed)
         sv_catsv(answer, all);
     response->head_len = 0; /* nothing goes now */
-    response->body_given = response->body_sent = SvCUR(all);
+    response->body_given = SvCUR(all); /* (none of it sent: the log says so) */
     struct serow_hold_extra extra = {.chunked = 0};
     extra.timeout_response.p = SvPVX(answer);
     extra.timeout_response.len = (uint32_t)SvCUR(answer);
@@ -388,7 +388,7 @@ const char *serow_psgi_publish(pTHX_ HV *hv)
     struct serow_holding_head head;
     memset(&head, 0, sizeof(head));
     head.tag = SEROW_HOLDING_TAG;
-    int r = serow_holding_send(holding_channel, &head, -1, message, need, 1000);
+    int r = serow_holding_send(holding_channel, &head, -1, message, need, NULL, 1000);
     int saved = errno;
     free(message);
     if (r != 0)

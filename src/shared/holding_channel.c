@@ -12,9 +12,9 @@
 #include <stdlib.h>
 
 int serow_holding_send(int channel, const struct serow_holding_head *head, int fd,
-                       const char *message, size_t len, int wait_ms)
+                       const char *message, size_t len, const char *request_line, int wait_ms)
 {
-    size_t total = sizeof(*head) + len;
+    size_t total = sizeof(*head) + len + head->request_line_len;
     if (total > SEROW_HOLDING_MAX_MESSAGE) {
         errno = EMSGSIZE;
         return -1;
@@ -24,6 +24,8 @@ int serow_holding_send(int channel, const struct serow_holding_head *head, int f
         return -1;
     memcpy(buf, head, sizeof(*head));
     memcpy(buf + sizeof(*head), message, len);
+    if (head->request_line_len)
+        memcpy(buf + sizeof(*head) + len, request_line, head->request_line_len);
     int r;
     for (;;) {
         r = serow_send_message(channel, buf, total, &fd, fd >= 0 ? 1 : 0);

@@ -9,7 +9,9 @@
  *
  * Either starts with struct serow_holding_head, whose first word
  * (SEROW_HOLDING_TAG) no batch of passed connections starts with (it would
- * be a connection's requests_served).  Its message follows it whole.
+ * be a connection's requests_served).  Its message follows it whole, then
+ * (a hold) the request line, for the access log line written when the hold
+ * ends.
  */
 #ifndef SEROW_HOLDING_CHANNEL_H
 #define SEROW_HOLDING_CHANNEL_H
@@ -31,6 +33,8 @@ struct serow_holding_head {
     uint8_t keep_alive;      /* a response hold once answered may serve the next request */
     uint8_t head_request;    /* the request was HEAD: an answer has no body */
     uint8_t minor_version;   /* of the request: the answer's HTTP version */
+    uint16_t status;         /* a hold's status so far: the stream's, or the answer's at the timeout */
+    uint16_t request_line_len; /* a hold's request line, for the access log, after the message */
     struct passed_connection conn; /* a hold's connection */
 };
 
@@ -44,9 +48,10 @@ static inline int serow_holding_message(const void *data, size_t len)
     return tag == SEROW_HOLDING_TAG;
 }
 
-/* Sends head then message (len bytes), with fd when fd >= 0.  Waits up to
- * wait_ms for room when the channel is full.  0, or -1 with errno. */
+/* Sends head, message (len bytes) and head->request_line_len bytes of
+ * request_line, with fd when fd >= 0.  Waits up to wait_ms for room when
+ * the channel is full.  0, or -1 with errno. */
 int serow_holding_send(int channel, const struct serow_holding_head *head, int fd,
-                       const char *message, size_t len, int wait_ms);
+                       const char *message, size_t len, const char *request_line, int wait_ms);
 
 #endif

@@ -635,8 +635,13 @@ int serow_worker_loop_hold_request(struct serow_request *r, const char *message,
     head.conn.listener_index = (uint32_t)conn->listener_index;
     head.conn.carried = conn->carried;
     head.conn.idle_since_ms = serow_shared_clock_ms();
+    head.status = (uint16_t)r->response.status;
+    size_t line_len = 0;
+    const char *line = serow_access_log_raw_request_line(conn->buffer, r->head_len, &line_len);
+    head.request_line_len = line ? (uint16_t)(line_len < ACCESS_LOG_MAX_REQUEST_LINE ? line_len
+                                                                        : ACCESS_LOG_MAX_REQUEST_LINE) : 0;
     if (loop->handback_channel < 0 ||
-        serow_holding_send(loop->handback_channel, &head, conn->fd, message, len, 1000) != 0) {
+        serow_holding_send(loop->handback_channel, &head, conn->fd, message, len, line, 1000) != 0) {
         serow_close_connection(loop, conn);
         return -1;
     }

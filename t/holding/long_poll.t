@@ -63,7 +63,7 @@ my $app = sub {
     }
     return [200, ['Content-Type' => 'text/plain'], ['plain']];
 };
-my $server = start_server(app => Plack::Middleware::SerowStatus->wrap($app), options => ['--workers', 2, '--grip']);
+my $server = start_server(app => Plack::Middleware::SerowStatus->wrap($app), options => ['--workers', 2, '--grip', '--access-log', '-', '--access-log-format', 'access: %r %>s %b %D']);
 $server->wait_until_serving('/plain');
 
 # Held connections now (a publish before the hold arrives reaches nobody).
@@ -89,6 +89,11 @@ ok $res && !grep(/^grip-/, keys %{ $res->{headers} }), 'no Grip-* header';
 syswrite $poll, "GET /plain HTTP/1.1\r\nHost: x\r\n\r\n";
 $res = read_response($poll);
 is $res && $res->{body}, 'plain', 'the connection then serves another request';
+
+ok $server->wait_for_log(qr{access: GET /poll/a HTTP/1\.1 200 \d+ \d+}, undef, 0),
+    "the holder's access log line when the hold ends: the published answer's status, bytes, duration";
+ok $server->wait_for_log(qr{access: GET /poll/a HTTP/1\.1 204 - \d+}, undef, 0),
+    "and the worker's, when the app answered (Grip-Status, nothing written)";
 
 # a long poll answered at Grip-Timeout (its minimum, 5 s: time passes on purpose)
 my $slow = raw_connect($server);

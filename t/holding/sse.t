@@ -34,7 +34,7 @@ my $app = sub {
     return [200, ['Content-Type' => 'text/plain'], ["plain $$"]];
 };
 my $server = start_server(app => Plack::Middleware::SerowStatus->wrap($app),
-    options => ['--workers', 2, '--grip']);
+    options => ['--workers', 2, '--grip', '--metrics-path', '/metrics']);
 $server->wait_until_serving('/plain');
 
 sub status {
@@ -114,6 +114,15 @@ my $m = wait_until(sub { my $s = status(); ($s->{grip_publishes} // 0) >= 3 && $
 is $m->{grip_publishes}, 3, 'publishes counted';
 cmp_ok $m->{grip_deliveries}, '>=', 3 * SUBSCRIBERS + 2, 'deliveries counted';
 cmp_ok $m->{grip_subscriptions}, '>=', SUBSCRIBERS, 'subscriptions counted';
+
+my $metrics = http_get($server, '/metrics');
+my %metric = ($metrics->{body} // '') =~ /^(serow_\w+) (\S+)$/mg;
+is $metric{serow_publishes_total}, 3, '/metrics: serow_publishes_total';
+cmp_ok $metric{serow_deliveries_total} // 0, '>=', 3 * SUBSCRIBERS + 2, '/metrics: serow_deliveries_total';
+is $metric{serow_held_connections}, SUBSCRIBERS + 2, '/metrics: serow_held_connections';
+cmp_ok $metric{serow_held_subscriptions} // 0, '>=', SUBSCRIBERS + 2, '/metrics: serow_held_subscriptions';
+is $metric{serow_held_drops_total}, 0, '/metrics: serow_held_drops_total';
+is $metric{serow_replay_gaps_total}, 0, '/metrics: serow_replay_gaps_total';
 
 # a client that leaves is unsubscribed
 close $_->[0] for @subs;
