@@ -156,6 +156,8 @@ SV *serow_shared_status_value(pTHX_ struct shared_state *shared)
     hv_stores(status, "grip_publishes", newSVnv((double)totals.grip_publishes));
     hv_stores(status, "grip_deliveries", newSVnv((double)totals.grip_deliveries));
     hv_stores(status, "grip_drops", newSVnv((double)totals.grip_drops));
+    hv_stores(status, "grip_replay_gaps", newSVnv((double)totals.grip_replay_gaps));
+    hv_stores(status, "grip_refused", newSVnv((double)totals.grip_refused));
     hv_stores(status, "requests_total", newSVnv((double)totals.requests_total));
     hv_stores(status, "holder_pid", newSViv(totals.holder_pid));
     hv_stores(status, "workers", newRV_noinc((SV *)workers));
