@@ -155,8 +155,7 @@ static void end_answered(struct serow_grip_holds *g, struct grip_conn *c)
         return;
     }
     int fd = c->fd;
-    struct passed_connection info = c->info;
-    info.requests_served++;
+    struct passed_connection info = c->info; /* (its request counted by the worker) */
     info.idle_since_ms = serow_shared_clock_ms();
     forget(g, c);
     g->back(g->back_arg, fd, &info);
@@ -514,8 +513,10 @@ void serow_grip_holds_event(struct serow_grip_holds *g, int fd, uint32_t events)
         char drain[4096];
         for (;;) {
             ssize_t n = serow_transport_recv(&c->info.carried, fd, drain, sizeof(drain), MSG_DONTWAIT);
-            if (n > 0)
+            if (n > 0) {
+                c->keep_alive = 0; /* a request dropped: the next one cannot be read here */
                 continue;
+            }
             if (n < 0 && errno == EINTR)
                 continue;
             if (n < 0 && errno == EAGAIN)

@@ -160,6 +160,8 @@ static int hold_stream(pTHX_ struct serow_request *req, struct serow_grip_instru
         r = serow_flush_psgi_head(aTHX_ req);
     if (r != RESPONSE_OK)
         return r; /* the client left: nothing to hold */
+    if (!req->response.framing.body_allowed)
+        return RESPONSE_OK; /* HEAD, 204, 304: no body to stream, the response is whole */
     struct serow_hold_extra extra = {.chunked = (uint8_t)req->response.framing.chunked};
     if (keep_message(instruct, &extra) != 0) {
         *bad_header = newSVpvs("the hold does not fit a message to the holder");
@@ -266,8 +268,8 @@ int serow_psgi_hold_start(pTHX_ struct serow_request *req, SV *status, SV *heade
                          : kept;
     r = serow_start_psgi_response(aTHX_ req, status, sv_2mortal(newRV_inc((SV *)open_ended)), -1,
                                   bad_header);
-    if (r != RESPONSE_OK || instruct.hold == SEROW_GRIP_NO_HOLD)
-        return r;
+    if (r != RESPONSE_OK || instruct.hold == SEROW_GRIP_NO_HOLD || !req->response.framing.body_allowed)
+        return r; /* (HEAD, 204, 304: no body to stream, an ordinary response) */
     struct serow_hold_extra extra = {.chunked = (uint8_t)req->response.framing.chunked};
     if (keep_message(&instruct, &extra) != 0) {
         *bad_header = newSVpvs("the hold does not fit a message to the holder");

@@ -134,6 +134,16 @@ $res = http_get($server, '/writer-poll');
 like $res && $res->{body}, qr/^refused: .*Grip-Hold: response needs the whole response/,
     'writer: a response hold is refused (its answer must be whole)';
 
+# HEAD: a stream hold has no body to stream: an ordinary response
+($rest, $closed) = read_until_close(do {
+    my $h = raw_connect($server);
+    syswrite $h, "HEAD /stream HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    $h;
+});
+like $rest, qr{\AHTTP/1\.1 200 }, 'HEAD of a stream: its head';
+unlike $rest, qr/first|^Grip-/mi, '... no body, no Grip-* header';
+ok $closed, '... and the response ends';
+
 # HTTP/1.0: close-delimited
 my $old = raw_connect($server);
 syswrite $old, "GET /stream HTTP/1.0\r\n\r\n";
