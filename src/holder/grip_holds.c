@@ -261,11 +261,15 @@ static int queue_stream_bytes(struct serow_grip_holds *g, struct grip_conn *c, c
     return queue(g, c, v, 3);
 }
 
+/* The next keep-alive: up to a second early at random, as in Pushpin, so
+ * that the keep-alives of connections held at the same moment spread out
+ * (never earlier than half the timeout). */
 static void keep_alive_from_now(struct grip_conn *c, uint64_t now)
 {
     if (c->keep_alive_ms == 0)
         return;
-    c->keep_alive_at_ms = now + c->keep_alive_ms;
+    uint32_t spread = c->keep_alive_ms / 2 < 1000 ? c->keep_alive_ms / 2 : 1000;
+    c->keep_alive_at_ms = now + c->keep_alive_ms - (spread ? (uint64_t)random() % spread : 0);
 }
 
 static void due_by(struct serow_grip_holds *g, uint64_t at)
