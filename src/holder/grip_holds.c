@@ -191,7 +191,10 @@ static int flush(struct serow_grip_holds *g, struct grip_conn *c)
         c->out_off += (size_t)n;
         c->bytes_written += (uint64_t)n;
     }
-    c->out_off = c->out_len = 0;
+    /* All out: the buffer goes (a reader that keeps up holds none). */
+    free(c->out);
+    c->out = NULL;
+    c->out_off = c->out_len = c->out_cap = 0;
     watch(g, c, 0);
     if (c->closing) {
         serow_transport_shutdown(&c->info.carried, c->fd);
@@ -213,6 +216,38 @@ static int queue(struct serow_grip_holds *g, struct grip_conn *c, const struct i
     size_t add = 0;
     for (int i = 0; i < n; i++)
         add += pieces[i].iov_len;
+    /* Nothing pending: written at once, and only what the socket does not
+     * take is copied (a client that keeps up costs no buffer). */
+    struct iovec rest[4];
+    if (c->out_len == c->out_off && n <= 4 && add > 0) {
+        ssize_t w;
+        do
+            w = serow_transport_writev(&c->info.carried, c->fd, pieces, n);
+        while (w < 0 && errno == EINTR);
+        if (w < 0 && errno != EAGAIN) {
+            close_conn(g, c); /* the client is gone */
+            return -1;
+        }
+        size_t done = w > 0 ? (size_t)w : 0;
+        c->bytes_written += done;
+        int k = 0;
+        for (int i = 0; i < n; i++) {
+            if (done >= pieces[i].iov_len) {
+                done -= pieces[i].iov_len;
+                continue;
+            }
+            rest[k].iov_base = (char *)pieces[i].iov_base + done;
+            rest[k++].iov_len = pieces[i].iov_len - done;
+            done = 0;
+        }
+        pieces = rest;
+        n = k;
+        add = 0;
+        for (int i = 0; i < n; i++)
+            add += pieces[i].iov_len;
+        if (add == 0)
+            return 0;
+    }
     if (c->out_len - c->out_off + add > g->settings.max_pending) {
         atomic_fetch_add(&g->shared->grip.drops, 1);
         serow_log_info("connection holder: a held connection's client read too slowly: %zu bytes "
