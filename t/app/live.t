@@ -5,6 +5,7 @@ use lib 't/lib';
 use IO::Select;
 use Time::HiRes ();
 use Serow::Test qw(start_server raw_connect raw_request wait_until);
+use Serow::Test::Holding qw(read_for);
 
 # eg/live/live.psgi, the example of held server-sent events: a subscriber gets
 # what POST /say publishes, and one that reconnects with Last-Event-ID gets
@@ -14,17 +15,6 @@ my $server = start_server(app_file => 'eg/live/live.psgi', options => ['--worker
 ok wait_until(sub { (raw_request($server, "GET / HTTP/1.0\r\n\r\n") // '') =~ /EventSource/ }),
     'the page, with its EventSource';
 
-sub read_for {
-    my ($sock, $buf, $re) = @_;
-    my $sel = IO::Select->new($sock);
-    my $deadline = Time::HiRes::time + 10;
-    while ($$buf !~ $re) {
-        my $left = $deadline - Time::HiRes::time;
-        last if $left <= 0 || !$sel->can_read($left);
-        sysread($sock, $$buf, 65536, length $$buf) or last;
-    }
-    return $$buf =~ $re;
-}
 
 sub subscribe {
     my ($last) = @_;

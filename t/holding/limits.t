@@ -4,7 +4,8 @@ use Test::More;
 use lib 't/lib';
 use JSON::PP ();
 use Plack::Middleware::SerowStatus ();
-use Serow::Test qw(start_server raw_connect read_response read_until_close read_until_match wait_until);
+use Serow::Test qw(start_server raw_connect read_until_close read_until_match wait_until);
+use Serow::Test::Holding qw(server_status);
 
 # --max-held-connections: a hold past the limit is closed (after the head and
 # first body the worker wrote) and counted; the ones held stay.
@@ -15,13 +16,8 @@ my $app = sub {
 };
 my $server = start_server(app => Plack::Middleware::SerowStatus->wrap($app),
     options => ['--workers', 1, '--grip', '--max-held-connections', 1]);
+sub status { server_status($server) }
 
-sub status {
-    my $sock = raw_connect($server);
-    syswrite $sock, "GET /server-status HTTP/1.1\r\nHost: x\r\nAccept: application/json\r\nConnection: close\r\n\r\n";
-    my $res = read_response($sock);
-    return $res ? JSON::PP::decode_json($res->{body}) : {};
-}
 
 my $first = raw_connect($server);
 syswrite $first, "GET /events HTTP/1.1\r\nHost: x\r\n\r\n";

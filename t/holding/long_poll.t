@@ -7,6 +7,7 @@ use Time::HiRes ();
 use JSON::PP ();
 use Plack::Middleware::SerowStatus ();
 use Serow::Test qw(start_server raw_connect read_response read_until_close http_get wait_until);
+use Serow::Test::Holding qw(server_status);
 
 # --grip: long polls (Grip-Hold: response) answered by a publish and at
 # Grip-Timeout with the app's own response; the connection then serves its
@@ -67,12 +68,7 @@ my $server = start_server(app => Plack::Middleware::SerowStatus->wrap($app), opt
 $server->wait_until_serving('/plain');
 
 # Held connections now (a publish before the hold arrives reaches nobody).
-sub held {
-    my $sock = raw_connect($server);
-    syswrite $sock, "GET /server-status HTTP/1.1\r\nHost: x\r\nAccept: application/json\r\nConnection: close\r\n\r\n";
-    my $res = read_response($sock);
-    return $res ? JSON::PP::decode_json($res->{body})->{grip_held} : -1;
-}
+sub held { server_status($server)->{grip_held} // -1 }
 
 # a long poll answered by a publish
 my $poll = raw_connect($server);

@@ -8,7 +8,8 @@ use JSON::PP ();
 use Socket qw(SOL_SOCKET SO_RCVBUF);
 use Time::HiRes ();
 use Plack::Middleware::SerowStatus ();
-use Serow::Test qw(start_server raw_connect read_response wait_until http_get);
+use Serow::Test qw(start_server raw_connect wait_until http_get);
+use Serow::Test::Holding qw(server_status);
 
 # --grip: a subscriber that never reads is dropped past --hold-max-pending and
 # counted, while the others get every item; a HUP deploy keeps the held
@@ -32,14 +33,9 @@ my $app = sub {
 };
 my $server = start_server(app => Plack::Middleware::SerowStatus->wrap($app),
     options => ['--workers', 2, '--grip', '--hold-max-pending', '256K']);
+sub status { server_status($server) }
 $server->wait_until_serving('/plain');
 
-sub status {
-    my $sock = raw_connect($server);
-    syswrite $sock, "GET /server-status HTTP/1.1\r\nHost: x\r\nAccept: application/json\r\nConnection: close\r\n\r\n";
-    my $res = read_response($sock);
-    return $res ? JSON::PP::decode_json($res->{body}) : {};
-}
 
 sub subscribe {
     my ($sock) = @_;

@@ -6,7 +6,8 @@ use IO::Select;
 use JSON::PP ();
 use Time::HiRes ();
 use Plack::Middleware::SerowStatus ();
-use Serow::Test qw(start_server raw_connect read_response wait_until http_get);
+use Serow::Test qw(start_server raw_connect wait_until http_get);
+use Serow::Test::Holding qw(server_status read_for);
 
 # --grip: server-sent-event streams held by the connection holder with every
 # worker free; publishes from Perl reach every subscriber once each, in order;
@@ -35,27 +36,10 @@ my $app = sub {
 };
 my $server = start_server(app => Plack::Middleware::SerowStatus->wrap($app),
     options => ['--workers', 2, '--grip', '--metrics-path', '/metrics']);
+sub status { server_status($server) }
 $server->wait_until_serving('/plain');
 
-sub status {
-    my $sock = raw_connect($server);
-    syswrite $sock, "GET /server-status HTTP/1.1\r\nHost: x\r\nAccept: application/json\r\nConnection: close\r\n\r\n";
-    my $res = read_response($sock);
-    return $res ? JSON::PP::decode_json($res->{body}) : {};
-}
 
-# Reads from $sock into $$buf until $re matches (or 10 s pass).
-sub read_for {
-    my ($sock, $buf, $re) = @_;
-    my $sel = IO::Select->new($sock);
-    my $deadline = Time::HiRes::time + 10;
-    while ($$buf !~ $re) {
-        my $left = $deadline - Time::HiRes::time;
-        last if $left <= 0 || !$sel->can_read($left);
-        sysread($sock, $$buf, 65536, length $$buf) or last;
-    }
-    return $$buf =~ $re;
-}
 
 sub subscribe {
     my (%headers) = @_;
