@@ -3,7 +3,7 @@
  * event loop (src/worker/worker_loop.c) and the request it serves
  * (src/psgi/psgi_request.c); the other packages' glue is in the files it
  * INCLUDEs at its end (xs/writer.xsh, xs/shared.xsh, xs/process.xsh,
- * xs/publish.xsh).
+ * xs/publish.xsh, xs/holding.xsh).
  * Glue only: it converts arguments and calls src/, which decides.
  */
 #define PERL_NO_GET_CONTEXT
@@ -33,6 +33,7 @@
 #include "psgi/psgi_input.h"
 #include "psgi/psgi_request.h"
 #include "psgi/psgi_response.h"
+#include "psgi/psgi_hold.h"
 #include "http/response_writer.h"
 #include "http/grip_instruct.h"
 
@@ -443,3 +444,5 @@ INCLUDE: xs/shared.xsh
 INCLUDE: xs/process.xsh
 
 INCLUDE: xs/publish.xsh
+
+INCLUDE: xs/holding.xsh

@@ -174,6 +174,9 @@ shared_run_holder(Serow::Shared shared, int ready_channel, int handback_channel,
         croak("%s: cannot use the access log: %s", who, error);
     s.request_id_header_len = id_header_setting(aTHX_ settings, who, s.request_id_header,
                                                 sizeof(s.request_id_header)); /* "": off */
+    memset(&s.grip, 0, sizeof(s.grip));
+    s.grip.max_pending = (size_t)setting(aTHX_ settings, who, "hold_max_pending"); /* 0: --grip off */
+    s.grip.max_held = (uint32_t)setting(aTHX_ settings, who, "max_held_connections");
     RETVAL = serow_run_connection_holder(shared, ready_channel, handback_channel, &s);
     if (s.access_log)
         serow_access_log_close(s.access_log);

@@ -64,6 +64,9 @@ sub settings {
         access_log_fd             => $access_log_fh ? fileno($access_log_fh) : -1, # -1: stderr
         # the id of those 503s' requests; '': none
         request_id_header         => $options->{request_id_header} // '',
+        # --grip: held connections (0: off)
+        hold_max_pending          => $options->{grip} ? $options->{hold_max_pending} || 1 : 0,
+        max_held_connections      => $options->{max_held_connections},
     };
 }
 

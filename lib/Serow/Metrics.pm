@@ -103,6 +103,27 @@ my @SINGLE = (
     [serow_requests_shed_total => counter =>
         'Requests answered 503 after waiting longer than --max-queue-wait for a free worker (in the connection holder or the listen backlog).',
         'requests_shed'],
+    [serow_held_connections => gauge =>
+        'Connections held for a stream or a long poll (GRIP, --grip), with no worker.',
+        'grip_held'],
+    [serow_held_subscriptions => gauge =>
+        'Subscriptions of held connections to channels.',
+        'grip_subscriptions'],
+    [serow_publishes_total => counter =>
+        'Items published to the channels of held connections.',
+        'grip_publishes'],
+    [serow_deliveries_total => counter =>
+        'Published items delivered to held connections (replays included).',
+        'grip_deliveries'],
+    [serow_held_drops_total => counter =>
+        'Held connections closed because their client did not read (--hold-max-pending).',
+        'grip_drops'],
+    [serow_replay_gaps_total => counter =>
+        'Subscriptions whose prev-id was not among the kept items (every kept item replayed).',
+        'grip_replay_gaps'],
+    [serow_holds_refused_total => counter =>
+        'Holds refused by the holder (--max-held-connections, subscriptions per connection).',
+        'grip_refused'],
     [serow_uptime_seconds => gauge => 'Seconds since the server started.', 'uptime'],
 );
 
@@ -297,6 +318,15 @@ worker killed by the master.
 Requests that waited longer than C<--max-queue-wait> for a free worker,
 in the connection holder or in the listen backlog: answered 503 with
 C<Retry-After> and their connections closed (F<docs/operations.md>).
+
+=item serow_held_connections, serow_held_subscriptions, serow_publishes_total, serow_deliveries_total, serow_held_drops_total, serow_replay_gaps_total, serow_holds_refused_total
+
+With C<--grip> (F<docs/holding.md>): the connections the holder holds for
+streams and long polls and their subscriptions to channels; the items
+published and delivered (replays included); the held connections closed
+because their client did not read (C<--hold-max-pending>); the
+subscriptions whose C<prev-id> was not among the kept items; the holds
+refused (C<--max-held-connections>, a bad hold).
 
 =item serow_connections_accepted_total, serow_worker_restarts_total, serow_uptime_seconds
 

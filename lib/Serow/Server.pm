@@ -187,7 +187,8 @@ sub start_master {
     Serow::Metrics->check_options($options);
     $self->check_log_options($options);
     Serow::AddressList->new('--publish-allow', @{ $options->{publish_allow} || [] }); # refused here, not by each worker
-    # MERGE(grip): --publish-listen turns holding on; the option is another branch's:
+    # What is published must have connections held to reach: --publish-listen
+    # turns holding on.
     $options->{grip} = 1 if defined $options->{publish_listen};
     my @listeners = $self->open_listeners;
     # Last, so that the app's listeners keep their indexes and the first is

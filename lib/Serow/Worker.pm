@@ -143,8 +143,12 @@ sub run {
     for my $l (@{ $self->{listeners} }) {
         $loop->add_listener($l->{fd}, $l->{is_unix} ? 1 : 0, $l->{server_name}, $l->{server_port});
     }
-    $loop->join_holder($self->{shared}, $self->{slot}, $self->{wake_fd}, @{ $self->{channels} })
-        if $self->{shared};
+    if ($self->{shared}) {
+        $loop->join_holder($self->{shared}, $self->{slot}, $self->{wake_fd}, @{ $self->{channels} });
+        # --grip: held responses and publishes go to the holder on the
+        # hand-back channel (docs/holding.md)
+        Serow::Holding::_setup($options->{grip} ? 1 : 0, $self->{channels}[1]);
+    }
     $self->open_access_log;
     $self->wrap_metrics;
     $self->route_publish;
@@ -279,12 +283,8 @@ sub route_publish {
     $self->{app} = sub { $loop->request_listener == $index ? $endpoint->($_[0]) : $app->($_[0]) };
 }
 
-# What delivers a published item: the holder's (Serow::Holding::publish).
-sub publish_function {
-    # MERGE(holding): \&Serow::Holding::publish, from the branch that makes holding real.
-    return \&Serow::Holding::publish if defined &Serow::Holding::publish;
-    return sub { die "holding is not built into this Serow yet\n" };
-}
+# What delivers a published item: the holder's (Serow::Holding::publish, C).
+sub publish_function { \&Serow::Holding::publish }
 
 # The master's signals (stop, HUP, TTIN, TTOU, USR1) are ignored by a
 # worker: the master tells it what to do through the shared memory

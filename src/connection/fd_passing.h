@@ -6,7 +6,8 @@
  * Two such channels exist: the ready channel (holder -> any free worker; all
  * workers wait on the same receiving end, so the kernel hands each message
  * to exactly one of them) and the hand-back channel (a stopping worker ->
- * holder).  A third kind carries short messages with a few descriptors: the
+ * holder; also a worker's held connections and publishes, tagged:
+ * shared/holding_channel.h).  A third kind carries short messages with a few descriptors: the
  * master's requests to a generation process (lib/Serow/Generation.pm).
  */
 #ifndef SEROW_FD_PASSING_H

@@ -31,6 +31,8 @@
 #include "log/log.h"
 #include "log/request_id.h"
 #include "http/response_writer.h"
+#include "holder/grip_holds.h"
+#include "shared/holding_channel.h"
 
 #define EPOLL_BATCH 256
 /* epoll tags besides connection descriptors */
@@ -82,6 +84,7 @@ struct holder {
     struct worker_look looks[SHARED_MAX_WORKERS];
     uint64_t last_handoff_scan_ms;
     struct serow_id_maker ids; /* --request-id-header: the ids of the 503s made here */
+    struct serow_grip_holds *grip; /* connections held for GRIP (grip_holds.c) */
 };
 
 static volatile sig_atomic_t stop_requested;
@@ -617,17 +620,60 @@ static void expire_and_cap(struct holder *h, uint64_t now)
 
 /* ---- the loop ---------------------------------------------------------- */
 
+/* An answered long poll that stays open (grip_holds.c): idle here. */
+static void grip_back_to_idle(void *arg, int fd, const struct passed_connection *info)
+{
+    struct holder *h = arg;
+    if (hold(h, fd, info) != 0)
+        close_unheld(h, fd);
+}
+
+/* A hold or a publish from a worker (holding_channel.h). */
+static void receive_holding(struct holder *h, const char *data, size_t len, int *fds, size_t n)
+{
+    struct serow_holding_head head;
+    memcpy(&head, data, sizeof(head));
+    const char *message = data + sizeof(head);
+    size_t message_len = len - sizeof(head);
+    if (head.request_line_len > message_len)
+        head.request_line_len = 0;
+    message_len -= head.request_line_len;
+    if (h->grip == NULL || (head.has_connection && n != 1)) {
+        for (size_t i = 0; i < n; i++)
+            close_unheld(h, fds[i]);
+        return;
+    }
+    if (head.has_connection)
+        serow_grip_holds_add(h->grip, &head, fds[0], message, message_len, message + message_len);
+    else
+        serow_grip_holds_publish(h->grip, message, message_len);
+}
+
 static void receive_handed_back(struct holder *h)
 {
+    static char data[SEROW_HOLDING_MAX_MESSAGE];
     int fds[FD_PASSING_BATCH];
-    struct passed_connection info[FD_PASSING_BATCH];
     for (;;) {
-        int n = serow_receive_connections(h->handback_channel, fds, info, FD_PASSING_BATCH);
-        if (n <= 0)
+        size_t n = FD_PASSING_BATCH;
+        ssize_t r = serow_receive_message(h->handback_channel, data, sizeof(data), fds, &n);
+        if (r <= 0)
             return;
-        for (int i = 0; i < n; i++)
-            if (hold(h, fds[i], &info[i]) != 0)
-                close_unheld(h, fds[i]);
+        if (serow_holding_message(data, (size_t)r)) {
+            receive_holding(h, data, (size_t)r, fds, n);
+            continue;
+        }
+        /* A stopping worker's idle connections: each descriptor with its
+         * record; one without cannot be served. */
+        size_t records = (size_t)r / sizeof(struct passed_connection);
+        for (size_t i = 0; i < n; i++) {
+            struct passed_connection info;
+            if (i < records) {
+                memcpy(&info, data + i * sizeof(info), sizeof(info));
+                if (hold(h, fds[i], &info) == 0)
+                    continue;
+            }
+            close_unheld(h, fds[i]);
+        }
     }
 }
 
@@ -732,12 +778,27 @@ int serow_run_connection_holder(struct shared_state *shared, int ready_channel, 
         ev.data.u64 = TAG_WAKE;
         epoll_ctl(h->epoll_fd, EPOLL_CTL_ADD, h->wake_fd, &ev);
     }
+    if (settings->grip.max_pending) {
+        struct serow_grip_settings grip = settings->grip;
+        grip.access_log = settings->access_log;
+        h->grip = serow_grip_holds_new(shared, h->epoll_fd, &grip, grip_back_to_idle, h);
+        if (h->grip == NULL) {
+            free(h);
+            return -1;
+        }
+    }
     atomic_store(&shared->holder_pid, getpid());
 
     struct epoll_event events[EPOLL_BATCH];
     struct scan_result scan = {0, 0};
     while (!stop_requested) {
-        int timeout = queue_timeout(h, choose_timeout(h, &scan), serow_shared_clock_ms());
+        uint64_t before = serow_shared_clock_ms();
+        int timeout = queue_timeout(h, choose_timeout(h, &scan), before);
+        if (h->grip) {
+            int due = serow_grip_holds_timers(h->grip, before);
+            if (due >= 0 && (timeout < 0 || due < timeout))
+                timeout = due;
+        }
         int n = epoll_wait(h->epoll_fd, events, EPOLL_BATCH, timeout);
         atomic_store(&shared->holder_sleeping, 0);
         atomic_store(&shared->holder_awaits_free, 0);
@@ -755,6 +816,8 @@ int serow_run_connection_holder(struct shared_state *shared, int ready_channel, 
                 receive_handed_back(h);
             } else if (tag == TAG_READY_CHANNEL) {
                 /* flushed below */
+            } else if (tag & SEROW_GRIP_TAG) {
+                serow_grip_holds_event(h->grip, (int)(tag & ~SEROW_GRIP_TAG), events[i].events);
             } else {
                 int fd = (int)tag;
                 if (fd < h->by_fd_size && h->by_fd[fd] && h->by_fd[fd]->in_epoll)
@@ -770,6 +833,7 @@ int serow_run_connection_holder(struct shared_state *shared, int ready_channel, 
 
     while (h->oldest)
         close_held(h, h->oldest);
+    serow_grip_holds_free(h->grip);
     for (size_t i = 0; i < h->waiting_count; i++)
         close(h->waiting[i]);
     atomic_store(&shared->holder_pid, 0);

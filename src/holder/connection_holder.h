@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "shared/shared_state.h"
+#include "holder/grip_holds.h"
 
 struct holder_settings {
     uint64_t keepalive_timeout_ms;
@@ -24,6 +25,7 @@ struct holder_settings {
                                       reopened on SIGUSR1; NULL: none (the holder's own) */
     char request_id_header[64];    /* --request-id-header, for those 503s ("": off) */
     size_t request_id_header_len;
+    struct serow_grip_settings grip; /* --grip: max_pending 0 when off */
 };
 
 /*

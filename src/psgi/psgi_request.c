@@ -26,6 +26,7 @@
 #include "XSUB.h"
 
 #include "psgi/psgi_env.h"
+#include "psgi/psgi_hold.h"
 #include "psgi/psgi_input.h"
 #include "psgi/psgi_response.h"
 #include "request/request_accounting.h"
@@ -58,6 +59,9 @@ static SV *response_error(pTHX_ int r, SV *bad_header)
         return sv_2mortal(newSVpvs("invalid response headers: not an array reference of name/value pairs"));
     case RESPONSE_TOO_LATE:
         return sv_2mortal(newSVpvs("the response has already started"));
+    case RESPONSE_BAD_GRIP:
+        return sv_2mortal(newSVpvf("invalid Grip-* instruction in the response (--grip): %" SVf,
+                                   SVfARG(bad_header ? bad_header : &PL_sv_undef)));
     case RESPONSE_BAD_UPGRADE:
         return sv_2mortal(newSVpvs("101 Switching Protocols to a request that offered no upgrade, or "
                                    "without an Upgrade header naming the protocol (RFC 9110 7.8)"));
@@ -173,7 +177,9 @@ void serow_request_end(pTHX_ struct serow_request *req, HV *env, int fail_status
         const struct serow_response *response = &req->response;
         serow_request_accounting_note_response(req, response->active ? response->status : 0,
                                          response->active ? response->body_sent : 0);
-        if (fail_status == 0 && socket_kept_by_app(aTHX_ req, env)) {
+        if (fail_status == 0 && response->grip_hold) {
+            serow_psgi_hold_hand_over(req); /* the holder's from now (psgi_hold.c) */
+        } else if (fail_status == 0 && socket_kept_by_app(aTHX_ req, env)) {
             serow_worker_loop_release_request(req);
         } else {
             /* (the app's psgix.io made the socket blocking) */

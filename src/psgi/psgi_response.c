@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "http/http_parser.h"
+#include "psgi/psgi_hold.h"
 #include "psgi/psgi_input.h"
 #include "request/request_accounting.h"
 #include "http/response_writer.h"
@@ -54,6 +55,7 @@ void serow_reset_psgi_response(struct serow_request *req)
     response->app_framing_error = NULL;
     response->hold = 0;
     response->held_len = 0;
+    response->grip_hold = 0;
 }
 
 const char *serow_psgi_bytes(pTHX_ SV *sv, STRLEN *len)
@@ -489,6 +491,13 @@ int serow_send_psgi_response(pTHX_ struct serow_request *req, SV *status, SV *he
     size_t count = 1; /* iov[0] is the head */
     uint64_t length = 0;
 
+    /* --grip: a response that asks to be held goes its own way (psgi_hold.c);
+     * off, this is one load and a branch. */
+    if (__builtin_expect(serow_grip_on, 0)) {
+        int r = serow_psgi_hold_response(aTHX_ req, status, headers, body, bad_header);
+        if (r != RESPONSE_NOT_HELD)
+            return r;
+    }
     if (response->active || req->response_started)
         return RESPONSE_TOO_LATE;
     if (grow_body_iov((size_t)parts + 1) != 0)
@@ -552,6 +561,13 @@ int serow_start_psgi_response(pTHX_ struct serow_request *req, SV *status, SV *h
     struct serow_response *response = &req->response;
     if (response->active || req->response_started)
         return RESPONSE_TOO_LATE;
+    /* --grip, as in serow_send_psgi_response, for a head whose body is
+     * streamed (psgi_hold.c calls back here with the Grip-* headers gone) */
+    if (__builtin_expect(serow_grip_on, 0) && length < 0) {
+        int r = serow_psgi_hold_start(aTHX_ req, status, headers, bad_header);
+        if (r != RESPONSE_NOT_HELD)
+            return r;
+    }
     return prepare_head(aTHX_ req, status, headers, length >= 0,
                         length >= 0 ? (uint64_t)length : 0, NULL, 0, bad_header);
 }
@@ -627,6 +643,12 @@ int serow_write_psgi_body(pTHX_ struct serow_request *req, const char *data, siz
     }
     response->body_sent += len;
     return write_all(req, iov, count);
+}
+
+int serow_flush_psgi_head(pTHX_ struct serow_request *req)
+{
+    int r = serow_flush_held_psgi_body(aTHX_ req);
+    return r == RESPONSE_OK ? flush_head(req, 0) : r;
 }
 
 static int flush_head(struct serow_request *req, int more_follows)
@@ -727,6 +749,8 @@ int serow_finish_psgi_body(pTHX_ struct serow_request *req)
     int r = serow_flush_held_psgi_body(aTHX_ req);
     if (r != RESPONSE_OK)
         return r;
+    if (response->grip_hold)
+        return flush_head(req, 0); /* held: the body stays open (psgi_hold.c) */
     if (response->framing.chunked && response->framing.body_allowed) {
         struct iovec iov[2];
         int count = take_head(response, iov);

@@ -14,6 +14,8 @@ struct serow_request;
 
 /* Results besides RESPONSE_OK (0) and the RESPONSE_BAD_* reasons (< 0). */
 #define RESPONSE_CLIENT_GONE 1
+#define RESPONSE_NOT_HELD 2     /* psgi_hold.c: no Grip-* header, an ordinary response */
+#define RESPONSE_BAD_GRIP (-20) /* a Grip-* instruction serow_grip_parse refused */
 
 /* The bytes of a defined Perl string (get magic already called), or NULL
  * when it holds characters above 0xFF: PSGI bodies and headers are bytes. */
@@ -33,6 +35,9 @@ int serow_sendfile_psgi_body(pTHX_ struct serow_request *req, int fd, uint64_t o
 int serow_finish_psgi_body(pTHX_ struct serow_request *req);
 /* The first bytes of a compressed body held back, if any, go out now. */
 int serow_flush_held_psgi_body(pTHX_ struct serow_request *req);
+/* What is held of the body, then the head if it is still waiting: out now,
+ * the body left open (a held stream). */
+int serow_flush_psgi_head(pTHX_ struct serow_request *req);
 
 /* The body bytes the app has given the response so far (sent, or held in a
  * buffer of the response's): how poll_cb tells a call that wrote from one

@@ -26,6 +26,19 @@ static void store_shared_totals(pTHX_ HV *h, const struct serow_shared_totals *t
     hv_stores(h, "started", newSVnv((double)t->started_ms / 1000.0));
 }
 
+/* The counts of held connections (--grip), under the same keys in the
+ * metrics' hash and the status page's. */
+static void store_grip_counts(pTHX_ HV *hv, const struct serow_shared_totals *t)
+{
+    hv_stores(hv, "grip_held", newSVuv(t->grip_held));
+    hv_stores(hv, "grip_subscriptions", newSVuv(t->grip_subscriptions));
+    hv_stores(hv, "grip_publishes", newSVnv((double)t->grip_publishes));
+    hv_stores(hv, "grip_deliveries", newSVnv((double)t->grip_deliveries));
+    hv_stores(hv, "grip_drops", newSVnv((double)t->grip_drops));
+    hv_stores(hv, "grip_replay_gaps", newSVnv((double)t->grip_replay_gaps));
+    hv_stores(hv, "grip_refused", newSVnv((double)t->grip_refused));
+}
+
 SV *serow_shared_metrics_value(pTHX_ struct shared_state *shared)
 {
     /* The numbers behind the Prometheus metrics (Serow::Metrics), summed
@@ -87,6 +100,7 @@ SV *serow_shared_metrics_value(pTHX_ struct shared_state *shared)
     hv_stores(m, "workers_recycled", newRV_noinc((SV *)recycled));
     hv_stores(m, "request_timeouts", newSVnv((double)totals.request_timeouts));
     hv_stores(m, "requests_shed", newSVnv((double)totals.requests_shed));
+    store_grip_counts(aTHX_ m, &totals);
     hv_stores(m, "busy_workers", newSVuv(totals.workers.busy));
     hv_stores(m, "idle_workers", newSVuv(totals.workers.idle));
     hv_stores(m, "idle_connections", newSVuv(totals.waiting_connections));
@@ -144,6 +158,7 @@ SV *serow_shared_status_value(pTHX_ struct shared_state *shared)
     hv_stores(status, "waiting", newSVuv(totals.waiting_connections));
     hv_stores(status, "queued", newSVuv(totals.queued_connections));
     hv_stores(status, "held_by_holder", newSVuv(totals.held_connections));
+    store_grip_counts(aTHX_ status, &totals);
     hv_stores(status, "requests_total", newSVnv((double)totals.requests_total));
     hv_stores(status, "holder_pid", newSViv(totals.holder_pid));
     hv_stores(status, "workers", newRV_noinc((SV *)workers));

@@ -76,6 +76,10 @@ struct serow_response {
      * grown to the largest head. */
     char *head;
     size_t head_size;
+    /* --grip: the response holds (psgi_hold.c): at its end the connection
+     * goes to the holder with the hold message, not back to the loop. */
+    int grip_hold;
+    int grip_keep_alive;  /* a long poll, once answered, may serve another request */
 };
 
 /* psgix.io, the connection's socket as a Perl handle, made when the app

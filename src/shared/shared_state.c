@@ -220,6 +220,13 @@ void serow_shared_totals(struct shared_state *shared, struct serow_shared_totals
         totals->workers_recycled[i] = atomic_load(&shared->workers_recycled[i]);
     totals->request_timeouts = atomic_load(&shared->request_timeouts);
     totals->requests_shed = atomic_load(&shared->requests_shed);
+    totals->grip_held = atomic_load(&shared->grip.held);
+    totals->grip_subscriptions = atomic_load(&shared->grip.subscriptions);
+    totals->grip_publishes = atomic_load(&shared->grip.publishes);
+    totals->grip_deliveries = atomic_load(&shared->grip.deliveries);
+    totals->grip_drops = atomic_load(&shared->grip.drops);
+    totals->grip_replay_gaps = atomic_load(&shared->grip.replay_gaps);
+    totals->grip_refused = atomic_load(&shared->grip.refused);
 }
 
 int serow_shared_worker_status(struct shared_state *shared, uint32_t index,

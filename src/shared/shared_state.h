@@ -163,6 +163,17 @@ extern const char *const serow_shared_recycle_reasons[SHARED_RECYCLE_REASONS];
  * serving one, one loading, one leaving; any more are left out). */
 #define SHARED_GENERATIONS 4
 
+/* Held connections (docs/holding.md), counted by the holder alone. */
+struct shared_grip_counts {
+    _Atomic uint32_t held;          /* connections held for a stream or a long poll */
+    _Atomic uint32_t subscriptions; /* of those connections, to channels */
+    _Atomic uint64_t publishes;     /* items given to the channel store */
+    _Atomic uint64_t deliveries;    /* items written (queued) to a held connection */
+    _Atomic uint64_t drops;         /* held connections closed past --hold-max-pending */
+    _Atomic uint64_t replay_gaps;   /* prev-ids not among the kept items */
+    _Atomic uint64_t refused;       /* holds refused: --max-held-connections, a bad hold */
+};
+
 struct shared_state {
     uint64_t started_ms;              /* wall clock, for the uptime */
     _Atomic int32_t holder_pid;
@@ -181,6 +192,7 @@ struct shared_state {
     _Atomic uint64_t connections_gathered; /* moved to a worker that had the CPU */
     _Atomic uint64_t request_timeouts;  /* --request-timeout: answered 503 or worker killed */
     _Atomic uint64_t requests_shed;     /* --max-queue-wait: answered 503 (holder, backlog) */
+    struct shared_grip_counts grip;     /* held connections (GRIP): the holder's only */
     _Atomic uint32_t worker_slots_used;  /* slots below this have had a worker */
     uint32_t max_workers;
     struct worker_slot workers[];
@@ -287,6 +299,8 @@ struct serow_shared_totals {
     uint64_t workers_recycled[SHARED_RECYCLE_REASONS];
     uint64_t request_timeouts;
     uint64_t requests_shed;
+    uint32_t grip_held, grip_subscriptions;
+    uint64_t grip_publishes, grip_deliveries, grip_drops, grip_replay_gaps, grip_refused;
     struct shared_worker_counts workers;
 };
 void serow_shared_totals(struct shared_state *shared, struct serow_shared_totals *totals);

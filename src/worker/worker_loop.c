@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "request/request_accounting.h"
+#include "shared/holding_channel.h"
 
 /* Events taken from one epoll_wait: enough to amortise the call. */
 #define EPOLL_BATCH 64
@@ -616,6 +617,46 @@ void serow_worker_loop_release_request(struct serow_request *r)
         return;
     struct connection *conn = end_serving(loop, r);
     serow_close_connection(loop, conn); /* our descriptor only: the app holds a duplicate */
+}
+
+int serow_worker_loop_hold_request(struct serow_request *r, const char *message, size_t len,
+                                   int keep_alive)
+{
+    struct worker_loop *loop = r->worker;
+    if (r->conn == NULL)
+        return -1;
+    struct connection *conn = end_serving(loop, r);
+    conn->requests_served++;
+    struct serow_holding_head head;
+    memset(&head, 0, sizeof(head));
+    head.tag = SEROW_HOLDING_TAG;
+    head.has_connection = 1;
+    /* (a body the app did not read, or a pipelined request, would be read
+     * as nothing: the connection ends with its answer) */
+    head.keep_alive = keep_alive && r->body_done && conn->buffer_len == r->head_len;
+    head.head_request = serow_is_head_request(&r->head);
+    head.minor_version = (uint8_t)r->head.minor_version;
+    head.conn.requests_served = (uint32_t)conn->requests_served;
+    head.conn.listener_index = (uint32_t)conn->listener_index;
+    head.conn.carried = conn->carried;
+    head.conn.idle_since_ms = serow_shared_clock_ms();
+    head.status = (uint16_t)r->response.status;
+    size_t line_len = 0;
+    const char *line = serow_access_log_raw_request_line(conn->buffer, r->head_len, &line_len);
+    head.request_line_len = line ? (uint16_t)(line_len < ACCESS_LOG_MAX_REQUEST_LINE ? line_len
+                                                                        : ACCESS_LOG_MAX_REQUEST_LINE) : 0;
+    if (loop->handback_channel < 0 ||
+        serow_holding_send(loop->handback_channel, &head, conn->fd, message, len, line, 1000) != 0) {
+        serow_close_connection(loop, conn);
+        return -1;
+    }
+    serow_forget_connection(loop, conn); /* the holder's now: still open */
+    return 0;
+}
+
+int serow_worker_loop_holding_channel(struct worker_loop *loop)
+{
+    return loop->handback_channel;
 }
 
 /* ---- stopping ---------------------------------------------------------- */

@@ -186,6 +186,14 @@ void serow_worker_loop_fail_request(struct serow_request *r, int status);
 /* r's connection is taken over by the app (psgix.io): forget it without
  * closing the socket the app now holds a duplicate of. */
 void serow_worker_loop_release_request(struct serow_request *r);
+/* Ends r by handing its connection to the holder to hold (GRIP), with the
+ * hold message (holder_message.h); keep_alive: a long poll, once answered,
+ * may serve the next request.  0, or -1 when the holder could not take it
+ * (the connection is closed). */
+int serow_worker_loop_hold_request(struct serow_request *r, const char *message, size_t len,
+                                   int keep_alive);
+/* The channel to the holder (-1: none): holds and publishes go on it. */
+int serow_worker_loop_holding_channel(struct worker_loop *loop);
 
 /* --request-timeout (request_timeout.c): whether it is on; the app starts
  * to run for r (the timer armed, the slot says since when), and stops: 1

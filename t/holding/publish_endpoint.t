@@ -68,7 +68,7 @@ is $res->{status}, 400, 'malformed JSON: 400';
 like $res->{content}, qr/^malformed JSON/, 'with the reason';
 $res = post("$url/publish/", items({ channel => 'a', 'http-stream' => { content => 'x' } }, { channel => 'b c', 'http-stream' => { content => 'x' } }));
 is $res->{status}, 400, 'one bad item: 400';
-like $res->{content}, qr/^item 1: .*channel name/, 'naming the item';
+like $res->{content}, qr/^items\[1\]: .*channel name/, 'naming the item';
 $res = post("$url/publish/", items({ channel => 'a', 'http-stream' => { content => 'x' x 600 } }));
 is $res->{status}, 413, 'an item over max_item: 413';
 $res = post("$url/publish/", items(map { { channel => 'a', 'http-stream' => { content => 'x' x 100 } } } 1 .. 20));
@@ -78,7 +78,7 @@ is_deeply published(), [], 'a refused request delivers nothing';
 
 $res = post("$url/publish/", items({ channel => 'ok', 'http-stream' => { content => 'x' } }, { channel => 'fails', 'http-stream' => { content => 'x' } }));
 is $res->{status}, 500, 'the publish function dies: 500';
-like $res->{content}, qr/^item 1: not published: refused by the test's recorder/, 'with its reason';
+like $res->{content}, qr/^items\[1\]: not published: refused by the test's recorder/, 'with its reason';
 unlink $record;
 
 $res = $http->get("$url/publish/");

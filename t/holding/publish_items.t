@@ -75,8 +75,8 @@ my @bad = (
     ['JSON that is not an object', '[1]', 400, qr/not a JSON object/],
     ['no items', {}, 400, qr/no "items" array/],
     ['items not an array', { items => {} }, 400, qr/no "items" array/],
-    ['an item not an object', items('x'), 400, qr/^item 0: not a JSON object/],
-    ['no channel', items({ 'http-stream' => $stream }), 400, qr/^item 0: no "channel"/],
+    ['an item not an object', items('x'), 400, qr/^items\[0\]: not a JSON object/],
+    ['no channel', items({ 'http-stream' => $stream }), 400, qr/^items\[0\]: no "channel"/],
     ['an empty channel', items({ channel => '', 'http-stream' => $stream }), 400, qr/valid channel name/],
     ['a channel with a space', items({ channel => 'a b', 'http-stream' => $stream }), 400, qr/valid channel name/],
     ['a channel with a comma', items({ channel => 'a,b', 'http-stream' => $stream }), 400, qr/valid channel name/],
@@ -88,7 +88,7 @@ my @bad = (
     ['an empty id', items({ channel => 'c', id => '', 'http-stream' => $stream }), 400, qr/"id" is not a valid item id/],
     ['an id over 128 bytes', items({ channel => 'c', id => 'i' x 129, 'http-stream' => $stream }), 400, qr/"id"/],
     ['a prev-id that is a number', qq({"items":[{"channel":"c","prev-id":3,"http-stream":{"content":"x"}}]}), 400, qr/"prev-id"/],
-    ['no formats (short form)', items({ channel => 'c' }), 400, qr/^item 0: no formats/],
+    ['no formats (short form)', items({ channel => 'c' }), 400, qr/^items\[0\]: no formats/],
     ['an empty formats object', items({ channel => 'c', formats => {} }), 400, qr/no formats/],
     ['formats not an object', items({ channel => 'c', formats => [] }), 400, qr/"formats" is not a JSON object/],
     ['a known format not an object', items({ channel => 'c', 'http-stream' => 'x' }), 400, qr/"http-stream" is not a JSON object/],
@@ -115,7 +115,7 @@ my @bad = (
     ['an item over the size limit', items({ channel => 'c', 'http-stream' => { content => 'x' x $MAX_ITEM } }), 413, qr/more than the limit of $MAX_ITEM/],
     ['one bad item among good ones refuses them all',
         items({ channel => 'a', 'http-stream' => $stream }, { channel => 'b', 'http-stream' => $stream }, { channel => 'bad name', 'http-stream' => $stream }),
-        400, qr/^item 2: /],
+        400, qr/^items\[2\]: /],
 );
 
 for my $case (@bad) {

@@ -19,7 +19,7 @@ Serow::Test::CProgram::test_program(name => 'interleaved',
                    src/request/request_accounting.c src/log/request_id.c src/log/access_log.c
                    src/log/access_log_format.c src/log/log.c src/shared/request_metrics.c
                    src/connection/transport.c
-                   src/shared/connection_transfer.c src/shared/shared_state.c
+                   src/shared/connection_transfer.c src/shared/shared_state.c src/shared/holding_channel.c
                    src/connection/connection.c src/connection/fd_passing.c
                    src/http/http_parser.c src/http/response_writer.c)]);
 

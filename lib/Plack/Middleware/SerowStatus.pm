@@ -78,6 +78,9 @@ sub _as_text {
         ['Queued', $s->{queued}],
         ['Open Connections', $s->{open_connections}],
         ['Held by the connection holder', $s->{held_by_holder}],
+        ['Held for streams and long polls (GRIP)', $s->{grip_held}],
+        ['Channel subscriptions', $s->{grip_subscriptions}],
+        ['Publishes, deliveries, drops', join(' ', map { $s->{$_} // 0 } qw(grip_publishes grip_deliveries grip_drops))],
         ['Taken from busy or idle workers', $s->{connections_stolen}],
         ['Gathered by workers with a CPU', $s->{connections_gathered}],
     );

@@ -62,7 +62,7 @@ sub call {
         next unless Serow::Publish::Items::has_format($item); # reaches nobody
         next if eval { $self->{publish}->($item); 1 };
         (my $reason = $@ || 'unknown error') =~ s/\s+\z//;
-        return _answer(500, "item $n: not published: $reason\n");
+        return _answer(500, "items[$n]: not published: $reason\n");
     }
     return _answer(200, "Published\n");
 }

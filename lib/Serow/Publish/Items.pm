@@ -55,7 +55,7 @@ sub parse {
     my @out;
     for my $n (0 .. $#$items) {
         my ($item, $status, $why) = _item($items->[$n], $max_item);
-        return (undef, $status, "item $n: $why") unless $item;
+        return (undef, $status, "items[$n]: $why") unless $item;
         push @out, $item;
     }
     return (\@out);

@@ -97,6 +97,8 @@ use constant PAGE => <<'HTML';
   <div class="card"><div class="label">Requests / s</div><div class="value" data-key="rate">-</div></div>
   <div class="card"><div class="label">Open connections</div><div class="value" data-key="open_connections">-</div></div>
   <div class="card"><div class="label">Held by the holder</div><div class="value" data-key="held_by_holder">-</div></div>
+  <div class="card"><div class="label">Held streams and long polls</div><div class="value" data-key="grip_held">-</div></div>
+  <div class="card"><div class="label">Published</div><div class="value" data-key="grip_publishes">-</div></div>
   <div class="card"><div class="label">Taken from workers</div><div class="value" data-key="connections_stolen">-</div></div>
   <div class="card"><div class="label">Gathered where the CPU is</div><div class="value" data-key="connections_gathered">-</div></div>
 </section>
@@ -191,7 +193,8 @@ use constant SCRIPT => <<'JS';
 
   function render(s, now) {
     ['processing', 'waiting', 'queued', 'requests_total', 'open_connections',
-     'held_by_holder', 'connections_stolen', 'connections_gathered', 'holder_pid'].forEach(function (k) { set(k, s[k]); });
+     'held_by_holder', 'grip_held', 'grip_publishes', 'connections_stolen', 'connections_gathered',
+     'holder_pid'].forEach(function (k) { set(k, s[k]); });
     set('uptime', duration(s.uptime));
     set('started', clock(s.started));
     if (previous && now > previous.at) {

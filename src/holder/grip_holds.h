@@ -1,0 +1,53 @@
+/*
+ * grip_holds.h - the connections the holder holds for a GRIP stream or long
+ * poll (docs/holding.md): each subscribed in the channel store
+ * (channel_store.h), written to as items are published, answered at its
+ * timeout, kept alive while quiet, closed when its client goes or stops
+ * reading.  The holder's loop (connection_holder.c) owns the epoll and the
+ * clock and calls in here; this file owns every held connection's state.
+ */
+#ifndef SEROW_GRIP_HOLDS_H
+#define SEROW_GRIP_HOLDS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "connection/fd_passing.h"
+#include "log/access_log.h"
+#include "shared/holding_channel.h"
+#include "shared/shared_state.h"
+
+/* epoll tag of a held connection: this bit and its descriptor. */
+#define SEROW_GRIP_TAG (1ULL << 48)
+
+struct serow_grip_settings {
+    size_t max_pending;     /* --hold-max-pending: bytes queued for one client */
+    uint32_t max_held;      /* --max-held-connections; 0: no limit */
+    uint32_t items_per_channel; /* 0: the store's default */
+    struct access_log *access_log; /* a line when a hold ends; NULL: none */
+};
+
+/* A response hold answered on a connection that stays open: it becomes an
+ * ordinary idle keep-alive connection of the holder's. */
+typedef void (*serow_grip_back_to_idle)(void *arg, int fd, const struct passed_connection *info);
+
+struct serow_grip_holds;
+
+struct serow_grip_holds *serow_grip_holds_new(struct shared_state *shared, int epoll_fd,
+                                              const struct serow_grip_settings *settings,
+                                              serow_grip_back_to_idle back, void *arg);
+/* A hold from a worker: head, its descriptor, the hold message (a whole
+ * frame) and the request line (head->request_line_len bytes).  The
+ * descriptor is ours from here (closed on any refusal). */
+void serow_grip_holds_add(struct serow_grip_holds *g, const struct serow_holding_head *head, int fd,
+                          const char *message, size_t len, const char *request_line);
+/* A publish message (a whole frame), fanned out. */
+void serow_grip_holds_publish(struct serow_grip_holds *g, const char *message, size_t len);
+/* epoll said something of a held connection (SEROW_GRIP_TAG | fd). */
+void serow_grip_holds_event(struct serow_grip_holds *g, int fd, uint32_t events);
+/* Timeouts and keep-alives due by now_ms; the ms until the next (-1: none). */
+int serow_grip_holds_timers(struct serow_grip_holds *g, uint64_t now_ms);
+/* Closes every held connection (the holder stops). */
+void serow_grip_holds_free(struct serow_grip_holds *g);
+
+#endif
