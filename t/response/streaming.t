@@ -387,7 +387,8 @@ subtest 'the client leaves while the app streams: write dies, the worker goes on
     my $sock = raw_connect($server);
     syswrite $sock, "GET /endless HTTP/1.1\r\nHost: x\r\n\r\n";
     my $got = '';
-    sysread($sock, $got, 1024) or die;
+    # (its status line may come in pieces: the suite runs under short writes too)
+    while ($got !~ /\r\n/) { sysread($sock, $got, 1024, length $got) or last }
     like $got, qr{\AHTTP/1.1 200 OK}, 'the stream started';
     close $sock;
     like get11('/last-stream-error')->{body}, qr/client has gone away/,
