@@ -1,5 +1,5 @@
 # xs/writer.xsh - the Serow::Writer package's glue, included by Serow.xs: the
-# streaming writer's methods (the writer itself is src/psgi/psgi_request.c's;
+# streaming writer's methods (the writer itself is src/psgi/psgi_writer.c's;
 # lib/Serow/Writer.pm is its manual).  Glue only, as Serow.xs.
 
 MODULE = Serow    PACKAGE = Serow::Writer    PREFIX = writer_

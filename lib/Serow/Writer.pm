@@ -7,7 +7,7 @@ use Serow (); # the methods (XS)
 # The writer of a response whose body goes out in parts: what a
 # psgi.streaming app gets from its responder, and what sends a body handle's
 # lines.  It is C: the object and its methods are Serow::Writer in Serow.xs,
-# the writer in src/psgi/psgi_request.c (the bytes go out through
+# the writer in src/psgi/psgi_writer.c (the bytes go out through
 # src/psgi/psgi_response.c): new($loop) for the response the loop has started,
 # write, send (as write, but returns false instead of dying when the client
 # has gone), close, closed, gone, given (the body bytes written so far),

@@ -31,6 +31,7 @@
 #include "log/log.h"
 #include "log/request_id.h"
 #include "http/response_writer.h"
+#include "holder/busy_worker.h"
 #include "holder/grip_holds.h"
 #include "shared/holding_channel.h"
 
@@ -53,14 +54,6 @@ struct held_connection {
     struct held_connection *prev, *next; /* oldest first */
 };
 
-/* The last look at what a busy worker was doing (see look_at_busy_worker):
- * for which busy period, when, and what it said. */
-struct worker_look {
-    uint64_t looked_busy_since_ms, looked_at_ms;
-    int looked_kind;        /* enum busy_kind */
-    uint64_t looked_cpu_ns; /* its CPU time then (schedstat) */
-};
-
 struct holder {
     struct shared_state *shared;
     struct holder_settings settings;
@@ -81,7 +74,7 @@ struct holder {
     int ready_channel_watched;
 
     struct worker_handle workers[SHARED_MAX_WORKERS];
-    struct worker_look looks[SHARED_MAX_WORKERS];
+    struct serow_worker_look looks[SHARED_MAX_WORKERS];
     uint64_t last_handoff_scan_ms;
     struct serow_id_maker ids; /* --request-id-header: the ids of the 503s made here */
     struct serow_grip_holds *grip; /* connections held for GRIP (grip_holds.c) */
@@ -419,75 +412,6 @@ static void connection_readable(struct holder *h, struct held_connection *c)
 /* ---- taking connections from workers ----------------------------------- */
 
 /*
- * What a worker busy for longer than SHARED_STUCK_AFTER_MS is doing:
- *
- * - waiting in its request (sleeping on a database, a lock, a sleep()): its
- *   parked connections are better off with whichever worker is done first,
- *   even when none is free yet;
- * - computing a long request: they are better off with a free worker, which
- *   serves them on another CPU, or on the same one in turns with the long
- *   request (the scheduler shares a CPU among runnable workers);
- * - waiting for a CPU: its request is quick, but other processes (or other
- *   workers) have the CPU.  Moving its connections buys nothing (a free
- *   worker would wait for a CPU too) and undoes gathering (worker_gather.c):
- *   on a loaded machine a gatherer would lose its connections every time it
- *   was preempted for a few milliseconds.
- *
- * Told apart from /proc: the state in /proc/PID/stat (R: running or
- * runnable), and for a runnable one, the CPU time in /proc/PID/schedstat
- * over two looks: computing if it got at least half of the time between
- * them.  Looked at no more often than every RELOOK_MS per busy period (after
- * a first look, sooner: the second look decides).
- */
-enum busy_kind { BUSY_NOT_KNOWN_YET, BUSY_WAITING, BUSY_COMPUTING, BUSY_WAITING_FOR_CPU };
-#define RELOOK_MS 10
-#define SECOND_LOOK_MS 1
-
-static int read_proc_file(int32_t pid, const char *name, char *buf, size_t size)
-{
-    char path[64];
-    snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    ssize_t n = fd >= 0 ? read(fd, buf, size - 1) : -1;
-    if (fd >= 0)
-        close(fd);
-    if (n <= 0)
-        return -1;
-    buf[n] = '\0';
-    return 0;
-}
-
-static enum busy_kind look_at_busy_worker(struct holder *h, uint32_t index, int32_t pid,
-                                          uint64_t busy_since, uint64_t now)
-{
-    struct worker_look *w = &h->looks[index];
-    int same_period = w->looked_busy_since_ms == busy_since;
-    if (same_period && now - w->looked_at_ms <
-                           (w->looked_kind == BUSY_NOT_KNOWN_YET ? SECOND_LOOK_MS : RELOOK_MS))
-        return w->looked_kind;
-    char buf[512];
-    enum busy_kind kind = BUSY_NOT_KNOWN_YET;
-    uint64_t cpu_ns = 0;
-    if (read_proc_file(pid, "stat", buf, sizeof(buf)) == 0) {
-        const char *end = strrchr(buf, ')'); /* the name may hold spaces and ')' */
-        if (end && end[1] == ' ' && end[2] != 'R')
-            kind = BUSY_WAITING;
-    }
-    if (kind != BUSY_WAITING && read_proc_file(pid, "schedstat", buf, sizeof(buf)) == 0) {
-        cpu_ns = strtoull(buf, NULL, 10);
-        if (same_period && now > w->looked_at_ms && w->looked_cpu_ns)
-            kind = (cpu_ns - w->looked_cpu_ns) * 2 >= (now - w->looked_at_ms) * 1000000
-                       ? BUSY_COMPUTING
-                       : BUSY_WAITING_FOR_CPU;
-    }
-    w->looked_busy_since_ms = busy_since;
-    w->looked_at_ms = now;
-    w->looked_kind = kind;
-    w->looked_cpu_ns = cpu_ns;
-    return kind;
-}
-
-/*
  * Takes one idle connection out of a worker (connection_transfer.c): the
  * compare-and-swap decides between us and the worker.
  */
@@ -521,7 +445,7 @@ struct scan_result {
 
 /* Idle connections of workers busy for longer than SHARED_STUCK_AFTER_MS that are
  * waiting in their request, or computing while another worker is free (see
- * look_at_busy_worker), and those idle longer than idle_handoff anywhere. */
+ * serow_look_at_busy_worker), and those idle longer than idle_handoff anywhere. */
 static struct scan_result scan_workers(struct holder *h, uint64_t now)
 {
     struct scan_result result = {0, -1};
@@ -542,8 +466,8 @@ static struct scan_result scan_workers(struct holder *h, uint64_t now)
                 if (result.next_deadline < 0 || left < result.next_deadline)
                     result.next_deadline = left;
             } else {
-                enum busy_kind kind = look_at_busy_worker(h, i, atomic_load(&w->pid),
-                                                          atomic_load(&w->busy_since_ms), now);
+                enum busy_kind kind = serow_look_at_busy_worker(&h->looks[i], atomic_load(&w->pid),
+                                                                atomic_load(&w->busy_since_ms), now);
                 if (kind == BUSY_WAITING || (kind == BUSY_COMPUTING && any_free)) {
                     steal_all = 1;
                 } else if (kind == BUSY_COMPUTING) {

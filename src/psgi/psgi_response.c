@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "http/http_parser.h"
+#include "psgi/psgi_app_chunks.h"
 #include "psgi/psgi_hold.h"
 #include "psgi/psgi_input.h"
 #include "request/request_accounting.h"
@@ -217,63 +218,8 @@ static int status_of(pTHX_ SV *status)
 
 /* ---- a body the app framed itself -----------------------------------------
  *
- * An app that sets Transfer-Encoding: chunked (Plack::Middleware::Chunked
- * does) writes its own chunk lines.  Were they broken, or followed by more
- * bytes, the client would read what follows as the next response.  So they
- * are read with the request parser's decoder as they go out: what follows an
- * error or the last chunk is dropped, and the connection closes after the
- * response (as after a Content-Length mismatch).  The decoder works in place,
- * so it reads a copy, a block at a time; the client gets the app's own bytes,
- * or (HTTP/1.0, framing.decode_app_chunks) the decoded ones. */
-
-#define APP_CHUNKS_BLOCK 16384
-
-/* Reads the next n (at most APP_CHUNKS_BLOCK) bytes of an app's chunked body
- * with decoder, on a copy in block.  Returns how many of them may go out
- * (those before an error or after the last chunk may not; *error then says
- * why), and leaves their *decoded_len decoded bytes at block. */
-static size_t read_app_chunks(struct chunked_decoder *decoder, int *done, const char *data,
-                              size_t n, char *block, size_t *decoded_len, const char **error)
-{
-    size_t decoded = n, consumed = 0;
-    *decoded_len = 0;
-    if (*done) {
-        *error = "has bytes after its last chunk";
-        return 0;
-    }
-    memcpy(block, data, n);
-    int r = serow_decode_chunked(decoder, block, &decoded, &consumed);
-    *decoded_len = decoded;
-    if (r == CHUNKED_ERROR) {
-        *error = "is not valid chunked framing";
-    } else if (r == CHUNKED_DONE) {
-        *done = 1;
-        if (consumed < n)
-            *error = "has bytes after its last chunk";
-    }
-    return consumed;
-}
-
-/* Whether the parts of an array body are whole, valid chunked framing: known
- * before the head goes out, so that the head can say the connection closes. */
-static int app_chunks_valid(const struct iovec *parts, size_t count)
-{
-    struct chunked_decoder decoder;
-    char block[APP_CHUNKS_BLOCK];
-    const char *error = NULL;
-    int done = 0;
-    serow_chunked_decoder_init(&decoder);
-    for (size_t i = 0; i < count; i++) {
-        for (size_t at = 0; at < parts[i].iov_len && error == NULL; at += APP_CHUNKS_BLOCK) {
-            size_t n = parts[i].iov_len - at, decoded;
-            if (n > APP_CHUNKS_BLOCK)
-                n = APP_CHUNKS_BLOCK;
-            read_app_chunks(&decoder, &done, (const char *)parts[i].iov_base + at, n, block,
-                            &decoded, &error);
-        }
-    }
-    return done && error == NULL;
-}
+ * Its chunk lines are checked as they go out (psgi_app_chunks.c says why and
+ * how); here they are sent. */
 
 static int write_all(struct serow_request *req, struct iovec *iov, int count);
 static int flush_head(struct serow_request *req, int more_follows);
@@ -300,8 +246,9 @@ static int send_app_chunks(struct serow_request *req, const char *data, size_t l
     response->body_given += len;
     while (len > 0 && response->app_framing_error == NULL) {
         size_t n = len < APP_CHUNKS_BLOCK ? len : APP_CHUNKS_BLOCK, decoded;
-        size_t valid = read_app_chunks(&response->app_chunks, &response->app_chunks_done, data, n,
-                                       block, &decoded, &response->app_framing_error);
+        size_t valid = serow_read_app_chunks(&response->app_chunks, &response->app_chunks_done,
+                                             data, n, block, &decoded,
+                                             &response->app_framing_error);
         struct iovec iov[2];
         int count = 0;
         if (response->head_len) {
@@ -387,7 +334,7 @@ static int prepare_head(pTHX_ struct serow_request *req, SV *status_sv, SV *head
     if (response->framing.app_chunked) {
         serow_chunked_decoder_init(&response->app_chunks);
         response->app_chunks_done = 0;
-        if (parts && !app_chunks_valid(parts, num_parts))
+        if (parts && !serow_app_chunks_valid(parts, num_parts))
             response->framing.keep_alive = 0;
     }
     size_t need = serow_response_head_size(list.items, list.count);

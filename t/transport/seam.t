@@ -22,7 +22,8 @@ my %NOT_A_CLIENT = (
     'fd_passing.c'        => { sendmsg => "Serow's own channels", recvmsg => "Serow's own channels" },
     'shared_state.c'      => { write => "a worker's eventfd" },
     'worker_loop.c'       => { write => "the holder's eventfd", read => "the worker's own eventfd" },
-    'connection_holder.c' => { read => "a worker's /proc files, the holder's own eventfd" },
+    'connection_holder.c' => { read => "the holder's own eventfd" },
+    'busy_worker.c'       => { read => "a worker's /proc files" },
     'connection_transfer.c' => { write => "a worker's eventfd" },
     'psgi_response.c'     => { pread => 'a file the app gave as its body' },
 );
