@@ -4,13 +4,6 @@
 
 MODULE = Serow    PACKAGE = Serow::Writer    PREFIX = writer_
 
-BOOT:
-    {
-        /* What write (and poll_cb) die with when the client has gone away. */
-        HV *stash = gv_stashpvs("Serow::Writer", GV_ADD);
-        newCONSTSUB(stash, "CLIENT_GONE", newSVpvs(SEROW_CLIENT_GONE_MESSAGE));
-    }
-
 SV *
 writer_new(const char *class, Serow::Loop loop)
   CODE:
@@ -22,10 +15,11 @@ writer_new(const char *class, Serow::Loop loop)
 void
 writer_write(SV *self, SV *data)
   CODE:
-    /* Dies when the client has gone away: an app streaming without end
-     * (server-sent events, say) would otherwise keep the worker forever. */
-    if (!serow_writer_send(aTHX_ self, data))
-        croak("%s", SEROW_CLIENT_GONE_MESSAGE);
+    /* Once the client has gone, the part is dropped without a word, as
+     * other servers do: an app (or the framework around it) that dies
+     * there would log a client closing a tab as its own error.  An app that
+     * would stop early asks gone. */
+    (void)serow_writer_send(aTHX_ self, data);
 
 int
 writer_send(SV *self, SV *data)
@@ -49,7 +43,7 @@ writer_closed(SV *self)
 int
 writer_gone(SV *self)
   CODE:
-    RETVAL = serow_writer_gone(aTHX_ self);
+    RETVAL = serow_writer_client_gone(aTHX_ self);
   OUTPUT:
     RETVAL
 

@@ -269,7 +269,10 @@ scrape is a request like any other: counted, and in the access log.
 
 Requests answered, by status, including the ones the server rejected
 itself (400, 408, 413, 414, 431...). C<code="0"> counts requests whose
-app took the connection with C<psgix.io> and answered on it.
+app took the connection with C<psgix.io> and answered on it; C<code="499">
+(nginx's "client closed request", as in the access log) the responses a
+client did not take whole: it closed the connection, or read nothing for
+C<--write-timeout>.
 
 =item serow_request_duration_seconds
 

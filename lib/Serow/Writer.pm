@@ -9,15 +9,14 @@ use Serow (); # the methods (XS)
 # lines.  It is C: the object and its methods are Serow::Writer in Serow.xs,
 # the writer in src/psgi/psgi_writer.c (the bytes go out through
 # src/psgi/psgi_response.c): new($loop) for the response the loop has started,
-# write, send (as write, but returns false instead of dying when the client
-# has gone), close, closed, gone, given (the body bytes written so far),
-# abandon (the request is over: the writer does nothing more) and poll_cb.
-# Each write goes out at once, in one writev (a chunk of its own for
-# HTTP/1.1 when the app gave no Content-Length), with one exception: the
-# header of a compressed body written on its own (see
-# compression_header_size in src/psgi/psgi_response.c).  CLIENT_GONE, what write
-# and poll_cb die with when the client has gone away, is a constant made
-# there too.  This file is its manual.
+# write (dropped once the client has gone), send (as write, but returns false
+# once the client has gone), close, closed, gone (whether the client has gone
+# or hung up), given (the body bytes written so far), abandon (the request is
+# over: the writer does nothing more) and poll_cb.  Each write goes out at
+# once, in one writev (a chunk of its own for HTTP/1.1 when the app gave no
+# Content-Length), with one exception: the header of a compressed body
+# written on its own (see compression_header_size in
+# src/psgi/psgi_response.c).  This file is its manual.
 
 1;
 __END__
@@ -32,8 +31,14 @@ Serow::Writer - the streaming writer of a psgi.streaming response
 
 =item write($data)
 
-Sends C<$data> now, as one chunk when the body is chunked. Dies when the
-client has gone away, so that an endless stream ends with it.
+Sends C<$data> now, as one chunk when the body is chunked. Once the client
+has gone away (a write failed: it closed the connection, or read nothing
+for C<--write-timeout>), writes are dropped without a word, as Starman and
+nginx drop them: a client closing a tab is no error of the app's. The
+access log shows the response with status 499 (nginx's "client closed
+request"), and C<serow_requests_total{code="499"}> in C</metrics> counts
+it. An app that would stop early (an endless stream, costly parts) asks
+C<gone>.
 
 One exception: in a response with C<Content-Encoding: gzip> (or C<x-gzip>)
 or C<deflate>, first writes that together are no longer than that coding's
@@ -43,6 +48,23 @@ own, so nothing a client could use waits; the head of the response waits
 with them. Any other write, small or not, leaves at once: a server-sent
 event followed by a pause reaches the client during the pause.
 
+=item gone
+
+True when the client has gone: a write found it gone, or by now it has
+closed the connection (or only its sending side: a client may do that and
+still read, so the writer goes on writing; if it has closed, the next
+write finds it gone). It asks the kernel (a C<poll> with no wait), so it
+costs a system call; writes themselves never ask. An endless stream
+written with C<write> must ask, or it runs until C<--request-timeout>:
+
+    while (!$writer->gone) {
+        $writer->write(next_event());
+    }
+
+=item send($data)
+
+As C<write>, but returns false once the client has gone.
+
 =item close
 
 Ends the body (after sending held bytes).
@@ -51,10 +73,11 @@ Ends the body (after sending held bytes).
 
 Calls C<< $cb->($writer) >> again and again until the writer is closed: a
 body written from the callback, a part per call, goes out whole. The calls
-end when the callback closes the writer, or dies (a write dies when the
-client has gone away). After a call that wrote nothing, the next waits up
-to 0.05 s, and none comes once the client has closed the connection (or its
-sending side): it dies as a write would.
+end when the callback closes the writer, when it dies (the die goes
+through), and when the client has gone away: a write that finds it gone
+closes the writer; after a call that wrote nothing, the next waits up to
+0.05 s, and none comes once the client has closed the connection (or its
+sending side). C<poll_cb> then returns.
 
 =back
 

@@ -432,7 +432,12 @@ static enum app_outcome serve_stream(pTHX_ struct serow_request *req, SV *callba
         outcome = APP_TIMED_OUT;
     } else if (SvTRUE(ERRSV)) {
         if (writer && serow_writer_gone(aTHX_ writer)) {
-            /* The client left while the app streamed: nothing to report. */
+            /* The client left while the app streamed, and the app (or its
+             * framework) died of it anyway: no error of the app's.  The
+             * access log says 499. */
+            STRLEN len;
+            const char *p = SvPV(ERRSV, len);
+            serow_log_debug("the app died after its client had gone: %.*s", (int)len, p);
             if (req->conn != NULL)
                 serow_request_end(aTHX_ req, (HV *)SvRV(env_ref), 500);
         } else {

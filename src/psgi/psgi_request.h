@@ -68,18 +68,20 @@ SV *serow_request_next(pTHX_ struct worker_loop *loop);
  * and that array. */
 void serow_set_triple_responder(pTHX_ SV *code);
 
-/* What a writer's write dies with when the client has gone away. */
-#define SEROW_CLIENT_GONE_MESSAGE "Serow: the client has gone away\n"
-
 /* The streaming writer, Serow::Writer (a new object for the response req
  * has started), and its methods: self is the object. */
 SV *serow_writer_new(pTHX_ struct serow_request *req);
 /* A part of the body, as the app gave it: 1 sent (or nothing to send, or
- * the writer closed), 0 the client is gone; croaks on wide characters. */
+ * the writer closed), 0 the client is gone (then and after: the part is
+ * dropped); croaks on wide characters. */
 int serow_writer_send(pTHX_ SV *self, SV *data);
 void serow_writer_close(pTHX_ SV *self);
 int serow_writer_closed(pTHX_ SV *self);
+/* Whether a write found the client gone. */
 int serow_writer_gone(pTHX_ SV *self);
+/* The app's question (Serow::Writer's gone): whether the client is known
+ * to have gone, or has closed the connection (or its sending side) by now. */
+int serow_writer_client_gone(pTHX_ SV *self);
 /* Its request ended: it does nothing more. */
 void serow_writer_abandon(pTHX_ SV *self);
 /* Body bytes written so far, held or given to the response. */

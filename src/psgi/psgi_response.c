@@ -359,11 +359,17 @@ static int prepare_head(pTHX_ struct serow_request *req, SV *status_sv, SV *head
     return RESPONSE_OK;
 }
 
-static int write_all(struct serow_request *req, struct iovec *iov, int count)
+void serow_psgi_response_client_gone(struct serow_request *req)
 {
     struct serow_response *response = &req->response;
+    response->failed = 1;
+    response->status = SEROW_STATUS_CLIENT_GONE;
+}
+
+static int write_all(struct serow_request *req, struct iovec *iov, int count)
+{
     if (serow_worker_loop_write(req, iov, count) != 0) {
-        response->failed = 1;
+        serow_psgi_response_client_gone(req);
         return RESPONSE_CLIENT_GONE;
     }
     return RESPONSE_OK;
@@ -670,8 +676,11 @@ int serow_sendfile_psgi_body(pTHX_ struct serow_request *req, int fd, uint64_t o
     } else if ((r = flush_head(req, 1)) != RESPONSE_OK) {
         return r;
     }
-    if (serow_worker_loop_sendfile(req, fd, offset, len) != 0) {
-        response->failed = 1;
+    if ((r = serow_worker_loop_sendfile(req, fd, offset, len)) != 0) {
+        if (r == -1)
+            serow_psgi_response_client_gone(req);
+        else
+            response->failed = 1; /* the file is short: cut, its status kept */
         return RESPONSE_CLIENT_GONE;
     }
     response->body_sent += len;

@@ -17,6 +17,12 @@ struct serow_request;
 #define RESPONSE_NOT_HELD 2     /* psgi_hold.c: no Grip-* header, an ordinary response */
 #define RESPONSE_BAD_GRIP (-20) /* a Grip-* instruction serow_grip_parse refused */
 
+/* The status the access log and the metrics give a response the client did
+ * not take whole (it closed the connection, or stopped reading for
+ * --write-timeout): nginx's 499, "client closed request", so that the two
+ * logs read alike.  Never sent: there is no one to send it to. */
+#define SEROW_STATUS_CLIENT_GONE 499
+
 /* The bytes of a defined Perl string (get magic already called), or NULL
  * when it holds characters above 0xFF: PSGI bodies and headers are bytes. */
 const char *serow_psgi_bytes(pTHX_ SV *sv, STRLEN *len);
@@ -43,6 +49,11 @@ int serow_flush_psgi_head(pTHX_ struct serow_request *req);
  * buffer of the response's): how poll_cb tells a call that wrote from one
  * that did not, without a count kept on every write. */
 uint64_t serow_psgi_body_given(const struct serow_request *req);
+
+/* The client of req's response has gone (the writer saw it hang up): what
+ * is left of the body is dropped, and the response is logged as
+ * SEROW_STATUS_CLIENT_GONE.  The write paths here say so themselves. */
+void serow_psgi_response_client_gone(struct serow_request *req);
 
 /* psgix.informational: a 1xx response before the final one. */
 int serow_send_informational_response(pTHX_ struct serow_request *req, SV *status, SV *headers,

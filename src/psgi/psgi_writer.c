@@ -103,7 +103,7 @@ int serow_writer_send(pTHX_ SV *self, SV *data)
 {
     struct serow_writer *writer = writer_of(aTHX_ self);
     if (writer->closed)
-        return 1;
+        return !writer->gone;
     SvGETMAGIC(data);
     if (!SvOK(data))
         return 1;
@@ -143,6 +143,16 @@ int serow_writer_gone(pTHX_ SV *self)
     return writer_of(aTHX_ self)->gone;
 }
 
+int serow_writer_client_gone(pTHX_ SV *self)
+{
+    struct serow_writer *writer = writer_of(aTHX_ self);
+    if (writer->gone || writer->req == NULL)
+        return 1;
+    /* Only asked: a client that shut its sending side may still read, and
+     * its response goes on; one that closed fails the next write or two. */
+    return !writer->closed && serow_worker_loop_client_hung_up(writer->req, 0);
+}
+
 void serow_writer_abandon(pTHX_ SV *self)
 {
     struct serow_writer *writer = writer_of(aTHX_ self);
@@ -166,10 +176,11 @@ uint64_t serow_writer_given(pTHX_ SV *self)
  * the callback runs here, again and again while the writer is open, as a
  * server with an event loop would call it each time the socket can take
  * more: a stream written from it goes on until it closes the writer.  A
- * client that goes away ends it: a write dies then; and a call that wrote
- * nothing waits up to POLL_IDLE_SECONDS for the client to hang up before the
- * next one, so that a callback with nothing to send neither spins the CPU
- * nor outlives its client.  The callback's die goes through, as a write's.
+ * client that goes away ends it: a write that finds it gone closes the
+ * writer; and a call that wrote nothing waits up to POLL_IDLE_SECONDS for
+ * the client to hang up before the next one, so that a callback with
+ * nothing to send neither spins the CPU nor outlives its client.  The
+ * callback's die goes through.
  */
 void serow_writer_poll_cb(pTHX_ SV *self, SV *cb)
 {
@@ -194,7 +205,7 @@ void serow_writer_poll_cb(pTHX_ SV *self, SV *cb)
             continue;
         if (serow_worker_loop_client_hung_up(writer->req, POLL_IDLE_SECONDS)) {
             writer->gone = writer->closed = 1;
-            croak("%s", SEROW_CLIENT_GONE_MESSAGE);
+            serow_psgi_response_client_gone(writer->req);
         }
     }
     LEAVE;

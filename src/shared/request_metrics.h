@@ -20,9 +20,10 @@
 #include <stdint.h>
 
 /* Counts by status are indexed by the status itself: 100-599 are the
- * statuses a response can have (the writer refuses others); index 0 counts
- * requests answered with no status the server saw (the app took the socket
- * with psgix.io and answered on it). */
+ * statuses a response can have (the writer refuses others; 499 counts the
+ * responses a client did not take whole, SEROW_STATUS_CLIENT_GONE); index 0
+ * counts requests answered with no status the server saw (the app took the
+ * socket with psgix.io and answered on it). */
 #define METRICS_STATUS_SLOTS 600
 
 /* The upper bounds of the duration histogram's buckets, in seconds: the

@@ -149,7 +149,9 @@ int serow_worker_loop_write(struct serow_request *r, struct iovec *iov, int iovc
  * reaches the client.  A failed write leaves the slot so. */
 int serow_worker_loop_write_interim(struct serow_request *r, struct iovec *iov, int iovcnt);
 
-/* Sends len bytes of file_fd from offset with sendfile(2). */
+/* Sends len bytes of file_fd from offset with sendfile(2).  0 on success,
+ * -1 when the client is gone or too slow, -2 when the file is shorter than
+ * len. */
 int serow_worker_loop_sendfile(struct serow_request *r, int file_fd, uint64_t offset,
                                uint64_t len);
 
@@ -164,8 +166,8 @@ void serow_worker_loop_response_starts(struct serow_request *r);
 void serow_worker_loop_socket_lent(struct serow_request *r);
 
 /* Whether the client of r has closed the connection (or its sending side:
- * it will send nothing more), waiting up to timeout seconds (> 0) for it;
- * 1 too when r is not being served. */
+ * it will send nothing more), waiting up to timeout seconds for it (0: only
+ * a look); 1 too when r is not being served. */
 int serow_worker_loop_client_hung_up(struct serow_request *r, double timeout);
 
 /* Whether r's connection may stay open after this response, given what

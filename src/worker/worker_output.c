@@ -41,7 +41,14 @@ int serow_wait_for(int fd, short events, double timeout)
 
 int serow_worker_loop_client_hung_up(struct serow_request *r, double timeout)
 {
-    return r->conn == NULL || serow_wait_for(r->conn->fd, POLLRDHUP, timeout);
+    if (r->conn == NULL)
+        return 1;
+    if (timeout <= 0) {
+        /* (serow_wait_for would not look at all) */
+        struct pollfd pfd = {.fd = r->conn->fd, .events = POLLRDHUP};
+        return poll(&pfd, 1, 0) > 0;
+    }
+    return serow_wait_for(r->conn->fd, POLLRDHUP, timeout);
 }
 
 /* Bytes of the final response are about to go out: no error page can follow
@@ -128,7 +135,7 @@ int serow_worker_loop_sendfile(struct serow_request *r, int file_fd, uint64_t of
             continue;
         }
         if (n == 0)
-            return -1; /* the file is shorter than it said */
+            return -2; /* the file is shorter than it said */
         if (may_write_again(r))
             continue;
         return -1;

@@ -19,6 +19,7 @@ chdir $ROOT or die "cd $ROOT: $!";
 # The module META names for a module that comes with another's distribution.
 my %DISTRIBUTION = (
     'Net::EmptyPort' => 'Test::TCP',
+    'HTML::Mason::PSGIHandler::Streamy' => 'HTML::Mason::PSGIHandler',
     map({ ($_ => 'HTTP::Message') } qw(HTTP::Request::Common HTTP::Request HTTP::Response HTTP::Headers)),
 );
 my @BY_PREFIX = ([qr/^Plack::/ => 'Plack'], [qr/^Catalyst\b/ => 'Catalyst::Runtime'], [qr/^Mojolicious\b/ => 'Mojolicious']);

@@ -1,7 +1,8 @@
 # Mojolicious::Lite under Serow (t/frameworks/mojolicious.t).  The routes
 # every framework app here has: /hello/:name, POST /form, /json, /visits (a
 # counter in the session: Mojolicious signs it into a cookie, so any worker
-# reads it), /stream, and 404 for the rest.
+# reads it), /stream, and 404 for the rest; and /big for
+# t/frameworks/client_gone.t.
 use Mojolicious::Lite -signatures;
 
 app->secrets(['serow framework test']);
@@ -26,6 +27,14 @@ get '/visits' => sub ($c) {
 get '/stream' => sub ($c) {
     $c->write_chunk("first part\n");
     $c->write_chunk("second part\n");
+    $c->write_chunk('');
+};
+
+# 32 MiB, written before the action returns (see /stream): the server sends
+# it in parts from the adapter's getline (t/frameworks/client_gone.t).
+get '/big' => sub ($c) {
+    $c->res->headers->content_type('text/plain');
+    $c->write_chunk('x' x 65536) for 1 .. 512;
     $c->write_chunk('');
 };
 
