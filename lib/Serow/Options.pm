@@ -127,6 +127,15 @@ sub spec { $SPEC{ $_[1] } }
 # The aliases a user may type (the hash-only forms left out).
 sub aliases { grep { !$ALIAS{$_}{hash_only} } @ALIAS_ORDER }
 sub alias { $ALIAS{ $_[1] } }
+# Whether a key of from_hash names an option or an alias (one Serow refuses
+# included: it still dies there, with what to do instead).
+sub knows {
+    my ($class, $key) = @_;
+    (my $name = $key) =~ tr/-/_/;
+    return !!($SPEC{$name} || $ALIAS{ _dashed($name) } || $ALIAS{$key});
+}
+# " (did you mean --workers? see --help)" for a key no option has.
+sub hint { _hint($_[1]) }
 
 sub defaults {
     my %d;

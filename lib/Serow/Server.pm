@@ -20,6 +20,7 @@ sub new {
     my ($class, %args) = @_;
     my $server_ready = delete $args{server_ready};
     my $sockets = delete $args{listen_sockets}; # already listening: used as they are
+    my $ignored = delete $args{ignored_options}; # Plack::Handler::Serow's: warned of once the log is open
     # systemd's NOTIFY_SOCKET: serow takes it before it loads the app
     # (Serow::Notify->from_env), plackup -s Serow only here.
     my $notify = exists $args{notify} ? delete $args{notify} : Serow::Notify->from_env;
@@ -31,7 +32,8 @@ sub new {
     # Now, before the master has a SIGCHLD handler: in a checkout it runs git.
     my $version = Serow::Version->describe;
     return bless { options => $options, server_ready => $server_ready, listen_sockets => $sockets,
-                   privileges => $privileges, notify => $notify, version => $version }, $class;
+                   privileges => $privileges, notify => $notify, version => $version,
+                   ignored_options => $ignored || [] }, $class;
 }
 
 # Idle connections all end up in one process, the connection holder, so the
@@ -181,6 +183,9 @@ sub start_master {
     my $error_log_file = Serow::Log->file($options->{error_log});
     $self->open_error_log($error_log_file) if defined $error_log_file;
     Serow::Log->configure($options);
+    Serow::Log->warn("ignoring option '$_', unknown to Serow" . Serow::Options->hint($_)
+                     . ": a launcher (plackup, Plack::Runner, rt-server) passed it")
+        for @{ $self->{ignored_options} };
     # Refused before binding: the address of a running Serow would be busy,
     # and "address in use" says less than this.
     Serow::PidFile->check($options->{pid_file}) if defined $options->{pid_file};

@@ -61,11 +61,39 @@ subtest 'plackup -s Serow --listen /path.sock' => sub {
     ok !-e $path, 'the socket file is removed';
 };
 
-subtest 'an unknown option through plackup is an error' => sub {
-    my $server = plackup('--listen', '127.0.0.1:' . empty_port(), '--worker', 3, 't/apps/pid.psgi');
-    my $status = $server->wait_exit;
-    isnt $status, 0, 'plackup fails';
-    like $server->log, qr/unknown option 'worker' \(did you mean --workers\?/, 'naming the option';
+subtest 'an unknown option through plackup: a warning naming it, and Serow serves' => sub {
+    my $port = empty_port();
+    my $server = plackup('-E', 'deployment', '--listen', "127.0.0.1:$port", '--worker', 3, 't/apps/pid.psgi');
+    ok $server->wait_for_log(qr/\[warn\] .*ignoring option 'worker', unknown to Serow \(did you mean --workers\?/),
+        'the typo is named, with the option meant' or diag $server->log;
+    ok wait_port({ port => $port, max_wait => 30 }), 'it listens' or return diag $server->log;
+    is http_get({ port => $port }, '/')->{status}, 200, 'and serves';
+    is $server->stop, 0;
+};
+
+subtest 'an option Serow refuses is still an error through plackup' => sub {
+    my $server = plackup('--listen', '127.0.0.1:' . empty_port(), '--enable-ssl', 't/apps/pid.psgi');
+    isnt $server->wait_exit, 0, 'plackup fails';
+    like $server->log, qr/--ssl \(plackup --enable-ssl\) is not supported: Serow serves plain HTTP/, 'saying why';
+};
+
+# RT's rt-server: Plack::Runner with RT's own --webpath, which reaches the
+# server as webpath => '/rt' (Starman ignores it).
+subtest "Plack::Runner with a launcher's own option (rt-server --webpath /rt)" => sub {
+    my $port = empty_port();
+    my $server = start_server(listen => 'none', command => [$^X, '-Mblib', '-MPlack::Runner', '-e', q{
+        my ($port) = @ARGV;
+        my $runner = Plack::Runner->new;
+        $runner->parse_options('--server', 'Serow', '--port', $port, '--host', '127.0.0.1',
+            '-E', 'deployment', '--webpath', '/rt', '--workers', 1);
+        $runner->run(sub { [200, ['Content-Type' => 'text/plain'], ["runner $$"]] });
+    }, $port]);
+    ok $server->wait_for_log(qr/\[warn\] .*ignoring option 'webpath', unknown to Serow/),
+        'a warning names the option' or diag $server->log;
+    ok wait_port({ port => $port, max_wait => 30 }), 'it listens' or return diag $server->log;
+    like http_get({ port => $port }, '/')->{body}, qr/^runner \d+$/, 'and serves';
+    is $server->stop, 0;
+    unlike $server->log, qr/\[error\]/, 'no error';
 };
 
 subtest 'Plack::Loader->load(Serow, host, port)' => sub {

@@ -25,6 +25,12 @@ subtest 'an unknown option is an error with a hint' => sub {
     ($status, $text) = serow('--frobnicate-everything', "$ROOT/eg/hello.psgi");
     is $status, 2;
     like $text, qr/unknown option --frobnicate-everything \(see --help\)/, 'far from any option: only the pointer to --help';
+
+    # What plackup -s Serow only warns of (a launcher's own option, as RT's
+    # rt-server passes it: t/listen/plackup.t), the serow command refuses.
+    ($status, $text) = serow('--webpath', '/rt', "$ROOT/eg/hello.psgi");
+    is $status, 2, 'serow --webpath: exit status 2';
+    like $text, qr/unknown option --webpath \(see --help\)/, 'serow --webpath is refused';
 };
 
 subtest 'a bad value names the option' => sub {

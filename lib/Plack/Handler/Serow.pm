@@ -19,9 +19,19 @@ sub new {
     return $self;
 }
 
+# Keys Serow::Server->new takes besides the options.
+my %SERVER_KEYS = map { $_ => 1 } qw(server_ready notify);
+
 sub _new {
     my ($class, %args) = @_;
     my ($host, $port, $socket, $listen, $listen_sock) = delete @args{qw(host port socket listen listen_sock)};
+    # Launchers hand the server options of their own (RT's rt-server its
+    # --webpath, through Plack::Runner): Starman ignores them, and so does
+    # Serow, with a warning naming each (a plackup typo among them).  The
+    # serow command line stays strict: a typo there is the user's own.
+    my @unknown = sort grep { !$SERVER_KEYS{$_} && !Serow::Options->knows($_) } keys %args;
+    delete @args{@unknown};
+    $args{ignored_options} = \@unknown if @unknown;
     if ($listen_sock) {
         return bless { server => Serow::Server->new(%args, listen_sockets => [$listen_sock]) }, $class;
     }
@@ -55,8 +65,12 @@ Every option of L<serow> can be given to plackup, with dashes or
 underscores, and so can the option names of Starman, Starlet and Gazelle
 (C<--max-workers>, C<--max-reqs-per-child>, C<--disable-keepalive>, ...):
 C<plackup -s Starlet ...> becomes C<plackup -s Serow ...> with nothing else
-changed (see F<docs/migrating.md>). An unknown option is an error, and so is
-one Serow does not support (C<-D>, C<--enable-ssl>, ...), with what to do
+changed (see F<docs/migrating.md>). An option Serow does not know is
+ignored, with a warning in the error log naming it (and the option it may be
+a typo of): launchers such as RT's C<rt-server> pass options of their own
+(C<--webpath>) through L<Plack::Runner>, as to any server. The C<serow>
+command line refuses such an option instead. One Serow knows but does not
+support (C<-D>, C<--enable-ssl>, ...) is an error here too, with what to do
 instead.
 
 C<host> and C<port> (as L<Plack::Loader> passes them) work as well as
