@@ -173,8 +173,10 @@ sub run_process {
     $SIG{$_} = 'IGNORE' for @ignored;
     # Ignored here, not in what the app starts as it loads (a helper it
     # runs, a daemon it launches): they get the default actions back, as
-    # from a worker (Serow::Worker, install_signal_handlers).
-    Serow::default_signals_in_children(@ignored);
+    # from a worker (Serow::Worker, install_signal_handlers), and so does
+    # PIPE, which the master ignores.  (A worker forked from here ignores
+    # them again as it starts.)
+    Serow::default_signals_in_children(@ignored, 'PIPE');
     # The access log it inherited is not its own: each worker it forks
     # gets the master's current one with the request to fork it.
     $self->{logs}->close_access_log;

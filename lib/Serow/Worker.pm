@@ -297,12 +297,13 @@ use constant MASTERS_SIGNALS => qw(TERM INT QUIT HUP TTIN TTOU USR1);
 
 sub install_signal_handlers {
     my ($self) = @_;
-    $SIG{PIPE} = 'IGNORE';
+    $SIG{PIPE} = 'IGNORE'; # a client gone is a failed write (EPIPE), not the worker's end
     $SIG{$_} = 'IGNORE' for MASTERS_SIGNALS;
     # Ignored here, not in what the app starts: system, backticks, fork and
     # a piped open give their child these signals' default actions back (an
-    # ignored signal stays ignored across exec).
-    Serow::default_signals_in_children(MASTERS_SIGNALS);
+    # ignored signal stays ignored across exec).  PIPE too: `yes | head -1`
+    # would print "Broken pipe", and a pipeline under pipefail fail.
+    Serow::default_signals_in_children(MASTERS_SIGNALS, 'PIPE');
     # The kernel's word that the master died (Serow::Master::Fork, fork_child):
     # nobody is left to ask for the stop.  (A USR2 from anyone else, while
     # the master lives, changes nothing.)
@@ -535,9 +536,11 @@ A worker ignores TERM, INT, QUIT, HUP, TTIN, TTOU and USR1: they are the
 master's (L<Serow::Master>), which tells its workers to stop or to reopen
 their logs through the shared memory; the worker does so between requests,
 so that the app's C<sleep>, C<select> or wait is not cut short. A signal sent
-to a worker directly does nothing. The processes the app starts (C<system>,
+to a worker directly does nothing. It ignores PIPE too (a write to a client
+that has gone fails instead). The processes the app starts (C<system>,
 backticks, a piped C<open>, C<fork>) get these signals' default actions
-back (F<src/worker/child_signals.c>), and none of them blocked. USR2 is the
+back, PIPE's included (F<src/worker/child_signals.c>), and none of them
+blocked. USR2 is the
 worker's parent-death signal: once its master is gone, it stops.
 
 =cut

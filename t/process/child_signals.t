@@ -10,9 +10,11 @@ use Serow::Test qw(start_server http_get wait_until write_file_whole);
 # reopen its logs through shared memory), but what the app starts must not
 # inherit that: a program started with system, backticks, a piped open or
 # fork has the default action for each of them, none blocked, and a plain
-# TERM stops it (systemd's stop, timeout(1), a supervisor).
+# TERM stops it (systemd's stop, timeout(1), a supervisor).  Nor PIPE, which
+# the worker ignores for its clients' sake: in a shell pipeline the app
+# runs, `yes | head -1` ends yes by SIGPIPE, quietly, as anywhere else.
 
-my @SIGNALS = qw(TERM INT QUIT HUP TTIN TTOU USR1);
+my @SIGNALS = qw(TERM INT QUIT HUP TTIN TTOU USR1 PIPE);
 my %NUMBER = map { $_ => POSIX->can("SIG$_")->() } @SIGNALS;
 
 my $dir = File::Temp->newdir;
@@ -45,6 +47,8 @@ my $app = sub {
         close $w;
         $out = do { local $/; <$r> };
         waitpid($pid, 0);
+    } elsif ($path eq '/pipeline') {
+        $out = `bash -c 'yes | head -1; echo "yes: \${PIPESTATUS[0]}"' 2>&1`;
     } elsif ($path eq '/spawn') {
         # A program left running, as a job the app starts would be.
         my $pid = fork // die "fork: $!";
@@ -80,10 +84,16 @@ for my $how (qw(backticks system piped-open fork)) {
         my ($blocked) = $res->{body} =~ /^SigBlk:\s*([0-9a-f]+)$/m;
         my ($ignored) = $res->{body} =~ /^SigIgn:\s*([0-9a-f]+)$/m;
         ok defined $blocked && defined $ignored, 'with its signal masks' or return diag $res->{body};
-        is_deeply [signals_in($blocked)], [], 'none of the master\'s signals is blocked';
+        is_deeply [signals_in($blocked)], [], 'none of the master\'s signals (nor PIPE) is blocked';
         is_deeply [signals_in($ignored)], [], 'none is ignored';
     };
 }
+
+subtest 'yes | head -1: yes ends by SIGPIPE, with no "Broken pipe"' => sub {
+    my $res = http_get($server, '/pipeline');
+    is $res && $res->{body}, "y\nyes: 141\n", 'yes killed by SIGPIPE (128 + 13), nothing on its stderr'
+        or diag $server->log;
+};
 
 subtest 'a program the app starts is stopped by a plain TERM' => sub {
     my $res = http_get($server, '/spawn');
@@ -118,7 +128,7 @@ APP
     my ($blocked) = $lines =~ /^SigBlk:\s*([0-9a-f]+)$/m;
     my ($ignored) = $lines =~ /^SigIgn:\s*([0-9a-f]+)$/m;
     ok defined $blocked && defined $ignored, 'with its signal masks' or return diag $lines;
-    is_deeply [signals_in($blocked, @SIGNALS, 'USR2')], [], 'none of the master\'s signals is blocked';
+    is_deeply [signals_in($blocked, @SIGNALS, 'USR2')], [], 'none of the master\'s signals (nor PIPE) is blocked';
     is_deeply [signals_in($ignored, @SIGNALS, 'USR2')], [], 'none is ignored';
     is $server->stop, 0;
 };
