@@ -98,6 +98,22 @@ sub drop {
     return 1;
 }
 
+# What to add to an error of loading the app that says "Permission denied",
+# in the process that loads it (switched to --user): the user, and the
+# file perl or the app could not read (named in the error, or the app file
+# itself), so that RT's "Can't locate RT_SiteConfig.pm: ... Permission
+# denied" says why.  '' for any other error, or when this process is root.
+sub load_denied_hint {
+    my ($class, $error, $app_file) = @_;
+    return '' if $> == 0 || $error !~ /Permission denied/;
+    my $user = getpwuid($>) // "uid $>";
+    my ($file) = grep { -e && !-r } $error =~ m{(/[^\s:'"]+)['"]?:? Permission denied}g;
+    $file //= $app_file if defined $app_file && -e $app_file && !-r $app_file;
+    my $what = defined $file ? "$file is not readable by $user" : "a file it needs is not readable by $user";
+    return "serow loads the app as the --user it switched to, never as root: $what "
+        . "(give its group read access, or see --user in man serow)\n";
+}
+
 # Uid and Gid lines of /proc/self/status ("real effective saved
 # filesystem") and Groups (sorted).
 sub _ids_from_proc {
@@ -122,6 +138,10 @@ Serow::Privileges - --user and --group: which ids the workers and the holder run
 C<< Serow::Privileges->resolve(user => ..., group => ...) >> turns names (or
 numbers) into ids in the master, before any socket is opened: a wrong name,
 or a switch without root, is an error that names the option.
+
+C<< Serow::Privileges->load_denied_hint($error, $app_file) >>, in the
+process that loads the app after the switch: when loading failed with
+"Permission denied", a line naming the user and the file it could not read.
 
 C<< ->drop >> runs in every forked child (workers and the connection
 holder): supplementary groups (those of the user, as initgroups(3) sets

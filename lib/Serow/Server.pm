@@ -129,7 +129,7 @@ sub load_app_file {
     my ($file) = @_;
     require Plack::Util;
     my $app = eval { Plack::Util::load_psgi($file) };
-    die "cannot load $file: $@" if $@;
+    die "cannot load $file: $@" . Serow::Privileges->load_denied_hint($@, $file) if $@;
     # A file that ends with anything but the app (42, a hash, nothing at all)
     # is refused here, not answered with a 500 for every request.
     if (defined(my $what = not_an_app($app))) {

@@ -173,6 +173,27 @@ subtest 'wrong names are errors naming the option, before anything is bound' => 
     like $text, qr/--user: uid 4242424 has no entry in the user database: give --group too/;
 };
 
+# serow FILE --user: the app is loaded as the user, never as root (Starman's
+# --preload-app --user loads it as root).  A file it needs that only root
+# may read (Debian's RT_SiteConfig.pm is 0600 root) fails the load; the
+# error names the file and the user.
+subtest 'an app that needs a file only root may read: the error says which, and as whom' => sub {
+    my $app_dir = File::Temp->newdir;
+    chmod 0755, "$app_dir";
+    mkdir "$app_dir/lib" or die;
+    Serow::Test::write_file_whole("$app_dir/lib/SiteConfig.pm", "package SiteConfig; our \$secret = 'root only'; 1;\n");
+    chmod 0600, "$app_dir/lib/SiteConfig.pm";
+    Serow::Test::write_file_whole("$app_dir/app.psgi",
+        "use lib '$app_dir/lib'; use SiteConfig; sub { [200, [], ['ok']] };\n");
+    my $server = start_server(app_file => "$app_dir/app.psgi", options => ['--workers', 1, '--user', 'nobody']);
+    ok $server->wait_for_log(qr/cannot load \Q$app_dir\E\/app\.psgi: .*Permission denied/), 'the load fails'
+        or return diag $server->log;
+    ok $server->wait_for_log(qr{serow loads the app as the --user it switched to, never as root: }
+        . qr{\Q$app_dir\E/lib/SiteConfig\.pm is not readable by nobody}), 'naming the file and the user'
+        or diag $server->log;
+    $server->stop;
+};
+
 subtest 'without root, switching is an error' => sub {
     my $pid = open(my $out, '-|') // die;
     if (!$pid) {
