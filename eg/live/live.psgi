@@ -45,6 +45,9 @@ sub {
         return [200, [
             'Content-Type'    => 'text/event-stream',
             'Cache-Control'   => 'no-cache',
+            # Behind nginx: each event passed on as it comes, whatever its
+            # proxy_buffering (docs/holding.md, "Behind nginx or HAProxy").
+            'X-Accel-Buffering' => 'no',
             'Grip-Hold'       => 'stream',
             'Grip-Channel'    => $channel,
             'Grip-Keep-Alive' => ':\n\n; format=cstring; timeout=20',

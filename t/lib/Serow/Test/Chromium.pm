@@ -28,7 +28,9 @@ use Time::HiRes ();
 use Serow::Test::Components qw(find_command);
 use Serow::Test::Process qw(fork_group wait_for_exit kill_group);
 
-use constant TIMEOUT => 60;
+# Components' bound for a whole headless run: a cold start takes 25 s on a
+# loaded machine.
+use constant TIMEOUT => Serow::Test::Components::CHROMIUM_TIMEOUT();
 
 sub binary { find_command('chromium', '/usr/bin') }
 
