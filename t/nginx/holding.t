@@ -5,6 +5,7 @@ use lib 't/lib';
 use Serow::Test qw(need_debian_packages start_server raw_connect wait_until);
 use Serow::Test::Holding qw(held_app check_stream check_long_poll publish_to read_for server_status);
 use Serow::Test::Nginx qw(start_nginx);
+use Serow::Test::NginxConfig ();
 
 # Held requests behind nginx (docs/holding.md, "Behind nginx or HAProxy").
 #
@@ -26,8 +27,15 @@ my $server = start_server(app => held_app(), options => ['--workers', 2, '--grip
 $server->wait_until_serving('/plain');
 
 my $nginx = Serow::Test::Nginx->start(upstream => $server, live => '/events');
-like $nginx->config_text, qr!location /events \{[^}]*proxy_buffering off;[^}]*proxy_read_timeout!s,
-    'nginx runs the sample for held requests';
+my %samples = Serow::Test::NginxConfig::samples();
+my ($location) = $samples{'serow-live.conf'} =~ /^(    location \/events \{.*?^    \}\n)/ms;
+like $location, qr/proxy_buffering off;.*proxy_read_timeout/s, 'the sample has a location for held requests';
+# (what nginx runs has no comments, and sits in a whole nginx.conf)
+sub settings { my ($text) = @_; $text =~ s/^\s*#.*\n//mg; $text =~ s/^\s+//mg; $text }
+my ($running) = $nginx->config_text =~ /^(\s*location \/events \{.*?^\s*\}\n)/ms;
+is settings($running // ''), settings($location), 'nginx runs it';
+my $doc = do { local $/; open my $fh, '<', 'docs/holding.md' or die $!; <$fh> };
+ok index($doc, "```nginx\n$location```") >= 0, 'docs/holding.md shows it';
 subtest 'a stream in location /events (proxy_buffering off)' => sub { check_stream($server, $nginx, '/events') };
 subtest 'a stream in location / (buffering on, chunked from Serow)' => sub {
     check_stream($server, $nginx, '/other/events') };
