@@ -52,9 +52,11 @@ sub start {
         open(STDOUT, '>', '/dev/null');
         open(STDERR, '>', "$dir/stderr.log");
         delete $ENV{LD_PRELOAD}; # tools/test-sanitized's libasan is for perl
+        # --no-sandbox: as root Chromium refuses its sandbox, and a container
+        # often cannot give it one (Components' headless_chromium does the
+        # same); the pages are the test's own.
         { exec $binary, '--headless', '--remote-debugging-pipe', "--user-data-dir=$dir/profile",
-            ($> == 0 ? '--no-sandbox' : ()), # (Chromium refuses to run as root with its sandbox)
-            qw(--no-first-run --no-default-browser-check --disable-gpu --disable-extensions
+            qw(--no-sandbox --no-first-run --no-default-browser-check --disable-gpu --disable-extensions
                --disable-background-networking --disable-sync --disable-dev-shm-usage
                --no-proxy-server --password-store=basic --use-mock-keychain about:blank) }
         POSIX::_exit(112);
