@@ -18,15 +18,15 @@ use warnings;
 # Every wait has a generous timeout (Chromium starts slowly on a loaded
 # machine) and dies when it passes, with what Chromium wrote on stderr.
 
+use parent 'Serow::Test::Daemon';
 use Fcntl ();
-use File::Temp ();
 use IO::Handle ();
 use IO::Select ();
 use JSON::PP ();
 use POSIX ();
 use Time::HiRes ();
 use Serow::Test::Components qw(find_command);
-use Serow::Test::Process qw(fork_group wait_for_exit kill_group);
+use Serow::Test::Process qw(fork_group);
 
 # Components' bound for a whole headless run: a cold start takes 25 s on a
 # loaded machine.
@@ -37,8 +37,8 @@ sub binary { find_command('chromium', '/usr/bin') }
 sub start {
     my ($class) = @_;
     my $binary = binary() or die "no chromium binary\n";
-    my $self = bless { dir => File::Temp->newdir('serow-chromium-XXXXXX', TMPDIR => 1), owner => $$,
-        next_id => 0, events => [], in => '' }, $class;
+    my $self = $class->new('chromium');
+    @$self{qw(next_id events in)} = (0, [], '');
     my $dir = "$self->{dir}";
     pipe(my $commands_r, my $commands_w) or die "pipe: $!";
     pipe(my $answers_r, my $answers_w) or die "pipe: $!";
@@ -69,12 +69,7 @@ sub start {
     return $self;
 }
 
-sub stderr {
-    my ($self) = @_;
-    open my $fh, '<', "$self->{dir}/stderr.log" or return '';
-    local $/;
-    return scalar <$fh>;
-}
+sub stderr { $_[0]->_slurp('stderr.log') }
 
 # send($session, $method, \%params): the command's id, not waiting.
 sub send {
@@ -145,20 +140,11 @@ sub _wait {
     }
 }
 
-# Browser.close, then the process's end (or a kill).  Its wait status.
-sub stop {
+# Browser.close; the end of its commands too.
+sub ask_to_stop {
     my ($self) = @_;
-    return $self->{exit_status} if defined $self->{exit_status} || !$self->{pid};
     eval { $self->send(undef, 'Browser.close') };
     close $self->{to};
-    return $self->{exit_status} = wait_for_exit($self->{pid}, TIMEOUT) // kill_group($self->{pid});
-}
-
-sub DESTROY {
-    my ($self) = @_;
-    local ($?, $@, $!);
-    return unless $self->{pid} && !defined $self->{exit_status} && $self->{owner} == $$;
-    kill_group($self->{pid});
 }
 
 1;

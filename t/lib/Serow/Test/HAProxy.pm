@@ -15,12 +15,11 @@ use warnings;
 #   http_get($haproxy, '/');                          # { port } like a server
 #   $haproxy->stop;
 
-use File::Temp ();
+use parent 'Serow::Test::Daemon';
 use IO::Socket::IP ();
 use Net::EmptyPort ();
 use POSIX ();
-use Serow::Test::Common qw(STOP_TIMEOUT);
-use Serow::Test::Process qw(wait_until fork_group wait_for_exit kill_group);
+use Serow::Test::Process qw(wait_until fork_group);
 
 use constant SAMPLE => 'eg/haproxy/serow.cfg';
 use constant START_TIMEOUT => 60;
@@ -41,8 +40,8 @@ sub sample_config {
 # and started; dies with HAProxy's words when it does not start.
 sub start {
     my ($class, %o) = @_;
-    my $self = bless { dir => File::Temp->newdir('serow-haproxy-XXXXXX', TMPDIR => 1), owner => $$,
-        port => Net::EmptyPort::empty_port() }, $class;
+    my $self = $class->new('haproxy');
+    $self->{port} = Net::EmptyPort::empty_port();
     my $dir = "$self->{dir}";
     open my $fh, '>', "$dir/haproxy.cfg" or die $!;
     print {$fh} "global\n    pidfile $dir/haproxy.pid\n\n",
@@ -70,29 +69,9 @@ sub start {
     return $self;
 }
 
-sub port { $_[0]{port} }
-sub pid { $_[0]{pid} }
+sub log { $_[0]->_slurp('haproxy.log') }
 
-sub log {
-    my ($self) = @_;
-    open my $fh, '<', "$self->{dir}/haproxy.log" or return '';
-    local $/;
-    return scalar <$fh>;
-}
-
-# TERM: HAProxy stops at once.  Its wait status.
-sub stop {
-    my ($self) = @_;
-    return $self->{exit_status} if defined $self->{exit_status} || !$self->{pid};
-    kill 'TERM', $self->{pid};
-    return $self->{exit_status} = wait_for_exit($self->{pid}, STOP_TIMEOUT) // kill_group($self->{pid});
-}
-
-sub DESTROY {
-    my ($self) = @_;
-    local ($?, $@, $!);
-    return unless $self->{pid} && !defined $self->{exit_status} && $self->{owner} == $$;
-    kill_group($self->{pid});
-}
+# TERM: HAProxy stops at once.
+sub ask_to_stop { kill 'TERM', $_[0]{pid} }
 
 1;
