@@ -1,12 +1,17 @@
-# Server-sent events held by Serow's connection holder, with no worker each:
+# Server-sent events held by Serow's connection holder, with no worker each.
+# From the top of the source tree, once built (tools/setup):
 #
-#   serow --grip --workers 2 eg/live/live.psgi
+#   perl -Mblib script/serow --grip --workers 2 eg/live/live.psgi
 #
-# then open http://localhost:5000/ in a few browser tabs and send a message
-# from one: every tab shows it.  Or from the shell:
+# (or `serow --grip --workers 2 eg/live/live.psgi` once installed), then
+# open http://localhost:5000/ in a few browser tabs and send a message from
+# one: every tab shows it.  Or from the shell:
 #
 #   curl -N localhost:5000/events                    # a subscriber
 #   curl -d 'text=hello' localhost:5000/say          # a publish
+#
+# t/app/live_browser.t checks this page in headless Chromium, t/app/live.t
+# with plain sockets; docs/holding.md shows it behind nginx or HAProxy.
 #
 # GET /events answers with GRIP headers (as behind Pushpin): Grip-Hold: stream
 # makes the worker write the head and the first body, hand the connection to
@@ -40,6 +45,9 @@ sub {
         return [200, [
             'Content-Type'    => 'text/event-stream',
             'Cache-Control'   => 'no-cache',
+            # Behind nginx: each event passed on as it comes, whatever its
+            # proxy_buffering (docs/holding.md, "Behind nginx or HAProxy").
+            'X-Accel-Buffering' => 'no',
             'Grip-Hold'       => 'stream',
             'Grip-Channel'    => $channel,
             'Grip-Keep-Alive' => ':\n\n; format=cstring; timeout=20',

@@ -366,8 +366,10 @@ static int queue_published_response(struct serow_grip_holds *g, struct grip_conn
     return r;
 }
 
-/* One delivery to one connection: queued, not yet written. */
-static int deliver(struct serow_grip_holds *g, struct grip_conn *c, const struct serow_channel_item *item)
+/* One delivery to one connection: queued, not yet written.  replay: the
+ * item is a kept one, given to a hold that names a prev-id. */
+static int deliver(struct serow_grip_holds *g, struct grip_conn *c, const struct serow_channel_item *item,
+                   int replay)
 {
     if (c->answered || c->closing)
         return 0;
@@ -378,6 +380,11 @@ static int deliver(struct serow_grip_holds *g, struct grip_conn *c, const struct
         return queue_published_response(g, c, item);
     }
     if (!(item->formats & SEROW_FORMAT_HTTP_STREAM))
+        return 0;
+    /* A close ends the streams open when it is published.  Replayed, it
+     * would end a client's reconnection before the items published after
+     * it, and again each time the client came back for them. */
+    if (replay && item->stream_action == SEROW_ACTION_CLOSE)
         return 0;
     atomic_fetch_add(&g->shared->grip.deliveries, 1);
     if (item->stream_action == SEROW_ACTION_CLOSE) {
@@ -399,13 +406,13 @@ static int deliver(struct serow_grip_holds *g, struct grip_conn *c, const struct
 
 /* Deliveries (from a publish or a replay): queued to each subscriber, then
  * one write each.  A connection may be gone by its turn (dropped). */
-static void deliver_all(struct serow_grip_holds *g, const struct serow_delivery *d, size_t count)
+static void deliver_all(struct serow_grip_holds *g, const struct serow_delivery *d, size_t count, int replay)
 {
     for (size_t i = 0; i < count; i++) {
         int fd = (int)d[i].subscriber;
         struct grip_conn *c = fd < g->by_fd_size ? g->by_fd[fd] : NULL;
         if (c != NULL)
-            deliver(g, c, d[i].item);
+            deliver(g, c, d[i].item, replay);
     }
     /* One write per subscriber, after all its items are queued (each
      * subscriber appears in order; a repeat finds nothing pending). */
@@ -522,7 +529,7 @@ void serow_grip_holds_add(struct serow_grip_holds *g, const struct serow_holding
         }
         if (r == SEROW_CHANNELS_REPLAY_GAP)
             atomic_fetch_add(&g->shared->grip.replay_gaps, 1);
-        deliver_all(g, d, count);
+        deliver_all(g, d, count, 1);
     }
     count_subscriptions(g);
 }
@@ -538,7 +545,7 @@ void serow_grip_holds_publish(struct serow_grip_holds *g, const char *message, s
     }
     atomic_fetch_add(&g->shared->grip.publishes, 1);
     if (r == SEROW_CHANNELS_OK)
-        deliver_all(g, d, count);
+        deliver_all(g, d, count, 0);
 }
 
 void serow_grip_holds_event(struct serow_grip_holds *g, int fd, uint32_t events)

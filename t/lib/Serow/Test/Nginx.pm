@@ -26,17 +26,16 @@ use warnings;
 #
 # config returns what goes into the "http" block for a listen address; an
 # origin answering 200 to everything is origin_config().  Either way,
-# $nginx->stop (or the object going away) stops it.
+# $nginx->stop (or the object going away) stops it (Serow::Test::Daemon).
 
+use parent 'Serow::Test::Daemon';
 use Exporter 'import';
-use File::Temp ();
 use IO::Socket::IP ();
 use Net::EmptyPort ();
 use POSIX ();
-use Serow::Test::Common qw(STOP_TIMEOUT);
 use Serow::Test::Components qw(find_command);
 use Serow::Test::NginxConfig ();
-use Serow::Test::Process qw(wait_until fork_group wait_for_exit kill_group);
+use Serow::Test::Process qw(wait_until fork_group);
 
 our @EXPORT_OK = qw(start_nginx origin_config);
 
@@ -88,9 +87,7 @@ sub start {
 sub _launch {
     my ($class, $make) = @_;
     my $binary = nginx_binary() or die "no nginx binary (need_debian_packages('nginx') first)\n";
-    # owner: a process forked later from the test inherits this object and
-    # must not stop this nginx when it exits.
-    my $self = bless { dir => File::Temp->newdir('serow-nginx-XXXXXX', TMPDIR => 1), owner => $$ }, $class;
+    my $self = $class->new('nginx');
     my $dir = "$self->{dir}";
     for my $attempt (1 .. PORT_ATTEMPTS) {
         $self->{port} = Net::EmptyPort::empty_port();
@@ -126,34 +123,12 @@ sub _wait_listening {
     return ($listening || '') eq 'listening' ? 1 : 0;
 }
 
-sub port { $_[0]{port} }
-sub pid { $_[0]{pid} }
 sub url { "http://127.0.0.1:$_[0]{port}" }
-sub dir { "$_[0]{dir}" }
 sub config_text { $_[0]->_slurp('nginx.conf') }
 sub error_log { $_[0]->_slurp('error.log') }
 sub access_log { $_[0]->_slurp('access.log') }
 
-sub _slurp {
-    my ($self, $name) = @_;
-    open my $fh, '<', "$self->{dir}/$name" or return '';
-    local $/;
-    return scalar <$fh>;
-}
-
-# QUIT: nginx finishes what it is doing and leaves.  Returns the wait status.
-sub stop {
-    my ($self) = @_;
-    return $self->{exit_status} if defined $self->{exit_status} || !$self->{pid};
-    kill 'QUIT', $self->{pid};
-    return $self->{exit_status} = wait_for_exit($self->{pid}, STOP_TIMEOUT) // kill_group($self->{pid});
-}
-
-sub DESTROY {
-    my ($self) = @_;
-    local ($?, $@, $!);
-    return unless $self->{pid} && !defined $self->{exit_status} && $self->{owner} == $$;
-    kill_group($self->{pid});
-}
+# QUIT: nginx finishes what it is doing and leaves.
+sub ask_to_stop { kill 'QUIT', $_[0]{pid} }
 
 1;

@@ -46,6 +46,8 @@ sub _address {
 #      keepalive => N, keepalive_timeout => '4s', keepalive_requests => N,
 #      request_buffering => 1 | 0, name => 'serow' (the upstream's name),
 #      server_params => 'max_fails=2 fail_timeout=5s' (after each server),
+#      live => '/events' (a location for held requests, docs/holding.md:
+#        responses not buffered, a longer read timeout),
 #      comments => 1 (explain each setting, for the samples))
 sub site {
     my (%o) = @_;
@@ -92,7 +94,31 @@ sub site {
                 . "Serow worker.  A streaming response sends \"X-Accel-Buffering: no\".");
     }
     my $extra = $o{server_extra} // '';
-    return "${upstream}server {\n    listen $listen;\n$extra    location / {\n$location    }\n}\n";
+    my $live = defined $o{live} && length $upstream ? _live_location($o{live}, $location, $c) : '';
+    return "${upstream}server {\n    listen $listen;\n$extra    location / {\n$location    }\n$live}\n";
+}
+
+# Longer than a held request stays quiet (docs/holding.md): a stream's
+# Grip-Keep-Alive timeout, a long poll's Grip-Timeout (55 s by default).
+use constant LIVE_READ_TIMEOUT => '120s';
+
+# The location of held requests (server-sent events, long polls): the proxy
+# lines of location / ($location), with the response passed on as it comes.
+sub _live_location {
+    my ($path, $location, $c) = @_;
+    $location =~ s/^ *#.*\n//mg;
+    return "\n    location $path {\n"
+        . $c->('        ', "As location /, and:")
+        . $location
+        . $c->('        ', "Each event passed on as it comes, not held until nginx's buffer fills.\n"
+            . "A slow client still holds no Serow worker: the connection holder keeps\n"
+            . "held connections, with their pending output bounded.")
+        . "        proxy_buffering off;\n"
+        . $c->('        ', "Longer than a held request stays quiet: a stream's Grip-Keep-Alive\n"
+            . "timeout, a long poll's Grip-Timeout (55 s by default).  Past it nginx\n"
+            . "closes the connection (EventSource reconnects).")
+        . "        proxy_read_timeout " . LIVE_READ_TIMEOUT . ";\n"
+        . "    }\n";
 }
 
 # main(dir => DIR, site => TEXT (or the options of site()),
@@ -146,6 +172,9 @@ sub samples {
         'serow-unix.conf' => $head . "# Serow started with: serow --listen /run/serow/serow.sock app.psgi\n"
             . "# (the socket writable by nginx's user: --socket-mode 0666, or a shared group)\n\n"
             . site(listen => 80, upstream => '/run/serow/serow.sock', comments => 1),
+        'serow-live.conf' => $head . "# Serow started with: serow --grip --listen 127.0.0.1:5000 eg/live/live.psgi\n"
+            . "# (held requests, docs/holding.md: location /events is eg/live's stream)\n\n"
+            . site(listen => 80, upstream => '127.0.0.1:5000', live => '/events', comments => 1),
         'serow-hosts.conf' => $head . "# Several hosts, each running serow --listen 0.0.0.0:5000 app.psgi\n\n"
             . site(listen => 80, upstream => ['10.0.0.11:5000', '10.0.0.12:5000', '10.0.0.13:5000'],
                 server_params => 'max_fails=2 fail_timeout=5s', comments => 1),
