@@ -124,6 +124,7 @@ static int keys_from_secret(const struct serow_tls_state *st, struct serow_tls_d
     memcpy(d->salt, iv, 4);
     memcpy(d->iv, iv + 4, 8);
     memset(d->rec_seq, 0, 8);
+    explicit_bzero(iv, sizeof iv);
     return 0;
 }
 
@@ -136,6 +137,7 @@ static int key_update(const struct serow_tls_state *st, struct serow_tls_directi
     if (expand_label(st, d->secret, "traffic upd", next, hash_len) < 0)
         return -1;
     memcpy(d->secret, next, hash_len);
+    explicit_bzero(next, sizeof next); /* the old keys leave no copy behind */
     return keys_from_secret(st, d);
 }
 
