@@ -156,9 +156,11 @@ size_t serow_tls_seal_room(const struct serow_tls_state *st, size_t len);
 
 /* Seals data[0..len) as application data into out (room bytes), in records
  * of at most SEROW_TLS_MAX_PLAINTEXT, after our KeyUpdate when one is due.
- * Returns the bytes written, or -1 (nothing written) when room is short of
- * serow_tls_seal_room, when close_notify was sent, or when the sequence
- * numbers are spent.  data and out must not overlap. */
+ * Returns the bytes written (0 for len 0 with no KeyUpdate due), or -1:
+ * nothing written when room is short of serow_tls_seal_room or after
+ * close_notify or a fatal alert; else (the sequence numbers spent, the
+ * library failing) the connection must end.  data and out must not
+ * overlap. */
 long serow_tls_seal(struct serow_tls_state *st, const void *data, size_t len, uint8_t *out,
                     size_t room);
 

@@ -13,7 +13,8 @@
  * then), the state copied byte by byte
  * into another struct now and then (as a move to another process copies
  * it); KeyUpdate from each side; close_notify both ways; a tampered record,
- * a replayed one and one too long refused with the alert RFC 8446 names.
+ * a replayed one and ones too long (on the wire, or in content) refused with
+ * the alert RFC 8446 names.
  * Prints "ok - NAME" / "not ok - NAME" (t/connection/tls_record.t).
  */
 #include "connection/tls_record.h"
@@ -307,6 +308,38 @@ static void move_state(struct session *s, struct serow_tls_state pair[2])
     s->st = to;
 }
 
+/* A TLS 1.3 record as the client would seal it with d, its write keys (our
+ * read keys), of len bytes of application data, more than a record may
+ * hold: written here, since neither GnuTLS nor this layer makes one. */
+static size_t seal_oversized(const struct serow_tls_state *st, const struct serow_tls_direction *d,
+                             size_t len, uint8_t *out)
+{
+    const gnutls_cipher_algorithm_t algo = st->cipher == SEROW_TLS_AES_128_GCM   ? GNUTLS_CIPHER_AES_128_GCM
+                                           : st->cipher == SEROW_TLS_AES_256_GCM ? GNUTLS_CIPHER_AES_256_GCM
+                                                                                 : GNUTLS_CIPHER_CHACHA20_POLY1305;
+    gnutls_datum_t key = {(unsigned char *)d->key, st->cipher == SEROW_TLS_AES_128_GCM ? 16 : 32};
+    gnutls_aead_cipher_hd_t h;
+    if (gnutls_aead_cipher_init(&h, algo, &key) < 0)
+        DIE("a cipher");
+    uint8_t nonce[12];
+    memcpy(nonce, d->salt, 4);
+    for (int i = 0; i < 8; i++)
+        nonce[4 + i] = d->iv[i] ^ d->rec_seq[i];
+    size_t body = len + 1 + 16;
+    uint8_t *plain = out + 5;
+    out[0] = SEROW_TLS_APPLICATION_DATA;
+    out[1] = out[2] = 3;
+    out[3] = (uint8_t)(body >> 8);
+    out[4] = (uint8_t)body;
+    memset(plain, 'o', len);
+    plain[len] = SEROW_TLS_APPLICATION_DATA;
+    size_t sealed = body;
+    if (gnutls_aead_cipher_encrypt(h, nonce, 12, out, 5, 16, plain, len + 1, plain, &sealed) < 0)
+        DIE("sealing a long record");
+    gnutls_aead_cipher_deinit(h);
+    return 5 + body;
+}
+
 /* ---- the exchanges -------------------------------------------------------- */
 
 static uint8_t message[3 * SEROW_TLS_MAX_PLAINTEXT + 100], got_message[sizeof message];
@@ -464,6 +497,20 @@ static void run_suite(const struct suite *su)
             check(1, "%s: any one byte of a record changed: bad_record_mac", su->name);
     }
     *s.st = saved;
+    if (su->version == SEROW_TLS_1_3) {
+        /* authentic, within the ciphertext's limit, but one byte of
+         * content too many */
+        static uint8_t oversized[SEROW_TLS_MAX_RECORD + 64];
+        size_t n = seal_oversized(s.st, &s.st->read, SEROW_TLS_MAX_PLAINTEXT + 1, oversized);
+        check(serow_tls_open(s.st, oversized, n, &rec) < 0 && s.st->alert == SEROW_TLS_RECORD_OVERFLOW,
+              "%s: a record of 2^14 + 1 bytes of content: record_overflow", su->name);
+        *s.st = saved;
+        n = seal_oversized(s.st, &s.st->read, SEROW_TLS_MAX_PLAINTEXT, oversized);
+        check(serow_tls_open(s.st, oversized, n, &rec) == (long)n && rec.len == SEROW_TLS_MAX_PLAINTEXT,
+              "%s: one of 2^14 bytes, as sealed here: opened", su->name);
+        *s.st = saved;
+    }
+
     uint8_t header[5] = {SEROW_TLS_APPLICATION_DATA, 3, 3, 0, 0};
     size_t too_long = SEROW_TLS_MAX_PLAINTEXT + (su->version == SEROW_TLS_1_3 ? 256 : 2048) + 1;
     header[3] = (uint8_t)(too_long >> 8);
