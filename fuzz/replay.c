@@ -78,6 +78,8 @@ int replay_paths(const char *kind, int count, char **paths)
         target = fuzz_grip_input;
     else if (strcmp(kind, "holder_message") == 0)
         target = fuzz_holder_message_input;
+    else if (strcmp(kind, "tls_record") == 0)
+        target = fuzz_tls_record_input;
     else
         return 2;
     replayed = 0;

@@ -1,6 +1,7 @@
 /*
- * targets.h - the fuzz targets: src/http/http_parser.c's, and those of the
- * held connections' Grip-* headers and holder messages.
+ * targets.h - the fuzz targets: src/http/http_parser.c's, those of the
+ * held connections' Grip-* headers and holder messages, and the TLS record
+ * layer's.
  *
  * Each target takes one input, runs the parser on it and abort()s when an
  * invariant breaks.  They are plain functions so that the same code runs
@@ -24,5 +25,8 @@ int fuzz_grip_input(const uint8_t *data, size_t size);
 
 /* The holder's message decoders on the input (holder_message_target.c). */
 int fuzz_holder_message_input(const uint8_t *data, size_t size);
+
+/* serow_tls_open() on records the input scripts (tls_record_target.c). */
+int fuzz_tls_record_input(const uint8_t *data, size_t size);
 
 #endif
