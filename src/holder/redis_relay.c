@@ -232,6 +232,10 @@ void serow_redis_relay_publish(struct serow_redis_relay *r, const char *message,
             r->oldest = f;
         r->newest = f;
         r->in_flight_bytes += len;
+        if (r->local_logged) { /* (it was too far behind) */
+            serow_log_info("%s: caught up: publishing through Redis again", r->where);
+            r->local_logged = 0;
+        }
         after_link(r);
         return;
     }
