@@ -23,6 +23,7 @@
 #include "log/access_log.h"
 #include "worker/child_signals.h"
 #include "holder/connection_holder.h"
+#include "holder/redis_link.h"
 #include "shared/connection_transfer.h"
 #include "connection/fd_passing.h"
 #include "log/log.h"
@@ -72,6 +73,20 @@ static size_t id_header_setting(pTHX_ HV *settings, const char *who, char *out, 
     memcpy(out, name, len);
     out[len] = '\0';
     return len;
+}
+
+/* A string setting into out (size bytes, with its NUL). */
+static void string_setting(pTHX_ HV *settings, const char *who, const char *name, char *out, size_t size)
+{
+    SV *sv = given_setting(aTHX_ settings, who, name);
+    if (!SvOK(sv))
+        croak("%s: no '%s' setting", who, name);
+    STRLEN len;
+    const char *p = SvPVbyte(sv, len);
+    if (len >= size || memchr(p, '\0', len) != NULL)
+        croak("%s: %s is longer than %d bytes or has a NUL", who, name, (int)size - 1);
+    memcpy(out, p, len);
+    out[len] = '\0';
 }
 
 static double setting(pTHX_ HV *settings, const char *who, const char *name)

@@ -1,7 +1,8 @@
 # xs/publish.xsh - the Serow::Publish::Items package's glue, included by
 # Serow.xs: the one rule for a channel name and an item id
 # (src/http/grip_instruct.h), for the names and ids that come with a publish
-# over HTTP.  Glue only, as Serow.xs.
+# over HTTP; and Serow::Publish::Redis's: the rule for --publish-redis's
+# prefix (src/holder/redis_link.h).  Glue only, as Serow.xs.
 
 MODULE = Serow    PACKAGE = Serow::Publish::Items    PREFIX = items_
 
@@ -20,5 +21,16 @@ items_id_ok(SV *id)
     STRLEN len;
     const char *p = SvPVbyte(id, len);
     RETVAL = serow_grip_id_ok(p, len);
+  OUTPUT:
+    RETVAL
+
+MODULE = Serow    PACKAGE = Serow::Publish::Redis    PREFIX = redis_
+
+int
+redis_prefix_ok(SV *prefix)
+  CODE:
+    STRLEN len;
+    const char *p = SvPVbyte(prefix, len);
+    RETVAL = serow_redis_prefix_ok(p, len);
   OUTPUT:
     RETVAL

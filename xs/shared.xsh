@@ -177,6 +177,10 @@ shared_run_holder(Serow::Shared shared, int ready_channel, int handback_channel,
     memset(&s.grip, 0, sizeof(s.grip));
     s.grip.max_pending = (size_t)setting(aTHX_ settings, who, "hold_max_pending"); /* 0: --grip off */
     s.grip.max_held = (uint32_t)setting(aTHX_ settings, who, "max_held_connections");
+    /* --publish-redis: "" for none (Serow::Publish::Redis checked the rest) */
+    string_setting(aTHX_ settings, who, "redis_host", s.redis_host, sizeof(s.redis_host));
+    s.redis_port = (int)setting(aTHX_ settings, who, "redis_port");
+    string_setting(aTHX_ settings, who, "redis_prefix", s.redis_prefix, sizeof(s.redis_prefix));
     RETVAL = serow_run_connection_holder(shared, ready_channel, handback_channel, &s);
     if (s.access_log)
         serow_access_log_close(s.access_log);

@@ -4,6 +4,7 @@ use warnings;
 
 use Serow ();
 use Serow::Log ();
+use Serow::Publish::Redis ();
 
 # The connection holder process: a C event loop (src/holder/connection_holder.c)
 # that keeps idle keep-alive connections so that they cost no worker, and
@@ -51,6 +52,9 @@ sub run {
 # of its own: a missing one is an error).
 sub settings {
     my ($class, $options, $access_log_fh) = @_;
+    # --publish-redis (checked at start-up): its parts; host '': none
+    my $redis = defined $options->{publish_redis} ? Serow::Publish::Redis->parse($options->{publish_redis})
+        : { host => '', port => 0, prefix => '' };
     return {
         keepalive_timeout         => $options->{keepalive_timeout},
         max_keepalive_connections => $options->{max_keepalive_connections},
@@ -67,6 +71,9 @@ sub settings {
         # --grip: held connections (0: off)
         hold_max_pending          => $options->{grip} ? $options->{hold_max_pending} || 1 : 0,
         max_held_connections      => $options->{max_held_connections},
+        redis_host                => $redis->{host},
+        redis_port                => $redis->{port},
+        redis_prefix              => $redis->{prefix},
     };
 }
 

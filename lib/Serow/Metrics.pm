@@ -127,6 +127,27 @@ my @SINGLE = (
     [serow_uptime_seconds => gauge => 'Seconds since the server started.', 'uptime'],
 );
 
+# --publish-redis: the holder's link to Redis (src/holder/redis_link.h),
+# shown only with the option.  [name, type, help, key in the snapshot].
+my @REDIS = (
+    [serow_redis_up => gauge =>
+        'Whether the link to Redis (--publish-redis) is up: subscribed, and publishing through it.',
+        'redis_up'],
+    [serow_redis_received_total => counter =>
+        'Publish messages received from Redis (every host\'s, this one\'s included).', 'redis_received'],
+    [serow_redis_rejected_total => counter =>
+        'Messages from Redis refused: not a publish message for the channel they came on.', 'redis_rejected'],
+    [serow_redis_published_total => counter => 'Publishes sent to Redis.', 'redis_published'],
+    [serow_redis_lost_total => counter =>
+        'Publishes not shared through Redis (the link down or too far behind, or refused by Redis): '
+        . 'delivered on this host only.', 'redis_lost'],
+    [serow_redis_gaps_total => counter =>
+        'Subscriptions to Redis lost: what other hosts published meanwhile never reached this one.',
+        'redis_gaps'],
+    [serow_redis_reconnects_total => counter => 'Links to Redis made again after a loss.',
+        'redis_reconnects'],
+);
+
 # The processes of the server, [role, pid, labels], the master first.
 sub _processes {
     my ($m, $master_pid) = @_;
@@ -229,7 +250,7 @@ sub render {
             'Workers the master replaced for going over a limit, by reason (rss: --max-worker-rss).',
             map { ['', [reason => $_], $m->{workers_recycled}{$_}] } sort keys %{ $m->{workers_recycled} }),
         (map { my ($name, $type, $help, $key) = @$_; _metric($name, $type, $help, ['', [], $values{$key}]) }
-            @SINGLE),
+            @SINGLE, (exists $m->{redis_up} ? @REDIS : ())),
         _process_metrics(_processes($m, $master_pid));
 }
 
@@ -330,6 +351,16 @@ published and delivered (replays included); the held connections closed
 because their client did not read (C<--hold-max-pending>); the
 subscriptions whose C<prev-id> was not among the kept items; the holds
 refused (C<--max-held-connections>, a bad hold).
+
+=item serow_redis_up, serow_redis_received_total, serow_redis_rejected_total, serow_redis_published_total, serow_redis_lost_total, serow_redis_gaps_total, serow_redis_reconnects_total
+
+With C<--publish-redis> only (F<docs/holding.md>): whether the holder's link
+to Redis is up (1) or not (0); the publish messages received from Redis
+(every host's, this one's own included) and those refused (not a publish
+message for their channel); the publishes sent to Redis; those delivered on
+this host only (C<lost>: the link down or too far behind, or Redis refused
+them); the subscriptions lost (C<gaps>: what other hosts published then never
+came); and the reconnects.
 
 =item serow_connections_accepted_total, serow_worker_restarts_total, serow_uptime_seconds
 

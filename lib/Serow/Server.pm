@@ -11,6 +11,7 @@ use Serow::PidFile ();
 use Serow::Privileges ();
 use Serow::Metrics ();
 use Serow::AddressList ();
+use Serow::Publish::Redis ();
 use Serow::Notify ();
 use Serow::Version ();
 use Scalar::Util ();
@@ -192,9 +193,10 @@ sub start_master {
     Serow::Metrics->check_options($options);
     $self->check_log_options($options);
     Serow::AddressList->new('--publish-allow', @{ $options->{publish_allow} || [] }); # refused here, not by each worker
+    Serow::Publish::Redis->parse($options->{publish_redis}) if defined $options->{publish_redis}; # (as well)
     # What is published must have connections held to reach: --publish-listen
-    # turns holding on.
-    $options->{grip} = 1 if defined $options->{publish_listen};
+    # and --publish-redis turn holding on.
+    $options->{grip} = 1 if defined $options->{publish_listen} || defined $options->{publish_redis};
     my @listeners = $self->open_listeners;
     # Last, so that the app's listeners keep their indexes and the first is
     # still the one announced to plackup.
@@ -249,6 +251,7 @@ sub announce {
     push @about, 'workers run as ' . $self->{privileges}->name if $self->{privileges};
     push @about, "pid file $options->{pid_file}" if defined $options->{pid_file};
     push @about, "publishing on $options->{publish_listen} (--publish-listen)" if defined $options->{publish_listen};
+    push @about, "publishing through $options->{publish_redis} (--publish-redis)" if defined $options->{publish_redis};
     Serow::Log->info(sprintf "Serow %s listening on %s with %d workers (master pid %d); %s",
         $self->{version}, join(', ', map { listener_url($_) } @listeners), $options->{workers}, $$,
         join('; ', @about));

@@ -33,6 +33,7 @@
 #include "http/response_writer.h"
 #include "holder/busy_worker.h"
 #include "holder/grip_holds.h"
+#include "holder/redis_relay.h"
 #include "shared/holding_channel.h"
 
 #define EPOLL_BATCH 256
@@ -78,6 +79,7 @@ struct holder {
     uint64_t last_handoff_scan_ms;
     struct serow_id_maker ids; /* --request-id-header: the ids of the 503s made here */
     struct serow_grip_holds *grip; /* connections held for GRIP (grip_holds.c) */
+    struct serow_redis_relay *redis; /* --publish-redis (redis_relay.c); NULL: none */
 };
 
 static volatile sig_atomic_t stop_requested;
@@ -569,6 +571,8 @@ static void receive_holding(struct holder *h, const char *data, size_t len, int 
     }
     if (head.has_connection)
         serow_grip_holds_add(h->grip, &head, fds[0], message, message_len, message + message_len);
+    else if (h->redis)
+        serow_redis_relay_publish(h->redis, message, message_len); /* delivered as it comes back */
     else
         serow_grip_holds_publish(h->grip, message, message_len);
 }
@@ -710,6 +714,18 @@ int serow_run_connection_holder(struct shared_state *shared, int ready_channel, 
             free(h);
             return -1;
         }
+        if (settings->redis_host[0]) {
+            h->redis = serow_redis_relay_new(shared, h->epoll_fd, h->grip, settings->redis_host,
+                                             settings->redis_port, settings->redis_prefix,
+                                             serow_shared_clock_ms());
+            if (h->redis == NULL) {
+                serow_log_error("connection holder: cannot open the link to Redis %s:%d (prefix %s)",
+                                settings->redis_host, settings->redis_port, settings->redis_prefix);
+                serow_grip_holds_free(h->grip);
+                free(h);
+                return -1;
+            }
+        }
     }
     atomic_store(&shared->holder_pid, getpid());
 
@@ -720,6 +736,11 @@ int serow_run_connection_holder(struct shared_state *shared, int ready_channel, 
         int timeout = queue_timeout(h, choose_timeout(h, &scan), before);
         if (h->grip) {
             int due = serow_grip_holds_timers(h->grip, before);
+            if (due >= 0 && (timeout < 0 || due < timeout))
+                timeout = due;
+        }
+        if (h->redis) {
+            int due = serow_redis_relay_timers(h->redis, before);
             if (due >= 0 && (timeout < 0 || due < timeout))
                 timeout = due;
         }
@@ -740,6 +761,8 @@ int serow_run_connection_holder(struct shared_state *shared, int ready_channel, 
                 receive_handed_back(h);
             } else if (tag == TAG_READY_CHANNEL) {
                 /* flushed below */
+            } else if (tag & SEROW_REDIS_TAG) {
+                serow_redis_relay_event(h->redis, (int)(tag & 1), serow_shared_clock_ms());
             } else if (tag & SEROW_GRIP_TAG) {
                 serow_grip_holds_event(h->grip, (int)(tag & ~SEROW_GRIP_TAG), events[i].events);
             } else {
@@ -757,6 +780,7 @@ int serow_run_connection_holder(struct shared_state *shared, int ready_channel, 
 
     while (h->oldest)
         close_held(h, h->oldest);
+    serow_redis_relay_free(h->redis);
     serow_grip_holds_free(h->grip);
     for (size_t i = 0; i < h->waiting_count; i++)
         close(h->waiting[i]);

@@ -26,6 +26,11 @@ struct holder_settings {
     char request_id_header[64];    /* --request-id-header, for those 503s ("": off) */
     size_t request_id_header_len;
     struct serow_grip_settings grip; /* --grip: max_pending 0 when off */
+    /* --publish-redis (with --grip): Redis at host:port, channels "PREFIX:NAME";
+     * redis_host "": none */
+    char redis_host[256];
+    int redis_port;
+    char redis_prefix[65];
 };
 
 /*

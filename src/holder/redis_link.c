@@ -40,6 +40,7 @@ struct serow_redis_link {
     char prefix[SEROW_REDIS_MAX_PREFIX + 1];
     size_t prefix_len;
     serow_redis_on_publish on_publish;
+    serow_redis_on_refused on_refused;
     void *ctx;
     struct side sides[2];
     int subscribed;         /* PSUBSCRIBE confirmed on this connection */
@@ -47,6 +48,7 @@ struct serow_redis_link {
     int down_logged;        /* the loss is logged once, not at every attempt */
     uint64_t retry_at;      /* 0: no reconnect due */
     uint64_t backoff_ms;
+    uint64_t answers;       /* PUBLISH answers on this publishing connection */
     struct serow_redis_stats stats;
 };
 
@@ -55,11 +57,12 @@ static const char *const SIDE_NAME[2] = { "subscriber", "publisher" };
 /* The prefix stands before ':' in every channel and before ":*" in the
  * PSUBSCRIBE pattern: a channel name's bytes, less the pattern's own
  * (* ? [ ]), which would make the pattern match other channels. */
-static int prefix_ok(const char *prefix, size_t len)
+int serow_redis_prefix_ok(const char *prefix, size_t len)
 {
     if (len > SEROW_REDIS_MAX_PREFIX || !serow_grip_channel_name_ok(prefix, len))
         return 0;
-    return strpbrk(prefix, "*?[]") == NULL;
+    return memchr(prefix, '*', len) == NULL && memchr(prefix, '?', len) == NULL
+           && memchr(prefix, '[', len) == NULL && memchr(prefix, ']', len) == NULL;
 }
 
 static void close_side(struct side *s)
@@ -107,6 +110,7 @@ static void connect_side(struct serow_redis_link *link, enum serow_redis_side si
 static void connect_both(struct serow_redis_link *link, uint64_t now_ms)
 {
     link->retry_at = 0;
+    link->answers = 0;
     connect_side(link, SEROW_REDIS_SUB, now_ms);
     if (link->sides[SEROW_REDIS_SUB].state != SIDE_DOWN)
         connect_side(link, SEROW_REDIS_PUB, now_ms);
@@ -117,7 +121,7 @@ struct serow_redis_link *serow_redis_link_open(const char *host, int port, const
                                                uint64_t now_ms)
 {
     size_t prefix_len = strlen(prefix);
-    if (host == NULL || port <= 0 || port > 65535 || on_publish == NULL || !prefix_ok(prefix, prefix_len))
+    if (host == NULL || port <= 0 || port > 65535 || on_publish == NULL || !serow_redis_prefix_ok(prefix, prefix_len))
         return NULL;
     struct serow_redis_link *link = calloc(1, sizeof *link);
     if (link == NULL)
@@ -135,6 +139,11 @@ struct serow_redis_link *serow_redis_link_open(const char *host, int port, const
     link->backoff_ms = BACKOFF_FIRST_MS;
     connect_both(link, now_ms);
     return link;
+}
+
+void serow_redis_link_on_refused(struct serow_redis_link *link, serow_redis_on_refused on_refused)
+{
+    link->on_refused = on_refused;
 }
 
 void serow_redis_link_close(struct serow_redis_link *link)
@@ -276,6 +285,9 @@ void serow_redis_link_handle(struct serow_redis_link *link, enum serow_redis_sid
         }
         s->state = SIDE_UP;
         s->c->flags |= REDIS_CONNECTED;
+        /* A Redis whose host vanished without a word (no FIN, no RST) is
+         * found by the kernel's probes, rather than never. */
+        (void)redisEnableKeepAlive(s->c);
         if (side == SEROW_REDIS_SUB) {
             const char *argv[2] = { "PSUBSCRIBE", NULL };
             char pattern[SEROW_REDIS_MAX_PREFIX + 3];
@@ -310,12 +322,18 @@ void serow_redis_link_handle(struct serow_redis_link *link, enum serow_redis_sid
         int bad = 0;
         if (side == SEROW_REDIS_SUB) {
             bad = sub_reply(link, r) != 0;
-        } else if (r->type == REDIS_REPLY_ERROR) {
-            /* PUBLISH answers with its number of receivers; an error is
-             * Redis refusing (a read-only replica, a full memory): logged,
-             * the link kept. */
-            serow_log_error("redis %s:%d: PUBLISH refused: %.*s", link->host, link->port,
-                            (int)(r->len > 200 ? 200 : r->len), r->str);
+        } else {
+            link->answers++;
+            if (r->type == REDIS_REPLY_ERROR) {
+                /* PUBLISH answers with its number of receivers; an error
+                 * is Redis refusing (an ACL on the channel): logged,
+                 * counted as lost, the link kept. */
+                serow_log_error("redis %s:%d: PUBLISH refused: %.*s", link->host, link->port,
+                                (int)(r->len > 200 ? 200 : r->len), r->str);
+                link->stats.lost++;
+                if (link->on_refused != NULL)
+                    link->on_refused(link->ctx, link->answers);
+            }
         }
         freeReplyObject(reply);
         if (bad) {
@@ -329,7 +347,7 @@ int serow_redis_link_publish(struct serow_redis_link *link, const char *channel,
                              const char *message, size_t len)
 {
     struct side *s = &link->sides[SEROW_REDIS_PUB];
-    if (s->state == SIDE_DOWN || sdslen(s->c->obuf) + len > SEROW_REDIS_MAX_PENDING
+    if (!serow_redis_link_ready(link) || sdslen(s->c->obuf) + len > SEROW_REDIS_MAX_PENDING
         || !serow_grip_channel_name_ok(channel, channel_len)) {
         link->stats.lost++;
         return -1;
@@ -349,7 +367,6 @@ int serow_redis_link_publish(struct serow_redis_link *link, const char *channel,
      * for the loop (serow_redis_link_wants_write).  A failed write shows
      * on the next handle, as a read would. */
     int done = 0;
-    if (s->state == SIDE_UP)
-        (void)redisBufferWrite(s->c, &done);
+    (void)redisBufferWrite(s->c, &done);
     return 0;
 }

@@ -35,16 +35,26 @@ struct serow_redis_stats {
     uint64_t received;      /* publish messages received and given to the callback */
     uint64_t rejected;      /* payloads that were not a valid publish message for their channel */
     uint64_t published;     /* PUBLISH commands sent */
-    uint64_t lost;          /* publishes refused: the publishing side down or too far behind */
+    uint64_t lost;          /* publishes refused: the link not ready or too far behind, or Redis refused it */
     uint64_t gaps;          /* subscriptions lost (Redis gone): what was published then never came */
     uint64_t reconnects;    /* both sides connected again after a loss */
 };
 
 struct serow_redis_link;
 
+/* Whether a prefix may name a link's channels: a channel name's bytes
+ * (grip_instruct.h), less those of a pattern (* ? [ ]), which would make
+ * PSUBSCRIBE PREFIX:* match other channels; at most SEROW_REDIS_MAX_PREFIX. */
+int serow_redis_prefix_ok(const char *prefix, size_t len);
+
 /* Called with each valid publish message received: the whole message (frame
  * head and body, serow_holder_frame's), valid only during the call. */
 typedef void (*serow_redis_on_publish)(void *ctx, const char *message, size_t len);
+/* Called when Redis answers a PUBLISH with an error (an ACL that refuses the
+ * channel): it will never come back through the subscription.  nth: the
+ * PUBLISH's place among those sent since the link was last ready (1: the
+ * first), since the answers come in that order. */
+typedef void (*serow_redis_on_refused)(void *ctx, uint64_t nth);
 
 /* A link to host:port whose channels are "PREFIX:NAME"; connecting starts at
  * once (now_ms is the caller's monotonic clock).  NULL on a bad argument
@@ -54,6 +64,8 @@ struct serow_redis_link *serow_redis_link_open(const char *host, int port, const
                                                serow_redis_on_publish on_publish, void *ctx,
                                                uint64_t now_ms);
 void serow_redis_link_close(struct serow_redis_link *link);
+/* Whom to tell of a refused PUBLISH (none by default: only counted). */
+void serow_redis_link_on_refused(struct serow_redis_link *link, serow_redis_on_refused on_refused);
 
 /* A side's descriptor (-1 while it has none: waiting to reconnect), and
  * whether the loop should wait for it to be writable (connecting, or bytes
@@ -75,7 +87,8 @@ void serow_redis_link_tick(struct serow_redis_link *link, uint64_t now_ms);
 int serow_redis_link_ready(const struct serow_redis_link *link);
 
 /* PUBLISH PREFIX:channel message.  0 when sent or queued, -1 when lost
- * (counted): the publishing side is down or too far behind. */
+ * (counted): the link is not ready (a publish sent before the subscription
+ * is confirmed might never come back to this host), or too far behind. */
 int serow_redis_link_publish(struct serow_redis_link *link, const char *channel, size_t channel_len,
                              const char *message, size_t len);
 

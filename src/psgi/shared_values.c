@@ -39,6 +39,21 @@ static void store_grip_counts(pTHX_ HV *hv, const struct serow_shared_totals *t)
     hv_stores(hv, "grip_refused", newSVnv((double)t->grip_refused));
 }
 
+/* The holder's link to Redis (--publish-redis): absent without it, so
+ * that no page shows a link that is not there. */
+static void store_redis_counts(pTHX_ HV *hv, const struct serow_shared_totals *t)
+{
+    if (!t->redis_configured)
+        return;
+    hv_stores(hv, "redis_up", newSVuv(t->redis_up));
+    hv_stores(hv, "redis_received", newSVnv((double)t->redis_received));
+    hv_stores(hv, "redis_rejected", newSVnv((double)t->redis_rejected));
+    hv_stores(hv, "redis_published", newSVnv((double)t->redis_published));
+    hv_stores(hv, "redis_lost", newSVnv((double)t->redis_lost));
+    hv_stores(hv, "redis_gaps", newSVnv((double)t->redis_gaps));
+    hv_stores(hv, "redis_reconnects", newSVnv((double)t->redis_reconnects));
+}
+
 SV *serow_shared_metrics_value(pTHX_ struct shared_state *shared)
 {
     /* The numbers behind the Prometheus metrics (Serow::Metrics), summed
@@ -101,6 +116,7 @@ SV *serow_shared_metrics_value(pTHX_ struct shared_state *shared)
     hv_stores(m, "request_timeouts", newSVnv((double)totals.request_timeouts));
     hv_stores(m, "requests_shed", newSVnv((double)totals.requests_shed));
     store_grip_counts(aTHX_ m, &totals);
+    store_redis_counts(aTHX_ m, &totals);
     hv_stores(m, "busy_workers", newSVuv(totals.workers.busy));
     hv_stores(m, "idle_workers", newSVuv(totals.workers.idle));
     hv_stores(m, "idle_connections", newSVuv(totals.waiting_connections));
@@ -159,6 +175,7 @@ SV *serow_shared_status_value(pTHX_ struct shared_state *shared)
     hv_stores(status, "queued", newSVuv(totals.queued_connections));
     hv_stores(status, "held_by_holder", newSVuv(totals.held_connections));
     store_grip_counts(aTHX_ status, &totals);
+    store_redis_counts(aTHX_ status, &totals);
     hv_stores(status, "requests_total", newSVnv((double)totals.requests_total));
     hv_stores(status, "holder_pid", newSViv(totals.holder_pid));
     hv_stores(status, "workers", newRV_noinc((SV *)workers));

@@ -227,6 +227,14 @@ void serow_shared_totals(struct shared_state *shared, struct serow_shared_totals
     totals->grip_drops = atomic_load(&shared->grip.drops);
     totals->grip_replay_gaps = atomic_load(&shared->grip.replay_gaps);
     totals->grip_refused = atomic_load(&shared->grip.refused);
+    totals->redis_configured = atomic_load(&shared->redis.configured);
+    totals->redis_up = atomic_load(&shared->redis.up);
+    totals->redis_received = atomic_load(&shared->redis.received);
+    totals->redis_rejected = atomic_load(&shared->redis.rejected);
+    totals->redis_published = atomic_load(&shared->redis.published);
+    totals->redis_lost = atomic_load(&shared->redis.lost);
+    totals->redis_gaps = atomic_load(&shared->redis.gaps);
+    totals->redis_reconnects = atomic_load(&shared->redis.reconnects);
 }
 
 int serow_shared_worker_status(struct shared_state *shared, uint32_t index,

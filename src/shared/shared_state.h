@@ -174,6 +174,14 @@ struct shared_grip_counts {
     _Atomic uint64_t refused;       /* holds refused: --max-held-connections, a bad hold */
 };
 
+/* The holder's link to Redis (--publish-redis, redis_link.h), copied
+ * there by the holder alone after each turn that may change them. */
+struct shared_redis_counts {
+    _Atomic uint32_t configured;    /* --publish-redis given */
+    _Atomic uint32_t up;            /* subscribed and able to publish */
+    _Atomic uint64_t received, rejected, published, lost, gaps, reconnects;
+};
+
 struct shared_state {
     uint64_t started_ms;              /* wall clock, for the uptime */
     _Atomic int32_t holder_pid;
@@ -193,6 +201,7 @@ struct shared_state {
     _Atomic uint64_t request_timeouts;  /* --request-timeout: answered 503 or worker killed */
     _Atomic uint64_t requests_shed;     /* --max-queue-wait: answered 503 (holder, backlog) */
     struct shared_grip_counts grip;     /* held connections (GRIP): the holder's only */
+    struct shared_redis_counts redis;   /* --publish-redis: the holder's only */
     _Atomic uint32_t worker_slots_used;  /* slots below this have had a worker */
     uint32_t max_workers;
     struct worker_slot workers[];
@@ -301,6 +310,8 @@ struct serow_shared_totals {
     uint64_t requests_shed;
     uint32_t grip_held, grip_subscriptions;
     uint64_t grip_publishes, grip_deliveries, grip_drops, grip_replay_gaps, grip_refused;
+    uint32_t redis_configured, redis_up;
+    uint64_t redis_received, redis_rejected, redis_published, redis_lost, redis_gaps, redis_reconnects;
     struct shared_worker_counts workers;
 };
 void serow_shared_totals(struct shared_state *shared, struct serow_shared_totals *totals);

@@ -81,6 +81,8 @@ sub _as_text {
         ['Held for streams and long polls (GRIP)', $s->{grip_held}],
         ['Channel subscriptions', $s->{grip_subscriptions}],
         ['Publishes, deliveries, drops', join(' ', map { $s->{$_} // 0 } qw(grip_publishes grip_deliveries grip_drops))],
+        (exists $s->{redis_up} ? ['Redis (--publish-redis)', ($s->{redis_up} ? 'up' : 'down') . '; '
+            . join(', ', map { "$_ " . ($s->{"redis_$_"} // 0) } qw(received rejected published lost gaps reconnects))] : ()),
         ['Taken from busy or idle workers', $s->{connections_stolen}],
         ['Gathered by workers with a CPU', $s->{connections_gathered}],
     );

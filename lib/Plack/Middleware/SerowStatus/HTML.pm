@@ -99,6 +99,7 @@ use constant PAGE => <<'HTML';
   <div class="card"><div class="label">Held by the holder</div><div class="value" data-key="held_by_holder">-</div></div>
   <div class="card"><div class="label">Held streams and long polls</div><div class="value" data-key="grip_held">-</div></div>
   <div class="card"><div class="label">Published</div><div class="value" data-key="grip_publishes">-</div></div>
+  <div class="card"><div class="label">Redis (--publish-redis)</div><div class="value" data-key="redis">-</div></div>
   <div class="card"><div class="label">Taken from workers</div><div class="value" data-key="connections_stolen">-</div></div>
   <div class="card"><div class="label">Gathered where the CPU is</div><div class="value" data-key="connections_gathered">-</div></div>
 </section>
@@ -195,6 +196,7 @@ use constant SCRIPT => <<'JS';
     ['processing', 'waiting', 'queued', 'requests_total', 'open_connections',
      'held_by_holder', 'grip_held', 'grip_publishes', 'connections_stolen', 'connections_gathered',
      'holder_pid'].forEach(function (k) { set(k, s[k]); });
+    set('redis', s.redis_up == null ? 'off' : s.redis_up ? 'up' : 'down');
     set('uptime', duration(s.uptime));
     set('started', clock(s.started));
     if (previous && now > previous.at) {
