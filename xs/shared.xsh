@@ -177,6 +177,8 @@ shared_run_holder(Serow::Shared shared, int ready_channel, int handback_channel,
     memset(&s.grip, 0, sizeof(s.grip));
     s.grip.max_pending = (size_t)setting(aTHX_ settings, who, "hold_max_pending"); /* 0: --grip off */
     s.grip.max_held = (uint32_t)setting(aTHX_ settings, who, "max_held_connections");
+    s.grip.max_channels = (uint32_t)setting(aTHX_ settings, who, "hold_max_channels");
+    s.grip.max_item = (uint32_t)setting(aTHX_ settings, who, "publish_max_item");
     RETVAL = serow_run_connection_holder(shared, ready_channel, handback_channel, &s);
     if (s.access_log)
         serow_access_log_close(s.access_log);

@@ -67,6 +67,8 @@ sub settings {
         # --grip: held connections (0: off)
         hold_max_pending          => $options->{grip} ? $options->{hold_max_pending} || 1 : 0,
         max_held_connections      => $options->{max_held_connections},
+        hold_max_channels         => $options->{hold_max_channels},
+        publish_max_item          => $options->{publish_max_item},
     };
 }
 

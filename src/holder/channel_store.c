@@ -288,7 +288,7 @@ int serow_channels_publish(struct serow_channels *s, const char *message, size_t
         s->refused++;
         return SEROW_CHANNELS_BAD_MESSAGE;
     }
-    if (len > s->limits.max_item_bytes) {
+    if (serow_publish_item_bytes(&p) > s->limits.max_item_bytes) {
         s->refused++;
         return SEROW_CHANNELS_TOO_LARGE;
     }

@@ -44,8 +44,8 @@
 struct serow_channels_limits {
     uint32_t max_channels;       /* channels kept at once (with subscribers or items) */
     uint32_t items_per_channel;  /* N: the ring of each channel (at least 1) */
-    uint32_t max_item_bytes;     /* a publish message, frame included */
-    uint32_t max_subscriptions;  /* per subscriber */
+    uint32_t max_item_bytes;     /* an item's size (serow_publish_item_bytes: --publish-max-item) */
+    uint32_t max_subscriptions;  /* per subscriber (--hold-max-channels) */
     uint32_t max_subscribers;    /* subscriber numbers are below this */
 };
 

@@ -79,6 +79,8 @@ struct serow_grip_holds *serow_grip_holds_new(struct shared_state *shared, int e
         return NULL;
     struct serow_channels_limits limits = {0};
     limits.items_per_channel = settings->items_per_channel;
+    limits.max_subscriptions = settings->max_channels;
+    limits.max_item_bytes = settings->max_item;
     g->store = serow_channels_new(&limits);
     if (g->store == NULL) {
         free(g);
@@ -428,7 +430,7 @@ static char *copy_bytes(const char *p, size_t len)
 void serow_grip_holds_add(struct serow_grip_holds *g, const struct serow_holding_head *head, int fd,
                           const char *message, size_t len, const char *request_line)
 {
-    static struct serow_grip_instruct instruct; /* (8 KiB: not on the stack) */
+    static struct serow_grip_instruct instruct; /* (22 KiB: not on the stack) */
     struct serow_hold_extra extra;
     enum serow_holder_message_type type;
     const char *body, *error = "not a hold message";

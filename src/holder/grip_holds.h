@@ -24,6 +24,8 @@ struct serow_grip_settings {
     size_t max_pending;     /* --hold-max-pending: bytes queued for one client */
     uint32_t max_held;      /* --max-held-connections; 0: no limit */
     uint32_t items_per_channel; /* 0: the store's default */
+    uint32_t max_channels;  /* --hold-max-channels: subscriptions per connection */
+    uint32_t max_item;      /* --publish-max-item (serow_publish_item_bytes) */
     struct access_log *access_log; /* a line when a hold ends; NULL: none */
 };
 
