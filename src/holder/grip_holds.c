@@ -68,7 +68,11 @@ struct serow_grip_holds {
     int by_fd_size;
     uint32_t held;
     uint64_t next_due_ms; /* no timer is due before this; 0: none */
+    uint8_t figures_changed;  /* the busiest channels may have: write them when due */
+    uint64_t figures_due_ms;  /* not written again before this */
 };
+
+_Static_assert(SHARED_GRIP_CHANNEL_NAME >= SEROW_GRIP_MAX_NAME, "a channel's name fits the shared table");
 
 struct serow_grip_holds *serow_grip_holds_new(struct shared_state *shared, int epoll_fd,
                                               const struct serow_grip_settings *settings,
@@ -91,6 +95,7 @@ struct serow_grip_holds *serow_grip_holds_new(struct shared_state *shared, int e
     g->settings = *settings;
     g->back = back;
     g->back_arg = arg;
+    serow_shared_set_busiest_channels(shared, NULL, 0); /* (a holder before us may have left some) */
     return g;
 }
 
@@ -125,6 +130,7 @@ static void log_hold(struct serow_grip_holds *g, struct grip_conn *c)
 
 static void forget(struct serow_grip_holds *g, struct grip_conn *c)
 {
+    g->figures_changed = 1;
     log_hold(g, c);
     free(c->request_line);
     serow_channels_unsubscribe_all(g->store, (uint32_t)c->fd);
@@ -252,6 +258,7 @@ static int queue(struct serow_grip_holds *g, struct grip_conn *c, const struct i
     }
     if (c->out_len - c->out_off + add > g->settings.max_pending) {
         atomic_fetch_add(&g->shared->grip.drops, 1);
+        serow_channels_dropped(g->store, (uint32_t)c->fd);
         serow_log_info("connection holder: a held connection's client read too slowly: %zu bytes "
                        "pending, past --hold-max-pending %zu: closed",
                        c->out_len - c->out_off + add, g->settings.max_pending);
@@ -369,19 +376,22 @@ static int queue_published_response(struct serow_grip_holds *g, struct grip_conn
 }
 
 /* One delivery to one connection: queued, not yet written. */
-static int deliver(struct serow_grip_holds *g, struct grip_conn *c, const struct serow_channel_item *item)
+static int deliver(struct serow_grip_holds *g, struct grip_conn *c, const struct serow_delivery *d)
 {
+    const struct serow_channel_item *item = d->item;
     if (c->answered || c->closing)
         return 0;
     if (c->mode == SEROW_GRIP_HOLD_RESPONSE) {
         if (!(item->formats & SEROW_FORMAT_HTTP_RESPONSE))
             return 0; /* not the format this hold needs: not sent to it */
         atomic_fetch_add(&g->shared->grip.deliveries, 1);
+        serow_channels_delivered(g->store, d);
         return queue_published_response(g, c, item);
     }
     if (!(item->formats & SEROW_FORMAT_HTTP_STREAM))
         return 0;
     atomic_fetch_add(&g->shared->grip.deliveries, 1);
+    serow_channels_delivered(g->store, d);
     if (item->stream_action == SEROW_ACTION_CLOSE) {
         c->closing = 1;
         serow_channels_unsubscribe_all(g->store, (uint32_t)c->fd);
@@ -407,7 +417,7 @@ static void deliver_all(struct serow_grip_holds *g, const struct serow_delivery 
         int fd = (int)d[i].subscriber;
         struct grip_conn *c = fd < g->by_fd_size ? g->by_fd[fd] : NULL;
         if (c != NULL)
-            deliver(g, c, d[i].item);
+            deliver(g, c, &d[i]);
     }
     /* One write per subscriber, after all its items are queued (each
      * subscriber appears in order; a repeat finds nothing pending). */
@@ -527,6 +537,7 @@ void serow_grip_holds_add(struct serow_grip_holds *g, const struct serow_holding
         deliver_all(g, d, count);
     }
     count_subscriptions(g);
+    g->figures_changed = 1;
 }
 
 void serow_grip_holds_publish(struct serow_grip_holds *g, const char *message, size_t len)
@@ -539,6 +550,7 @@ void serow_grip_holds_publish(struct serow_grip_holds *g, const char *message, s
         return;
     }
     atomic_fetch_add(&g->shared->grip.publishes, 1);
+    g->figures_changed = 1;
     if (r == SEROW_CHANNELS_OK)
         deliver_all(g, d, count);
 }
@@ -570,7 +582,41 @@ void serow_grip_holds_event(struct serow_grip_holds *g, int fd, uint32_t events)
         flush(g, c);
 }
 
+/* The busiest channels to the shared memory, when they may have changed
+ * and at most once every SHARED_GRIP_CHANNELS_MS: a walk over every
+ * channel, kept off the path of each publish.  The ms until due (-1: none). */
+static int write_figures(struct serow_grip_holds *g, uint64_t now)
+{
+    if (!g->figures_changed)
+        return -1;
+    if (now < g->figures_due_ms)
+        return (int)(g->figures_due_ms - now);
+    struct serow_channel_figures top[SHARED_GRIP_CHANNELS];
+    struct shared_grip_channel rows[SHARED_GRIP_CHANNELS];
+    size_t n = serow_channels_busiest(g->store, top, SHARED_GRIP_CHANNELS);
+    for (size_t i = 0; i < n; i++) {
+        rows[i] = (struct shared_grip_channel){ .publishes = top[i].publishes, .deliveries = top[i].deliveries,
+                                                .drops = top[i].drops, .subscribers = top[i].subscribers,
+                                                .name_len = (uint16_t)top[i].name_len };
+        memcpy(rows[i].name, top[i].name, top[i].name_len);
+    }
+    serow_shared_set_busiest_channels(g->shared, rows, (uint32_t)n);
+    g->figures_changed = 0;
+    g->figures_due_ms = now + SHARED_GRIP_CHANNELS_MS;
+    return -1;
+}
+
+static int hold_timers(struct serow_grip_holds *g, uint64_t now);
+
 int serow_grip_holds_timers(struct serow_grip_holds *g, uint64_t now)
+{
+    int due = hold_timers(g, now); /* (first: a hold it ends changes the figures) */
+    int figures = write_figures(g, now);
+    return figures >= 0 && (due < 0 || figures < due) ? figures : due;
+}
+
+/* Timeouts and keep-alives. */
+static int hold_timers(struct serow_grip_holds *g, uint64_t now)
 {
     if (g->next_due_ms == 0)
         return -1;
