@@ -39,6 +39,7 @@ struct grip_conn {
     uint8_t answered;      /* a response hold has its answer queued */
     uint8_t closing;       /* close once the pending output is out */
     uint8_t want_write;    /* EPOLLOUT is asked for */
+    uint8_t timeout_keeps_alive; /* the answer at the timeout was made for a connection kept open */
     uint64_t timeout_at_ms;   /* a response hold's Grip-Timeout; 0: none */
     uint64_t keep_alive_at_ms; /* next keep-alive; 0: none */
     uint32_t keep_alive_ms;
@@ -375,6 +376,45 @@ static int queue_published_response(struct serow_grip_holds *g, struct grip_conn
     return r;
 }
 
+/* The end of a stream's body (a published close, the server's stop): the
+ * last chunk when chunked; the connection closes once its output is out
+ * (a close-delimited body ends there). */
+static int end_stream(struct serow_grip_holds *g, struct grip_conn *c)
+{
+    c->closing = 1;
+    serow_channels_unsubscribe_all(g->store, (uint32_t)c->fd);
+    count_subscriptions(g);
+    if (c->chunked) {
+        struct iovec last = {"0\r\n\r\n", 5};
+        return queue(g, c, &last, 1);
+    }
+    return 0;
+}
+
+/* A long poll answered with the app's own response (Grip-Timeout, the
+ * server's stop), written now; with Connection: close when it will be
+ * closed after it though it was made for a connection kept open (HTTP/1.1:
+ * a 1.0 answer kept open says keep-alive, and a 1.0 client reads the end
+ * of the connection as the end of that). */
+static void answer_at_timeout(struct serow_grip_holds *g, struct grip_conn *c)
+{
+    c->answered = 1;
+    serow_channels_unsubscribe_all(g->store, (uint32_t)c->fd);
+    count_subscriptions(g);
+    struct iovec v[3] = {{c->timeout_response, c->timeout_len}};
+    int n = 1;
+    const char *eol = c->timeout_len ? memchr(c->timeout_response, '\n', c->timeout_len) : NULL;
+    if (!c->keep_alive && c->timeout_keeps_alive && c->minor_version == 1 && eol != NULL) {
+        size_t line = (size_t)(eol + 1 - c->timeout_response);
+        v[0].iov_len = line;
+        v[1] = (struct iovec){"Connection: close\r\n", 19};
+        v[2] = (struct iovec){c->timeout_response + line, c->timeout_len - line};
+        n = 3;
+    }
+    if (queue(g, c, v, n) == 0)
+        flush(g, c);
+}
+
 /* One delivery to one connection: queued, not yet written. */
 static int deliver(struct serow_grip_holds *g, struct grip_conn *c, const struct serow_delivery *d)
 {
@@ -392,16 +432,8 @@ static int deliver(struct serow_grip_holds *g, struct grip_conn *c, const struct
         return 0;
     atomic_fetch_add(&g->shared->grip.deliveries, 1);
     serow_channels_delivered(g->store, d);
-    if (item->stream_action == SEROW_ACTION_CLOSE) {
-        c->closing = 1;
-        serow_channels_unsubscribe_all(g->store, (uint32_t)c->fd);
-        count_subscriptions(g);
-        if (c->chunked) {
-            struct iovec last = {"0\r\n\r\n", 5};
-            return queue(g, c, &last, 1);
-        }
-        return 0;
-    }
+    if (item->stream_action == SEROW_ACTION_CLOSE)
+        return end_stream(g, c);
     if (queue_stream_bytes(g, c, serow_channel_item_stream(item), item->stream_len) != 0)
         return -1;
     if (c->keep_alive_mode == SEROW_GRIP_KEEP_ALIVE_IDLE)
@@ -482,6 +514,7 @@ void serow_grip_holds_add(struct serow_grip_holds *g, const struct serow_holding
     c->mode = (uint8_t)instruct.hold;
     c->chunked = extra.chunked;
     c->keep_alive = head->keep_alive;
+    c->timeout_keeps_alive = head->keep_alive;
     c->head_request = head->head_request;
     c->minor_version = head->minor_version;
     c->status = head->status;
@@ -628,13 +661,7 @@ static int hold_timers(struct serow_grip_holds *g, uint64_t now)
         if (c == NULL || c->answered || c->closing)
             continue;
         if (c->timeout_at_ms && now >= c->timeout_at_ms) {
-            /* Grip-Timeout: the app's own response */
-            c->answered = 1;
-            serow_channels_unsubscribe_all(g->store, (uint32_t)fd);
-            count_subscriptions(g);
-            struct iovec v = {c->timeout_response, c->timeout_len};
-            if (queue(g, c, &v, 1) == 0)
-                flush(g, c);
+            answer_at_timeout(g, c); /* Grip-Timeout: the app's own response */
             continue;
         }
         if (c->keep_alive_at_ms && now >= c->keep_alive_at_ms) {
@@ -650,6 +677,31 @@ static int hold_timers(struct serow_grip_holds *g, uint64_t now)
     if (g->next_due_ms == 0)
         return -1;
     return g->next_due_ms > now ? (int)(g->next_due_ms - now) : 0;
+}
+
+void serow_grip_holds_end(struct serow_grip_holds *g)
+{
+    for (int fd = 0; fd < g->by_fd_size; fd++) {
+        struct grip_conn *c = g->by_fd[fd];
+        if (c == NULL)
+            continue;
+        c->keep_alive = 0; /* (an answered long poll closes rather than waits for a request) */
+        if (c->answered || c->closing)
+            ; /* its end is queued already */
+        else if (c->mode == SEROW_GRIP_HOLD_RESPONSE) {
+            answer_at_timeout(g, c);
+            continue;
+        } else if (end_stream(g, c) != 0) {
+            continue; /* (dropped: its client did not read) */
+        }
+        if (!c->want_write)
+            flush(g, c); /* (nothing pending: it closes now) */
+    }
+}
+
+uint32_t serow_grip_holds_count(const struct serow_grip_holds *g)
+{
+    return g ? g->held : 0;
 }
 
 void serow_grip_holds_free(struct serow_grip_holds *g)
