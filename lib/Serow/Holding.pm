@@ -58,7 +58,9 @@ to end the streams), C<http_response> (C<code>, C<reason>, C<headers> as
 C<[[name, value], ...]>, C<body>: the answer to a held long poll), C<ws_message>
 (C<content>, C<type>: carried, not delivered yet). Strings are bytes.
 
-Returns 1, or dies with the reason (a bad item, no holder: not a worker of a
-server with C<--grip>, the holder's channel full for a second).
+Returns 1, or dies with the reason (a bad item, an item larger than
+C<--publish-max-item> counting the bytes of its channel, ids, contents, reason,
+header names and values and bodies, no holder: not a worker of a server with
+C<--grip>, the holder's channel full for a second).
 
 =cut
