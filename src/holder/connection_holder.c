@@ -818,6 +818,11 @@ int serow_run_connection_holder(struct shared_state *shared, int ready_channel, 
         expire_and_cap(h, now);
     }
 
+    /* What the last workers sent before they left (a publish from their last
+     * request, a hold) is in the channel still: delivered, held, and ended
+     * with the rest. */
+    if (h->grip)
+        receive_handed_back(h);
     while (h->oldest)
         close_held(h, h->oldest);
     if (h->grip)
