@@ -16,7 +16,33 @@ publish(HV *item)
   OUTPUT:
     RETVAL
 
-void
-_setup(int on, int channel)
+UV
+item_bytes(HV *item)
   CODE:
-    serow_psgi_hold_setup(on, channel);
+    size_t size;
+    const char *error = serow_psgi_item_bytes(aTHX_ item, &size);
+    if (error != NULL)
+        croak("Serow::Holding::item_bytes: %s\n", error);
+    RETVAL = size;
+  OUTPUT:
+    RETVAL
+
+void
+_setup(int on, int channel, unsigned max_channels, UV max_item)
+  CODE:
+    serow_psgi_hold_setup(on, channel, max_channels, (size_t)max_item);
+
+# The bounds of --hold-max-channels and --publish-max-item (Serow::Holding->check_options).
+UV
+MAX_CHANNELS()
+  CODE:
+    RETVAL = SEROW_GRIP_MAX_CHANNELS;
+  OUTPUT:
+    RETVAL
+
+UV
+MAX_ITEM()
+  CODE:
+    RETVAL = SEROW_HOLDING_MAX_ITEM;
+  OUTPUT:
+    RETVAL

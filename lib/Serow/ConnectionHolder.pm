@@ -74,6 +74,8 @@ sub settings {
         redis_host                => $redis->{host},
         redis_port                => $redis->{port},
         redis_prefix              => $redis->{prefix},
+        hold_max_channels         => $options->{hold_max_channels},
+        publish_max_item          => $options->{publish_max_item},
     };
 }
 

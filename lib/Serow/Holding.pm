@@ -7,6 +7,19 @@ use Serow ();
 # publish() is C (xs/holding.xsh, src/psgi/psgi_hold.c): the item is encoded
 # there and sent to the connection holder, with no HTTP round trip.
 
+# --hold-max-channels and --publish-max-item within what the C holds room
+# for (dies with a message naming the option at fault).
+sub check_options {
+    my ($class, $options) = @_;
+    my $channels = $options->{hold_max_channels};
+    die "--hold-max-channels: $channels is not between 1 and " . MAX_CHANNELS() . "\n"
+        unless $channels >= 1 && $channels <= MAX_CHANNELS();
+    my $item = $options->{publish_max_item};
+    die "--publish-max-item: $item is not between 1 and " . MAX_ITEM() . " (128K)\n"
+        unless $item >= 1 && $item <= MAX_ITEM();
+    return;
+}
+
 1;
 __END__
 
@@ -45,7 +58,9 @@ to end the streams), C<http_response> (C<code>, C<reason>, C<headers> as
 C<[[name, value], ...]>, C<body>: the answer to a held long poll), C<ws_message>
 (C<content>, C<type>: carried, not delivered yet). Strings are bytes.
 
-Returns 1, or dies with the reason (a bad item, no holder: not a worker of a
-server with C<--grip>, the holder's channel full for a second).
+Returns 1, or dies with the reason (a bad item, an item larger than
+C<--publish-max-item> counting the bytes of its channel, ids, contents, reason,
+header names and values and bodies, no holder: not a worker of a server with
+C<--grip>, the holder's channel full for a second).
 
 =cut

@@ -61,11 +61,21 @@ sub _metric {
     my $text = "# HELP $name $help\n# TYPE $name $type\n";
     for my $s (@samples) {
         my ($suffix, $labels, $value) = @$s;
-        my $l = @$labels ? '{' . join(',', map { qq{$labels->[$_ * 2]="$labels->[$_ * 2 + 1]"} }
+        my $l = @$labels ? '{' . join(',', map { qq{$labels->[$_ * 2]="} . _label_value($labels->[$_ * 2 + 1]) . '"' }
             0 .. $#$labels / 2) . '}' : '';
         $text .= "$name$suffix$l " . _number($value) . "\n";
     }
     return $text;
+}
+
+# A label's value as the text format writes it: backslash, double quote and
+# line feed escaped (a channel's name may not have them, docs/holding.md,
+# but the format must never be broken by a value).
+sub _label_value {
+    my ($v) = @_;
+    $v =~ s/([\\"])/\\$1/g;
+    $v =~ s/\n/\\n/g;
+    return $v;
 }
 
 # Counters held as doubles print as whole numbers, however large; other
@@ -147,6 +157,29 @@ my @REDIS = (
     [serow_redis_reconnects_total => counter => 'Links to Redis made again after a loss.',
         'redis_reconnects'],
 );
+
+# The busiest channels of held connections (--grip), each labelled with its
+# name: [name, type, help, key in each of the snapshot's channels].
+my @CHANNEL = (
+    [serow_channel_subscribers => gauge =>
+        'Held connections subscribed to the channel, for the busiest channels (the most subscribers).',
+        'subscribers'],
+    [serow_channel_publishes_total => counter =>
+        'Items published to the channel since the holder made it (of the busiest channels).', 'publishes'],
+    [serow_channel_deliveries_total => counter =>
+        'Items of the channel delivered to held connections, replays included (of the busiest channels).',
+        'deliveries'],
+    [serow_channel_drops_total => counter =>
+        'Held connections on the channel closed because their client did not read (of the busiest channels).',
+        'drops'],
+);
+
+sub _channel_metrics {
+    my ($channels) = @_;
+    return '' unless $channels && @$channels;
+    return join '', map { my ($name, $type, $help, $key) = @$_;
+        _metric($name, $type, $help, map { ['', [channel => $_->{channel}], $_->{$key}] } @$channels) } @CHANNEL;
+}
 
 # The processes of the server, [role, pid, labels], the master first.
 sub _processes {
@@ -251,6 +284,7 @@ sub render {
             map { ['', [reason => $_], $m->{workers_recycled}{$_}] } sort keys %{ $m->{workers_recycled} }),
         (map { my ($name, $type, $help, $key) = @$_; _metric($name, $type, $help, ['', [], $values{$key}]) }
             @SINGLE, (exists $m->{redis_up} ? @REDIS : ())),
+        _channel_metrics($m->{channels}),
         _process_metrics(_processes($m, $master_pid));
 }
 
@@ -361,6 +395,15 @@ message for their channel); the publishes sent to Redis; those delivered on
 this host only (C<lost>: the link down or too far behind, or Redis refused
 them); the subscriptions lost (C<gaps>: what other hosts published then never
 came); and the reconnects.
+
+=item serow_channel_subscribers{channel="news"}, serow_channel_publishes_total, serow_channel_deliveries_total, serow_channel_drops_total
+
+With C<--grip>, for the busiest channels only (the 10 with the most
+subscribers, the most published to first among equals), as the connection
+holder last wrote them: when they change, at most once a second. A channel
+appears while it is among them; its counters count from when the holder
+made it (a channel forgotten, with no subscriber and no kept item, starts
+again from 0, which Prometheus reads as a counter reset).
 
 =item serow_connections_accepted_total, serow_worker_restarts_total, serow_uptime_seconds
 

@@ -42,6 +42,7 @@ my @OPTIONS = (
     max_queue_wait => ['int', 0, 'milliseconds a request may wait for a free worker, in the connection holder or in the listen backlog; then it is answered 503 with Retry-After: 1 and Connection: close and its connection closed (0: no limit)', 'MS'],
     grip => ['switch', 0, 'hold connections for responses with Grip-Hold (GRIP, as Pushpin): the worker is freed at once and the connection holder keeps the connection, delivering what is published to its channels (Serow::Holding::publish); off: Grip-* headers pass as any other (docs/holding.md)'],
     hold_max_pending => ['size', 1024 * 1024, 'with --grip: bytes queued for one held connection whose client does not read; past it the connection is closed and counted, so that it never slows the others'],
+    hold_max_channels => ['int', 20, 'with --grip: channels one held connection may subscribe to (Grip-Channel); a hold naming more is answered 500 and logged, as any broken instruction (1 to 64)'],
     max_held_connections => ['int', 0, 'with --grip: connections held at once for streams and long polls; more are closed (0: no limit but the open-file limit)'],
     graceful_timeout => ['seconds', 30, 'on stop or HUP, time workers get to finish before they are killed'],
     pid_file => ['string', undef, 'write the master\'s pid to this file once the sockets are open; removed on a clean stop', 'FILE'],
@@ -62,7 +63,7 @@ my @OPTIONS = (
     publish_redis => ['string', undef, 'publish through the Redis at this URL, redis://HOST:PORT[/PREFIX] (port 6379 and prefix serow when left out): every publish goes to Redis (PUBLISH PREFIX:CHANNEL), and each Serow sharing it delivers it to its own held connections; turns holding on. Off by default', 'URL'],
     publish_allow => ['list', ['127.0.0.1/32', '::1/128'], 'addresses or CIDR networks that may publish on --publish-listen (repeatable; default 127.0.0.1 and ::1); others get 403, and so does a request with X-Forwarded-For, Forwarded or X-Real-IP', 'CIDR...'],
     publish_max_body => ['size', 1024 * 1024, 'largest publish request body on --publish-listen; larger gets 413'],
-    publish_max_item => ['size', 64 * 1024, 'largest published item (its channel, ids, contents, bodies and headers); a request with a larger one gets 413 and delivers nothing'],
+    publish_max_item => ['size', 64 * 1024, 'largest published item (its channel, ids, contents, reason, header names and values, bodies; at most 128K), over HTTP (a request with a larger one gets 413 and delivers nothing) or from Perl (Serow::Holding::publish dies)'],
 );
 
 # Other servers' option names, so that moving from Starman, Starlet or

@@ -10,6 +10,7 @@ use Serow::Log ();
 use Serow::PidFile ();
 use Serow::Privileges ();
 use Serow::Metrics ();
+use Serow::Holding ();
 use Serow::AddressList ();
 use Serow::Publish::Redis ();
 use Serow::Notify ();
@@ -191,6 +192,7 @@ sub start_master {
     # and "address in use" says less than this.
     Serow::PidFile->check($options->{pid_file}) if defined $options->{pid_file};
     Serow::Metrics->check_options($options);
+    Serow::Holding->check_options($options);
     $self->check_log_options($options);
     Serow::AddressList->new('--publish-allow', @{ $options->{publish_allow} || [] }); # refused here, not by each worker
     Serow::Publish::Redis->parse($options->{publish_redis}) if defined $options->{publish_redis}; # (as well)

@@ -147,7 +147,8 @@ sub run {
         $loop->join_holder($self->{shared}, $self->{slot}, $self->{wake_fd}, @{ $self->{channels} });
         # --grip: held responses and publishes go to the holder on the
         # hand-back channel (docs/holding.md)
-        Serow::Holding::_setup($options->{grip} ? 1 : 0, $self->{channels}[1]);
+        Serow::Holding::_setup($options->{grip} ? 1 : 0, $self->{channels}[1], $options->{hold_max_channels},
+            $options->{publish_max_item});
     }
     $self->open_access_log;
     $self->wrap_metrics;

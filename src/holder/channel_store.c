@@ -14,6 +14,7 @@
  */
 #include "holder/channel_store.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,10 +33,15 @@ struct channel {
     uint32_t first_link;      /* its subscribers */
     uint32_t subscribers;
     uint32_t ring_start, ring_count, ring_cap;
+    uint32_t drops;           /* serow_channel_figures (a rare event: 32 bits, in what was padding) */
     struct serow_channel_item **ring; /* grows to limits.items_per_channel slots; wraps only then */
+    uint64_t publishes, deliveries; /* serow_channel_figures */
     uint16_t name_len;
     char name[];
 };
+/* A channel's allocation: its head up to its name, and the name (not
+ * sizeof, which pads the name's start to 8). */
+#define CHANNEL_HEAD offsetof(struct channel, name)
 
 struct serow_channels {
     struct serow_channels_limits limits;
@@ -141,7 +147,7 @@ void serow_channels_unref(struct serow_channels *s, const struct serow_channel_i
 static size_t channel_head_bytes(const struct serow_channels *s, const struct channel *c)
 {
     (void)s;
-    return sizeof *c + c->name_len + c->ring_cap * sizeof *c->ring;
+    return CHANNEL_HEAD + c->name_len + c->ring_cap * sizeof *c->ring;
 }
 
 void serow_channels_free(struct serow_channels *s)
@@ -222,10 +228,10 @@ static uint32_t open_channel(struct serow_channels *s, const char *name, size_t 
         }
         s->free_channels = f;
     }
-    struct channel *c = malloc(sizeof *c + len);
+    struct channel *c = malloc(CHANNEL_HEAD + len);
     if (c == NULL)
         return NIL;
-    memset(c, 0, sizeof *c);
+    memset(c, 0, CHANNEL_HEAD);
     memcpy(c->name, name, len);
     c->name_len = (uint16_t)len;
     c->hash = hash;
@@ -288,7 +294,7 @@ int serow_channels_publish(struct serow_channels *s, const char *message, size_t
         s->refused++;
         return SEROW_CHANNELS_BAD_MESSAGE;
     }
-    if (len > s->limits.max_item_bytes) {
+    if (serow_publish_item_bytes(&p) > s->limits.max_item_bytes) {
         s->refused++;
         return SEROW_CHANNELS_TOO_LARGE;
     }
@@ -306,6 +312,7 @@ int serow_channels_publish(struct serow_channels *s, const char *message, size_t
             const struct serow_channel_item *old = ring_at(s, c, k);
             if (old->id_len == p.id.len && memcmp(serow_channel_item_id(old), p.id.p, p.id.len) == 0) {
                 s->duplicates++;
+                c->publishes++;
                 return SEROW_CHANNELS_DUPLICATE;
             }
         }
@@ -340,6 +347,7 @@ int serow_channels_publish(struct serow_channels *s, const char *message, size_t
     s->items++;
     s->item_bytes += sizeof *item + len;
     s->published++;
+    c->publishes++;
 
     if (c->ring_count == n) {
         serow_channels_unref(s, c->ring[c->ring_start]);
@@ -350,7 +358,7 @@ int serow_channels_publish(struct serow_channels *s, const char *message, size_t
     c->ring_count++;
     size_t k = 0;
     for (uint32_t l = c->first_link; l != NIL; l = s->links[l].next_in_channel)
-        s->deliveries[k++] = (struct serow_delivery){ s->links[l].subscriber, item };
+        s->deliveries[k++] = (struct serow_delivery){ s->links[l].subscriber, ci, item };
     s->delivered += k;
     *deliveries = s->deliveries;
     *count = k;
@@ -436,7 +444,7 @@ int serow_channels_subscribe(struct serow_channels *s, uint32_t subscriber, cons
     }
     size_t n = 0;
     for (uint32_t k = from; k < c->ring_count; k++)
-        s->deliveries[n++] = (struct serow_delivery){ subscriber, ring_at(s, c, k) };
+        s->deliveries[n++] = (struct serow_delivery){ subscriber, ci, ring_at(s, c, k) };
     s->delivered += n;
     *count = n;
     if (!found) {
@@ -544,4 +552,49 @@ size_t serow_channels_subscribers(const struct serow_channels *s, const char *na
 {
     uint32_t ci = find_channel(s, name, name_len, hash_name(name, name_len));
     return ci == NIL ? 0 : s->channels[ci]->subscribers;
+}
+
+void serow_channels_delivered(struct serow_channels *s, const struct serow_delivery *d)
+{
+    /* (a channel with items is never forgotten: it is the one listed) */
+    if (d->channel < s->channels_used && s->channels[d->channel] != NULL)
+        s->channels[d->channel]->deliveries++;
+}
+
+void serow_channels_dropped(struct serow_channels *s, uint32_t subscriber)
+{
+    if (subscriber >= s->subscribers_cap)
+        return;
+    for (uint32_t l = s->first_link[subscriber]; l != NIL; l = s->links[l].next_of_subscriber)
+        s->channels[s->links[l].channel]->drops++;
+}
+
+static int busier(const struct channel *a, const struct channel *b)
+{
+    return a->subscribers != b->subscribers ? a->subscribers > b->subscribers : a->publishes > b->publishes;
+}
+
+/* One walk over the channels, keeping the n busiest in order (n is small:
+ * an insertion into it costs at most n moves). */
+size_t serow_channels_busiest(const struct serow_channels *s, struct serow_channel_figures *out, size_t n)
+{
+    const struct channel *top[64];
+    if (n > sizeof top / sizeof top[0])
+        n = sizeof top / sizeof top[0];
+    size_t count = 0;
+    for (uint32_t i = 0; i < s->channels_used && n; i++) {
+        const struct channel *c = s->channels[i];
+        if (c == NULL || (count == n && !busier(c, top[n - 1])))
+            continue;
+        size_t at = count < n ? count++ : n - 1;
+        while (at > 0 && busier(c, top[at - 1])) {
+            top[at] = top[at - 1];
+            at--;
+        }
+        top[at] = c;
+    }
+    for (size_t k = 0; k < count; k++)
+        out[k] = (struct serow_channel_figures){ top[k]->name, top[k]->name_len, top[k]->subscribers,
+                                                 top[k]->publishes, top[k]->deliveries, top[k]->drops };
+    return count;
 }

@@ -12,6 +12,9 @@
  *   serow_channels_unsubscribe(), serow_channels_unsubscribe_all()
  *   serow_channels_stats()        counts and bytes, the store's and one
  *                                 subscriber's or channel's.
+ *   serow_channels_busiest()      the channels with the most subscribers,
+ *                                 with each one's counts (the holder shows
+ *                                 them in the metrics and the status page).
  *
  * A subscriber is a number the caller chooses and owns (the holder's index
  * of a held connection), below limits.max_subscribers: the store keeps 4
@@ -44,8 +47,8 @@
 struct serow_channels_limits {
     uint32_t max_channels;       /* channels kept at once (with subscribers or items) */
     uint32_t items_per_channel;  /* N: the ring of each channel (at least 1) */
-    uint32_t max_item_bytes;     /* a publish message, frame included */
-    uint32_t max_subscriptions;  /* per subscriber */
+    uint32_t max_item_bytes;     /* an item's size (serow_publish_item_bytes: --publish-max-item) */
+    uint32_t max_subscriptions;  /* per subscriber (--hold-max-channels) */
     uint32_t max_subscribers;    /* subscriber numbers are below this */
 };
 
@@ -82,7 +85,20 @@ struct serow_channel_item {
 
 struct serow_delivery {
     uint32_t subscriber;
+    uint32_t channel; /* the store's index of the item's channel (serow_channels_delivered) */
     const struct serow_channel_item *item;
+};
+
+/* One channel's counts, since the store made it (a channel forgotten and
+ * made again starts from 0).  name points into the store: valid until the
+ * next call that may forget a channel. */
+struct serow_channel_figures {
+    const char *name;
+    size_t name_len;
+    uint32_t subscribers;
+    uint64_t publishes;  /* items published to it, duplicates included */
+    uint64_t deliveries; /* its items the caller delivered (serow_channels_delivered) */
+    uint64_t drops;      /* subscribers dropped while on it (serow_channels_dropped) */
 };
 
 struct serow_channels_stats {
@@ -114,6 +130,17 @@ int serow_channels_unsubscribe(struct serow_channels *s, uint32_t subscriber, co
 size_t serow_channels_unsubscribe_all(struct serow_channels *s, uint32_t subscriber);
 
 void serow_channels_stats(const struct serow_channels *s, struct serow_channels_stats *stats);
+
+/* The caller delivered d (one of the deliveries a call returned): counted
+ * for its channel.  Not every delivery the store lists is delivered (a
+ * hold takes only the format it needs), so the caller says which. */
+void serow_channels_delivered(struct serow_channels *s, const struct serow_delivery *d);
+/* The subscriber is being dropped (it did not read): counted for each of
+ * its channels.  Before serow_channels_unsubscribe_all. */
+void serow_channels_dropped(struct serow_channels *s, uint32_t subscriber);
+/* The (at most) n channels with the most subscribers, the most published to
+ * first among equals, into out, most first; how many. */
+size_t serow_channels_busiest(const struct serow_channels *s, struct serow_channel_figures *out, size_t n);
 /* The bytes held for one subscriber (its subscriptions and its table entry),
  * and for one channel (its head, name, ring and kept items); 0 for none. */
 size_t serow_channels_subscriber_bytes(const struct serow_channels *s, uint32_t subscriber);

@@ -46,6 +46,14 @@
 #define HANDOFF_SCAN_MS 100
 /* Longest sleep: the keep-alive and cap checks need no finer grain. */
 #define MAX_SLEEP_MS 1000
+/* --grip, on a stop: how often the holder looks whether the workers are gone
+ * (it keeps the held connections until they are), how long it gives the
+ * master to say that the server stops after a stop signal (without that
+ * word the signal was for the holder alone), and how long the ended holds
+ * get to write their last bytes. */
+#define STOP_LOOK_MS 100
+#define STOP_WORD_MS 1000
+#define HOLDS_END_MS 5000
 
 struct held_connection {
     int fd;
@@ -80,6 +88,8 @@ struct holder {
     struct serow_id_maker ids; /* --request-id-header: the ids of the 503s made here */
     struct serow_grip_holds *grip; /* connections held for GRIP (grip_holds.c) */
     struct serow_redis_relay *redis; /* --publish-redis (redis_relay.c); NULL: none */
+    pid_t master_pid;
+    uint64_t stop_seen_ms; /* when the loop first saw stop_requested */
 };
 
 static volatile sig_atomic_t stop_requested;
@@ -546,6 +556,56 @@ static void expire_and_cap(struct holder *h, uint64_t now)
 
 /* ---- the loop ---------------------------------------------------------- */
 
+/*
+ * Whether the holder stops now, once asked (TERM, INT, QUIT).  With --grip,
+ * not while the server's workers finish their requests on a graceful stop:
+ * a request may still publish to the held connections, or hand over a new
+ * one.  The master asks the holder once its workers are gone; a signal to
+ * the whole process group (^C, a supervisor) comes before that, and is
+ * kept until then.  It stops at once when the master is gone (the parent's
+ * death signal) or does not say within STOP_WORD_MS that the server stops
+ * (a signal for the holder alone, which the master replaces).
+ */
+static int stop_now(struct holder *h, uint64_t now)
+{
+    if (!stop_requested)
+        return 0;
+    if (h->grip == NULL || getppid() != h->master_pid)
+        return 1;
+    if (!h->stop_seen_ms)
+        h->stop_seen_ms = now;
+    if (!atomic_load(&h->shared->server_stopping))
+        return now - h->stop_seen_ms >= STOP_WORD_MS;
+    for (uint32_t i = 0; i < h->shared->max_workers; i++)
+        if (atomic_load(&h->shared->workers[i].pid) > 0)
+            return 0;
+    return 1;
+}
+
+/* --grip, the holder stops: each hold ended cleanly (serow_grip_holds_end),
+ * their last bytes written as their sockets take them, for HOLDS_END_MS at
+ * most.  Nothing else is watched any more. */
+static void end_holds(struct holder *h)
+{
+    epoll_ctl(h->epoll_fd, EPOLL_CTL_DEL, h->handback_channel, NULL);
+    if (h->wake_fd >= 0)
+        epoll_ctl(h->epoll_fd, EPOLL_CTL_DEL, h->wake_fd, NULL);
+    watch_ready_channel(h, 0);
+    serow_grip_holds_end(h->grip);
+    uint64_t deadline = serow_shared_clock_ms() + HOLDS_END_MS;
+    struct epoll_event events[EPOLL_BATCH];
+    for (uint64_t now = serow_shared_clock_ms(); serow_grip_holds_count(h->grip) && now < deadline;
+         now = serow_shared_clock_ms()) {
+        int n = epoll_wait(h->epoll_fd, events, EPOLL_BATCH, (int)(deadline - now));
+        for (int i = 0; i < n; i++)
+            if (events[i].data.u64 & SEROW_GRIP_TAG)
+                serow_grip_holds_event(h->grip, (int)(events[i].data.u64 & ~SEROW_GRIP_TAG), events[i].events);
+    }
+    if (serow_grip_holds_count(h->grip))
+        serow_log_info("connection holder: %u held connection(s) had not taken their last bytes after "
+                       "%d ms: closed", serow_grip_holds_count(h->grip), HOLDS_END_MS);
+}
+
 /* An answered long poll that stays open (grip_holds.c): idle here. */
 static void grip_back_to_idle(void *arg, int fd, const struct passed_connection *info)
 {
@@ -728,10 +788,11 @@ int serow_run_connection_holder(struct shared_state *shared, int ready_channel, 
         }
     }
     atomic_store(&shared->holder_pid, getpid());
+    h->master_pid = getppid();
 
     struct epoll_event events[EPOLL_BATCH];
     struct scan_result scan = {0, 0};
-    while (!stop_requested) {
+    while (!stop_now(h, serow_shared_clock_ms())) {
         uint64_t before = serow_shared_clock_ms();
         int timeout = queue_timeout(h, choose_timeout(h, &scan), before);
         if (h->grip) {
@@ -744,6 +805,8 @@ int serow_run_connection_holder(struct shared_state *shared, int ready_channel, 
             if (due >= 0 && (timeout < 0 || due < timeout))
                 timeout = due;
         }
+        if (stop_requested && (timeout < 0 || timeout > STOP_LOOK_MS))
+            timeout = STOP_LOOK_MS;
         int n = epoll_wait(h->epoll_fd, events, EPOLL_BATCH, timeout);
         atomic_store(&shared->holder_sleeping, 0);
         atomic_store(&shared->holder_awaits_free, 0);
@@ -778,9 +841,16 @@ int serow_run_connection_holder(struct shared_state *shared, int ready_channel, 
         expire_and_cap(h, now);
     }
 
+    /* What the last workers sent before they left (a publish from their last
+     * request, a hold) is in the channel still: delivered, held, and ended
+     * with the rest. */
+    if (h->grip)
+        receive_handed_back(h);
     while (h->oldest)
         close_held(h, h->oldest);
     serow_redis_relay_free(h->redis);
+    if (h->grip)
+        end_holds(h);
     serow_grip_holds_free(h->grip);
     for (size_t i = 0; i < h->waiting_count; i++)
         close(h->waiting[i]);

@@ -39,6 +39,7 @@ struct grip_conn {
     uint8_t answered;      /* a response hold has its answer queued */
     uint8_t closing;       /* close once the pending output is out */
     uint8_t want_write;    /* EPOLLOUT is asked for */
+    uint8_t timeout_keeps_alive; /* the answer at the timeout was made for a connection kept open */
     uint64_t timeout_at_ms;   /* a response hold's Grip-Timeout; 0: none */
     uint64_t keep_alive_at_ms; /* next keep-alive; 0: none */
     uint32_t keep_alive_ms;
@@ -68,7 +69,11 @@ struct serow_grip_holds {
     int by_fd_size;
     uint32_t held;
     uint64_t next_due_ms; /* no timer is due before this; 0: none */
+    uint8_t figures_changed;  /* the busiest channels may have: write them when due */
+    uint64_t figures_due_ms;  /* not written again before this */
 };
+
+_Static_assert(SHARED_GRIP_CHANNEL_NAME >= SEROW_GRIP_MAX_NAME, "a channel's name fits the shared table");
 
 struct serow_grip_holds *serow_grip_holds_new(struct shared_state *shared, int epoll_fd,
                                               const struct serow_grip_settings *settings,
@@ -79,6 +84,8 @@ struct serow_grip_holds *serow_grip_holds_new(struct shared_state *shared, int e
         return NULL;
     struct serow_channels_limits limits = {0};
     limits.items_per_channel = settings->items_per_channel;
+    limits.max_subscriptions = settings->max_channels;
+    limits.max_item_bytes = settings->max_item;
     g->store = serow_channels_new(&limits);
     if (g->store == NULL) {
         free(g);
@@ -89,6 +96,7 @@ struct serow_grip_holds *serow_grip_holds_new(struct shared_state *shared, int e
     g->settings = *settings;
     g->back = back;
     g->back_arg = arg;
+    serow_shared_set_busiest_channels(shared, NULL, 0); /* (a holder before us may have left some) */
     return g;
 }
 
@@ -123,6 +131,7 @@ static void log_hold(struct serow_grip_holds *g, struct grip_conn *c)
 
 static void forget(struct serow_grip_holds *g, struct grip_conn *c)
 {
+    g->figures_changed = 1;
     log_hold(g, c);
     free(c->request_line);
     serow_channels_unsubscribe_all(g->store, (uint32_t)c->fd);
@@ -250,6 +259,7 @@ static int queue(struct serow_grip_holds *g, struct grip_conn *c, const struct i
     }
     if (c->out_len - c->out_off + add > g->settings.max_pending) {
         atomic_fetch_add(&g->shared->grip.drops, 1);
+        serow_channels_dropped(g->store, (uint32_t)c->fd);
         serow_log_info("connection holder: a held connection's client read too slowly: %zu bytes "
                        "pending, past --hold-max-pending %zu: closed",
                        c->out_len - c->out_off + add, g->settings.max_pending);
@@ -366,17 +376,57 @@ static int queue_published_response(struct serow_grip_holds *g, struct grip_conn
     return r;
 }
 
+/* The end of a stream's body (a published close, the server's stop): the
+ * last chunk when chunked; the connection closes once its output is out
+ * (a close-delimited body ends there). */
+static int end_stream(struct serow_grip_holds *g, struct grip_conn *c)
+{
+    c->closing = 1;
+    serow_channels_unsubscribe_all(g->store, (uint32_t)c->fd);
+    count_subscriptions(g);
+    if (c->chunked) {
+        struct iovec last = {"0\r\n\r\n", 5};
+        return queue(g, c, &last, 1);
+    }
+    return 0;
+}
+
+/* A long poll answered with the app's own response (Grip-Timeout, the
+ * server's stop), written now; with Connection: close when it will be
+ * closed after it though it was made for a connection kept open (HTTP/1.1:
+ * a 1.0 answer kept open says keep-alive, and a 1.0 client reads the end
+ * of the connection as the end of that). */
+static void answer_at_timeout(struct serow_grip_holds *g, struct grip_conn *c)
+{
+    c->answered = 1;
+    serow_channels_unsubscribe_all(g->store, (uint32_t)c->fd);
+    count_subscriptions(g);
+    struct iovec v[3] = {{c->timeout_response, c->timeout_len}};
+    int n = 1;
+    const char *eol = c->timeout_len ? memchr(c->timeout_response, '\n', c->timeout_len) : NULL;
+    if (!c->keep_alive && c->timeout_keeps_alive && c->minor_version == 1 && eol != NULL) {
+        size_t line = (size_t)(eol + 1 - c->timeout_response);
+        v[0].iov_len = line;
+        v[1] = (struct iovec){"Connection: close\r\n", 19};
+        v[2] = (struct iovec){c->timeout_response + line, c->timeout_len - line};
+        n = 3;
+    }
+    if (queue(g, c, v, n) == 0)
+        flush(g, c);
+}
+
 /* One delivery to one connection: queued, not yet written.  replay: the
  * item is a kept one, given to a hold that names a prev-id. */
-static int deliver(struct serow_grip_holds *g, struct grip_conn *c, const struct serow_channel_item *item,
-                   int replay)
+static int deliver(struct serow_grip_holds *g, struct grip_conn *c, const struct serow_delivery *d, int replay)
 {
+    const struct serow_channel_item *item = d->item;
     if (c->answered || c->closing)
         return 0;
     if (c->mode == SEROW_GRIP_HOLD_RESPONSE) {
         if (!(item->formats & SEROW_FORMAT_HTTP_RESPONSE))
             return 0; /* not the format this hold needs: not sent to it */
         atomic_fetch_add(&g->shared->grip.deliveries, 1);
+        serow_channels_delivered(g->store, d);
         return queue_published_response(g, c, item);
     }
     if (!(item->formats & SEROW_FORMAT_HTTP_STREAM))
@@ -387,16 +437,9 @@ static int deliver(struct serow_grip_holds *g, struct grip_conn *c, const struct
     if (replay && item->stream_action == SEROW_ACTION_CLOSE)
         return 0;
     atomic_fetch_add(&g->shared->grip.deliveries, 1);
-    if (item->stream_action == SEROW_ACTION_CLOSE) {
-        c->closing = 1;
-        serow_channels_unsubscribe_all(g->store, (uint32_t)c->fd);
-        count_subscriptions(g);
-        if (c->chunked) {
-            struct iovec last = {"0\r\n\r\n", 5};
-            return queue(g, c, &last, 1);
-        }
-        return 0;
-    }
+    serow_channels_delivered(g->store, d);
+    if (item->stream_action == SEROW_ACTION_CLOSE)
+        return end_stream(g, c);
     if (queue_stream_bytes(g, c, serow_channel_item_stream(item), item->stream_len) != 0)
         return -1;
     if (c->keep_alive_mode == SEROW_GRIP_KEEP_ALIVE_IDLE)
@@ -412,7 +455,7 @@ static void deliver_all(struct serow_grip_holds *g, const struct serow_delivery 
         int fd = (int)d[i].subscriber;
         struct grip_conn *c = fd < g->by_fd_size ? g->by_fd[fd] : NULL;
         if (c != NULL)
-            deliver(g, c, d[i].item, replay);
+            deliver(g, c, &d[i], replay);
     }
     /* One write per subscriber, after all its items are queued (each
      * subscriber appears in order; a repeat finds nothing pending). */
@@ -435,7 +478,7 @@ static char *copy_bytes(const char *p, size_t len)
 void serow_grip_holds_add(struct serow_grip_holds *g, const struct serow_holding_head *head, int fd,
                           const char *message, size_t len, const char *request_line)
 {
-    static struct serow_grip_instruct instruct; /* (8 KiB: not on the stack) */
+    static struct serow_grip_instruct instruct; /* (22 KiB: not on the stack) */
     struct serow_hold_extra extra;
     enum serow_holder_message_type type;
     const char *body, *error = "not a hold message";
@@ -477,6 +520,7 @@ void serow_grip_holds_add(struct serow_grip_holds *g, const struct serow_holding
     c->mode = (uint8_t)instruct.hold;
     c->chunked = extra.chunked;
     c->keep_alive = head->keep_alive;
+    c->timeout_keeps_alive = head->keep_alive;
     c->head_request = head->head_request;
     c->minor_version = head->minor_version;
     c->status = head->status;
@@ -532,6 +576,7 @@ void serow_grip_holds_add(struct serow_grip_holds *g, const struct serow_holding
         deliver_all(g, d, count, 1);
     }
     count_subscriptions(g);
+    g->figures_changed = 1;
 }
 
 void serow_grip_holds_publish(struct serow_grip_holds *g, const char *message, size_t len)
@@ -544,6 +589,7 @@ void serow_grip_holds_publish(struct serow_grip_holds *g, const char *message, s
         return;
     }
     atomic_fetch_add(&g->shared->grip.publishes, 1);
+    g->figures_changed = 1;
     if (r == SEROW_CHANNELS_OK)
         deliver_all(g, d, count, 0);
 }
@@ -575,7 +621,41 @@ void serow_grip_holds_event(struct serow_grip_holds *g, int fd, uint32_t events)
         flush(g, c);
 }
 
+/* The busiest channels to the shared memory, when they may have changed
+ * and at most once every SHARED_GRIP_CHANNELS_MS: a walk over every
+ * channel, kept off the path of each publish.  The ms until due (-1: none). */
+static int write_figures(struct serow_grip_holds *g, uint64_t now)
+{
+    if (!g->figures_changed)
+        return -1;
+    if (now < g->figures_due_ms)
+        return (int)(g->figures_due_ms - now);
+    struct serow_channel_figures top[SHARED_GRIP_CHANNELS];
+    struct shared_grip_channel rows[SHARED_GRIP_CHANNELS];
+    size_t n = serow_channels_busiest(g->store, top, SHARED_GRIP_CHANNELS);
+    for (size_t i = 0; i < n; i++) {
+        rows[i] = (struct shared_grip_channel){ .publishes = top[i].publishes, .deliveries = top[i].deliveries,
+                                                .drops = top[i].drops, .subscribers = top[i].subscribers,
+                                                .name_len = (uint16_t)top[i].name_len };
+        memcpy(rows[i].name, top[i].name, top[i].name_len);
+    }
+    serow_shared_set_busiest_channels(g->shared, rows, (uint32_t)n);
+    g->figures_changed = 0;
+    g->figures_due_ms = now + SHARED_GRIP_CHANNELS_MS;
+    return -1;
+}
+
+static int hold_timers(struct serow_grip_holds *g, uint64_t now);
+
 int serow_grip_holds_timers(struct serow_grip_holds *g, uint64_t now)
+{
+    int due = hold_timers(g, now); /* (first: a hold it ends changes the figures) */
+    int figures = write_figures(g, now);
+    return figures >= 0 && (due < 0 || figures < due) ? figures : due;
+}
+
+/* Timeouts and keep-alives. */
+static int hold_timers(struct serow_grip_holds *g, uint64_t now)
 {
     if (g->next_due_ms == 0)
         return -1;
@@ -587,13 +667,7 @@ int serow_grip_holds_timers(struct serow_grip_holds *g, uint64_t now)
         if (c == NULL || c->answered || c->closing)
             continue;
         if (c->timeout_at_ms && now >= c->timeout_at_ms) {
-            /* Grip-Timeout: the app's own response */
-            c->answered = 1;
-            serow_channels_unsubscribe_all(g->store, (uint32_t)fd);
-            count_subscriptions(g);
-            struct iovec v = {c->timeout_response, c->timeout_len};
-            if (queue(g, c, &v, 1) == 0)
-                flush(g, c);
+            answer_at_timeout(g, c); /* Grip-Timeout: the app's own response */
             continue;
         }
         if (c->keep_alive_at_ms && now >= c->keep_alive_at_ms) {
@@ -609,6 +683,31 @@ int serow_grip_holds_timers(struct serow_grip_holds *g, uint64_t now)
     if (g->next_due_ms == 0)
         return -1;
     return g->next_due_ms > now ? (int)(g->next_due_ms - now) : 0;
+}
+
+void serow_grip_holds_end(struct serow_grip_holds *g)
+{
+    for (int fd = 0; fd < g->by_fd_size; fd++) {
+        struct grip_conn *c = g->by_fd[fd];
+        if (c == NULL)
+            continue;
+        c->keep_alive = 0; /* (an answered long poll closes rather than waits for a request) */
+        if (c->answered || c->closing)
+            ; /* its end is queued already */
+        else if (c->mode == SEROW_GRIP_HOLD_RESPONSE) {
+            answer_at_timeout(g, c);
+            continue;
+        } else if (end_stream(g, c) != 0) {
+            continue; /* (dropped: its client did not read) */
+        }
+        if (!c->want_write)
+            flush(g, c); /* (nothing pending: it closes now) */
+    }
+}
+
+uint32_t serow_grip_holds_count(const struct serow_grip_holds *g)
+{
+    return g ? g->held : 0;
 }
 
 void serow_grip_holds_free(struct serow_grip_holds *g)

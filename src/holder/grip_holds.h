@@ -24,6 +24,8 @@ struct serow_grip_settings {
     size_t max_pending;     /* --hold-max-pending: bytes queued for one client */
     uint32_t max_held;      /* --max-held-connections; 0: no limit */
     uint32_t items_per_channel; /* 0: the store's default */
+    uint32_t max_channels;  /* --hold-max-channels: subscriptions per connection */
+    uint32_t max_item;      /* --publish-max-item (serow_publish_item_bytes) */
     struct access_log *access_log; /* a line when a hold ends; NULL: none */
 };
 
@@ -47,6 +49,15 @@ void serow_grip_holds_publish(struct serow_grip_holds *g, const char *message, s
 void serow_grip_holds_event(struct serow_grip_holds *g, int fd, uint32_t events);
 /* Timeouts and keep-alives due by now_ms; the ms until the next (-1: none). */
 int serow_grip_holds_timers(struct serow_grip_holds *g, uint64_t now_ms);
+/* The server stops gracefully: every hold ends as a client expects one to
+ * end, not cut: a stream's body ends (its last chunk, or the close of a
+ * close-delimited body) after its pending output, a long poll is answered
+ * with the app's response at its timeout; each connection is closed once
+ * its output is out, and logged.  The loop then waits for the sockets to
+ * take it (serow_grip_holds_event), bounded, until the count is 0. */
+void serow_grip_holds_end(struct serow_grip_holds *g);
+/* Held connections now (0 for NULL: --grip off). */
+uint32_t serow_grip_holds_count(const struct serow_grip_holds *g);
 /* Closes every held connection (the holder stops). */
 void serow_grip_holds_free(struct serow_grip_holds *g);
 

@@ -272,11 +272,11 @@ void serow_redis_relay_free(struct serow_redis_relay *r)
 {
     if (r == NULL)
         return;
-    while (r->oldest != NULL) {
-        struct in_flight *f = r->oldest;
-        r->oldest = f->next;
-        free(f);
-    }
+    /* The holder stops (its held connections are ended after this): what a
+     * last request published is on its way through Redis and will not come
+     * back before the link closes, so it is delivered here now, as when the
+     * link is lost. */
+    deliver_in_flight(r);
     serow_redis_link_close(r->link);
     atomic_store(&r->shared->redis.up, 0);
     free(r->where);

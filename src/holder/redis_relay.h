@@ -38,6 +38,8 @@ void serow_redis_relay_publish(struct serow_redis_relay *r, const char *message,
 void serow_redis_relay_event(struct serow_redis_relay *r, int side, uint64_t now_ms);
 /* A reconnect due by now_ms is made; the ms until the next (-1: none). */
 int serow_redis_relay_timers(struct serow_redis_relay *r, uint64_t now_ms);
+/* The link closed; a publish still in flight is delivered here first (the
+ * holds it reaches must still be open). */
 void serow_redis_relay_free(struct serow_redis_relay *r);
 
 #endif

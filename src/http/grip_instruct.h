@@ -33,17 +33,19 @@
 
 #include "http/http_parser.h"
 
-/* Bounds.  Pushpin's own: 5 filters a channel (its filter stack), 20
- * channels a connection (its connection_subscription_max default: Pushpin
- * drops the channels past it, this parser refuses them). */
-#define SEROW_GRIP_MAX_CHANNELS      20
+/* Bounds.  Pushpin's own: 5 filters a channel (its filter stack).  Channels
+ * a connection: the most --hold-max-channels may allow (its default is 20,
+ * Pushpin's connection_subscription_max default: Pushpin drops the channels
+ * past it, Serow refuses them); room for their names and prev-ids is in
+ * SEROW_GRIP_BYTES. */
+#define SEROW_GRIP_MAX_CHANNELS      64
 #define SEROW_GRIP_MAX_FILTERS       5
 #define SEROW_GRIP_MAX_NAME          128  /* a channel name, bytes */
 #define SEROW_GRIP_MAX_ID            128  /* an item id (prev-id), bytes */
 #define SEROW_GRIP_MAX_KEEP_ALIVE    1024 /* keep-alive data once decoded */
 #define SEROW_GRIP_MAX_META          8    /* Grip-Set-Meta pairs */
 #define SEROW_GRIP_MAX_EXPOSE        16   /* Grip-Expose-Headers names */
-#define SEROW_GRIP_BYTES             8192 /* everything copied, in all */
+#define SEROW_GRIP_BYTES             20480 /* everything copied, in all */
 
 /* Pushpin's defaults, in seconds. */
 #define SEROW_GRIP_DEFAULT_TIMEOUT            55

@@ -26,15 +26,19 @@
 
 int serow_grip_on;
 static int holding_channel = -1;
+static unsigned max_channels = SEROW_GRIP_MAX_CHANNELS; /* --hold-max-channels */
+static size_t max_item = SIZE_MAX;                      /* --publish-max-item */
 
 /* The hold message of the request being answered (its end sends it). */
 static char *hold_message;
 static size_t hold_message_len, hold_message_size;
 
-void serow_psgi_hold_setup(int on, int channel)
+void serow_psgi_hold_setup(int on, int channel, unsigned channels, size_t item)
 {
     serow_grip_on = on;
     holding_channel = channel;
+    max_channels = channels && channels < SEROW_GRIP_MAX_CHANNELS ? channels : SEROW_GRIP_MAX_CHANNELS;
+    max_item = item ? item : SIZE_MAX;
 }
 
 /* Whether a name of the app's header array is Grip-*: cheap, before any
@@ -231,13 +235,19 @@ static int read_instruction(pTHX_ SV *headers, struct serow_grip_instruct *instr
         *bad_header = newSVpvs("no connection holder to hold the connection");
         return RESPONSE_BAD_GRIP;
     }
+    /* (the holder's channel store has the same limit: it would refuse) */
+    if (instruct->num_channels > max_channels) {
+        *bad_header = newSVpvf("Grip-Channel: %u channels, more than --hold-max-channels %u",
+                               (unsigned)instruct->num_channels, max_channels);
+        return RESPONSE_BAD_GRIP;
+    }
     return RESPONSE_OK;
 }
 
 int serow_psgi_hold_response(pTHX_ struct serow_request *req, SV *status, SV *headers, AV *body,
                              SV **bad_header)
 {
-    static struct serow_grip_instruct instruct; /* (8 KiB: not on the stack) */
+    static struct serow_grip_instruct instruct; /* (22 KiB: not on the stack) */
     AV *kept;
     int r = read_instruction(aTHX_ headers, &instruct, &kept, bad_header);
     if (r != RESPONSE_OK)
@@ -367,8 +377,6 @@ static const char *item_from_hash(pTHX_ HV *hv, struct serow_publish_item *item)
         if ((e = bytes_of(aTHX_ f, "content", &item->ws.content)))
             return e;
     }
-    if (item->formats == 0)
-        return "no format (http_stream, http_response or ws_message)";
     return NULL;
 }
 
@@ -378,8 +386,16 @@ const char *serow_psgi_publish(pTHX_ HV *hv)
     const char *e = item_from_hash(aTHX_ hv, &item);
     if (e != NULL)
         return e;
+    if (item.formats == 0)
+        return "no format (http_stream, http_response or ws_message)";
     if (holding_channel < 0)
         return "no connection holder here (publish from a worker of a server with --grip)";
+    /* Said here: past this the holder's channel store would refuse it,
+     * after the app was told it was published. */
+    size_t size = serow_publish_item_bytes(&item);
+    if (size > max_item)
+        return SvPVX(sv_2mortal(newSVpvf("the item is %zu bytes, more than --publish-max-item %zu",
+                                         size, max_item)));
     size_t need = serow_publish_encode(&item, NULL, 0);
     if (need == 0)
         return "the item breaks a rule of GRIP's (a channel name, an id, a header)";
@@ -395,5 +411,15 @@ const char *serow_psgi_publish(pTHX_ HV *hv)
     free(message);
     if (r != 0)
         return saved == EMSGSIZE ? "the item is too large" : "the connection holder did not take it";
+    return NULL;
+}
+
+const char *serow_psgi_item_bytes(pTHX_ HV *hv, size_t *size)
+{
+    static struct serow_publish_item item;
+    const char *e = item_from_hash(aTHX_ hv, &item);
+    if (e != NULL)
+        return e;
+    *size = serow_publish_item_bytes(&item);
     return NULL;
 }

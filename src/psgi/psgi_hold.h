@@ -14,8 +14,9 @@ struct serow_request;
 /* --grip: set once in the worker (serow_psgi_hold_setup). */
 extern int serow_grip_on;
 
-/* on: --grip; channel: the worker's channel to the holder (-1: none). */
-void serow_psgi_hold_setup(int on, int channel);
+/* on: --grip; channel: the worker's channel to the holder (-1: none);
+ * max_channels: --hold-max-channels; max_item: --publish-max-item. */
+void serow_psgi_hold_setup(int on, int channel, unsigned max_channels, size_t max_item);
 
 /*
  * An array response with Grip-* headers: a stream hold writes its head
@@ -41,5 +42,9 @@ void serow_psgi_hold_hand_over(struct serow_request *req);
 /* Serow::Holding::publish(\%item): encoded and sent to the holder.  NULL,
  * or why not (a constant or mortal string's bytes). */
 const char *serow_psgi_publish(pTHX_ HV *item);
+
+/* An item's size as --publish-max-item counts it (serow_publish_item_bytes),
+ * for the publish endpoint's check: 0 with *size, or why it is no item. */
+const char *serow_psgi_item_bytes(pTHX_ HV *item, size_t *size);
 
 #endif

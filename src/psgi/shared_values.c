@@ -54,6 +54,26 @@ static void store_redis_counts(pTHX_ HV *hv, const struct serow_shared_totals *t
     hv_stores(hv, "redis_reconnects", newSVnv((double)t->redis_reconnects));
 }
 
+/* The busiest channels (--grip), the busiest first, under the same key in
+ * both: channels => [{channel, subscribers, publishes, deliveries, drops}]. */
+static void store_busiest_channels(pTHX_ HV *hv, struct shared_state *shared)
+{
+    static struct shared_grip_channel rows[SHARED_GRIP_CHANNELS];
+    uint32_t n = serow_shared_busiest_channels(shared, rows);
+    AV *channels = newAV();
+    for (uint32_t i = 0; i < n; i++) {
+        HV *c = newHV();
+        hv_stores(c, "channel", newSVpvn(rows[i].name, rows[i].name_len < SHARED_GRIP_CHANNEL_NAME
+                                                           ? rows[i].name_len : SHARED_GRIP_CHANNEL_NAME));
+        hv_stores(c, "subscribers", newSVuv(rows[i].subscribers));
+        hv_stores(c, "publishes", newSVnv((double)rows[i].publishes));
+        hv_stores(c, "deliveries", newSVnv((double)rows[i].deliveries));
+        hv_stores(c, "drops", newSVnv((double)rows[i].drops));
+        av_push(channels, newRV_noinc((SV *)c));
+    }
+    hv_stores(hv, "channels", newRV_noinc((SV *)channels));
+}
+
 SV *serow_shared_metrics_value(pTHX_ struct shared_state *shared)
 {
     /* The numbers behind the Prometheus metrics (Serow::Metrics), summed
@@ -117,6 +137,7 @@ SV *serow_shared_metrics_value(pTHX_ struct shared_state *shared)
     hv_stores(m, "requests_shed", newSVnv((double)totals.requests_shed));
     store_grip_counts(aTHX_ m, &totals);
     store_redis_counts(aTHX_ m, &totals);
+    store_busiest_channels(aTHX_ m, shared);
     hv_stores(m, "busy_workers", newSVuv(totals.workers.busy));
     hv_stores(m, "idle_workers", newSVuv(totals.workers.idle));
     hv_stores(m, "idle_connections", newSVuv(totals.waiting_connections));
@@ -176,6 +197,7 @@ SV *serow_shared_status_value(pTHX_ struct shared_state *shared)
     hv_stores(status, "held_by_holder", newSVuv(totals.held_connections));
     store_grip_counts(aTHX_ status, &totals);
     store_redis_counts(aTHX_ status, &totals);
+    store_busiest_channels(aTHX_ status, shared);
     hv_stores(status, "requests_total", newSVnv((double)totals.requests_total));
     hv_stores(status, "holder_pid", newSViv(totals.holder_pid));
     hv_stores(status, "workers", newRV_noinc((SV *)workers));

@@ -255,6 +255,21 @@ size_t serow_publish_encode(const struct serow_publish_item *item, char *out, si
     return finish(&w);
 }
 
+size_t serow_publish_item_bytes(const struct serow_publish_item *item)
+{
+    size_t n = (size_t)item->channel.len + item->id.len + item->prev_id.len;
+    if (item->formats & SEROW_FORMAT_HTTP_STREAM)
+        n += item->stream.content.len;
+    if (item->formats & SEROW_FORMAT_HTTP_RESPONSE) {
+        n += (size_t)item->response.reason.len + item->response.body.len;
+        for (unsigned i = 0; i < item->response.num_headers && i < SEROW_PUBLISH_MAX_HEADERS; i++)
+            n += (size_t)item->response.header_names[i].len + item->response.header_values[i].len;
+    }
+    if (item->formats & SEROW_FORMAT_WS_MESSAGE)
+        n += item->ws.content.len;
+    return n;
+}
+
 int serow_publish_decode(const char *body, size_t len, struct serow_publish_item *item, const char **error)
 {
     struct reader r = { (const unsigned char *)body, (const unsigned char *)body + len, 0 };

@@ -100,6 +100,15 @@ size_t serow_publish_encode(const struct serow_publish_item *item, char *out, si
 size_t serow_hold_encode(const struct serow_grip_instruct *instruct, const struct serow_hold_extra *extra,
                          char *out, size_t cap);
 
+/* An item's size, as --publish-max-item and the channel store's limit count
+ * it (the one home of that rule): the bytes it carries (its channel, ids,
+ * contents, reason, header names and values, bodies), not the numbers and
+ * lengths its message adds to them, which are at most
+ * SEROW_PUBLISH_MAX_OVERHEAD bytes, frame head included. */
+size_t serow_publish_item_bytes(const struct serow_publish_item *item);
+#define SEROW_PUBLISH_MAX_OVERHEAD \
+    (SEROW_HOLDER_FRAME_HEAD + 3 * 2 + 1 + (1 + 4) + (2 + 2 + 1 + SEROW_PUBLISH_MAX_HEADERS * 4 + 4) + (1 + 1 + 2 + 4))
+
 /* Decoders of a message's body (serow_holder_frame's).  0, or -1 with
  * *error set to a constant string. */
 int serow_publish_decode(const char *body, size_t len, struct serow_publish_item *item, const char **error);

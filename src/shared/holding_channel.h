@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "connection/fd_passing.h"
+#include "shared/holder_message.h"
 
 #define SEROW_HOLDING_TAG 0xFFFFFFFFu
 /* A message in all: what one datagram of the channel takes with the
@@ -37,6 +38,13 @@ struct serow_holding_head {
     uint16_t request_line_len; /* a hold's request line, for the access log, after the message */
     struct passed_connection conn; /* a hold's connection */
 };
+
+/* --publish-max-item's largest value: an item that large, encoded, still
+ * fits one datagram (the option is refused above it). */
+#define SEROW_HOLDING_MAX_ITEM (128 * 1024)
+_Static_assert(SEROW_HOLDING_MAX_ITEM + SEROW_PUBLISH_MAX_OVERHEAD + sizeof(struct serow_holding_head)
+                   <= SEROW_HOLDING_MAX_MESSAGE,
+               "the largest item fits a message");
 
 /* Whether a message received on the hand-back channel is one of these. */
 static inline int serow_holding_message(const void *data, size_t len)

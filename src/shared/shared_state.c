@@ -237,6 +237,42 @@ void serow_shared_totals(struct shared_state *shared, struct serow_shared_totals
     totals->redis_reconnects = atomic_load(&shared->redis.reconnects);
 }
 
+void serow_shared_set_busiest_channels(struct shared_state *shared, const struct shared_grip_channel *rows,
+                                       uint32_t n)
+{
+    struct shared_grip_channels *t = &shared->grip_channels;
+    if (n > SHARED_GRIP_CHANNELS)
+        n = SHARED_GRIP_CHANNELS;
+    uint32_t seq = atomic_load_explicit(&t->seq, memory_order_relaxed);
+    atomic_store_explicit(&t->seq, seq + 1, memory_order_relaxed); /* odd: being written */
+    atomic_thread_fence(memory_order_release);
+    t->count = n;
+    if (n)
+        memcpy(t->rows, rows, sizeof(*rows) * n);
+    atomic_store_explicit(&t->seq, seq + 2, memory_order_release);
+}
+
+uint32_t serow_shared_busiest_channels(struct shared_state *shared, struct shared_grip_channel *rows)
+{
+    struct shared_grip_channels *t = &shared->grip_channels;
+    /* The holder writes a table in microseconds, once a second at most: a
+     * copy that overlapped a write is made again, and nothing is shown if
+     * that keeps happening (a holder stopped in the middle of a write). */
+    for (int tries = 0; tries < 1000; tries++) {
+        uint32_t before = atomic_load_explicit(&t->seq, memory_order_acquire);
+        if (before & 1)
+            continue;
+        uint32_t n = t->count;
+        if (n > SHARED_GRIP_CHANNELS)
+            n = SHARED_GRIP_CHANNELS;
+        memcpy(rows, t->rows, sizeof(*rows) * n);
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load_explicit(&t->seq, memory_order_relaxed) == before)
+            return n;
+    }
+    return 0;
+}
+
 int serow_shared_worker_status(struct shared_state *shared, uint32_t index,
                                struct shared_worker_status *status)
 {

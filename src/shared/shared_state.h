@@ -182,6 +182,28 @@ struct shared_redis_counts {
     _Atomic uint64_t received, rejected, published, lost, gaps, reconnects;
 };
 
+/* The busiest channels of held connections (docs/holding.md), for the
+ * metrics and the status page: the SHARED_GRIP_CHANNELS with the most
+ * subscribers (serow_channels_busiest), each with its counts, as the holder
+ * last wrote them: when they changed, at most once every
+ * SHARED_GRIP_CHANNELS_MS, never on the path of a publish.  Written by the
+ * holder alone under a sequence count (odd while it writes), which readers
+ * check to copy a whole table (serow_shared_busiest_channels). */
+#define SHARED_GRIP_CHANNELS 10
+#define SHARED_GRIP_CHANNELS_MS 1000
+#define SHARED_GRIP_CHANNEL_NAME 128 /* SEROW_GRIP_MAX_NAME: the longest a channel's name may be */
+struct shared_grip_channel {
+    uint64_t publishes, deliveries, drops;
+    uint32_t subscribers;
+    uint16_t name_len;
+    char name[SHARED_GRIP_CHANNEL_NAME];
+};
+struct shared_grip_channels {
+    _Atomic uint32_t seq;
+    uint32_t count;
+    struct shared_grip_channel rows[SHARED_GRIP_CHANNELS];
+};
+
 struct shared_state {
     uint64_t started_ms;              /* wall clock, for the uptime */
     _Atomic int32_t holder_pid;
@@ -202,6 +224,7 @@ struct shared_state {
     _Atomic uint64_t requests_shed;     /* --max-queue-wait: answered 503 (holder, backlog) */
     struct shared_grip_counts grip;     /* held connections (GRIP): the holder's only */
     struct shared_redis_counts redis;   /* --publish-redis: the holder's only */
+    struct shared_grip_channels grip_channels; /* the busiest of their channels: the holder's only */
     _Atomic uint32_t worker_slots_used;  /* slots below this have had a worker */
     uint32_t max_workers;
     struct worker_slot workers[];
@@ -315,6 +338,14 @@ struct serow_shared_totals {
     struct shared_worker_counts workers;
 };
 void serow_shared_totals(struct shared_state *shared, struct serow_shared_totals *totals);
+
+/* The holder: the busiest channels now (rows[0..n), n at most
+ * SHARED_GRIP_CHANNELS, the busiest first). */
+void serow_shared_set_busiest_channels(struct shared_state *shared, const struct shared_grip_channel *rows,
+                                       uint32_t n);
+/* Anyone: a copy of the table the holder last wrote, into rows
+ * (SHARED_GRIP_CHANNELS of them); how many there are. */
+uint32_t serow_shared_busiest_channels(struct shared_state *shared, struct shared_grip_channel *rows);
 
 /* One worker, for the status page.  request and busy_for_ms only while busy. */
 struct shared_worker_status {

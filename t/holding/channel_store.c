@@ -260,5 +260,39 @@ int main(void)
     check(agree && st.subscriptions == want, "50,000 random steps: every publish reaches exactly the model's subscribers");
     serow_channels_free(s);
 
+    /* Each channel's counts, and the busiest channels. */
+    s = serow_channels_new(NULL);
+    struct serow_channel_figures top[4];
+    check(serow_channels_busiest(s, top, 4) == 0, "no channel: none busiest");
+    for (uint32_t who = 0; who < 5; who++) /* quiet: 5 subscribers; loud: 2; solo: 1; unheard: 0 */
+        subscribe(s, who, "quiet", NULL);
+    subscribe(s, 10, "loud", NULL);
+    subscribe(s, 11, "loud", NULL);
+    subscribe(s, 12, "solo", NULL);
+    for (int i = 0; i < 3; i++) {
+        publish(s, "loud", NULL, "x");
+        for (size_t k = 0; k < count; k++)
+            if (d[k].subscriber == 10)
+                serow_channels_delivered(s, &d[k]); /* (11 took another format: not delivered) */
+    }
+    publish(s, "unheard", "1", "x");
+    publish(s, "unheard", "1", "x"); /* a duplicate: a publish, not kept */
+    subscribe(s, 13, "loud", "nothing"); /* a replay: 3 deliveries listed */
+    for (size_t k = 0; k < count; k++)
+        serow_channels_delivered(s, &d[k]);
+    serow_channels_dropped(s, 13);
+    serow_channels_unsubscribe_all(s, 13);
+    size_t n = serow_channels_busiest(s, top, 3);
+    check(n == 3 && top[0].name_len == 5 && memcmp(top[0].name, "quiet", 5) == 0 && top[0].subscribers == 5
+              && memcmp(top[1].name, "loud", 4) == 0 && top[2].name_len == 4 && memcmp(top[2].name, "solo", 4) == 0,
+          "the busiest: by subscribers, at most n");
+    check(top[1].subscribers == 2 && top[1].publishes == 3 && top[1].deliveries == 6 && top[1].drops == 1,
+          "a channel's subscribers, publishes, deliveries said delivered (replays included), drops");
+    serow_channels_unsubscribe_all(s, 12);
+    n = serow_channels_busiest(s, top, 4);
+    check(n == 3 && memcmp(top[2].name, "unheard", 7) == 0 && top[2].publishes == 2 && top[2].subscribers == 0,
+          "among equals, the most published to first; a duplicate counts as a publish; a forgotten channel is gone");
+    serow_channels_free(s);
+
     return failures ? 1 : 0;
 }

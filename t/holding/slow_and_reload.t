@@ -77,6 +77,10 @@ my $s = wait_until(sub { my $s = status(); ($s->{grip_drops} // 0) >= 1 && $s })
 is $s && $s->{grip_drops}, 1, 'the subscriber that never read is dropped, and counted';
 is $s && $s->{grip_held}, READERS, 'the readers are still held';
 ok $server->wait_for_log(qr/past --hold-max-pending/), 'the drop is logged';
+my $big = wait_until(sub { my ($c) = grep { $_->{channel} eq 'big' } @{ status()->{channels} || [] };
+    $c && $c->{drops} == 1 && $c });
+ok $big, 'and counted for its channel';
+is $big && $big->{subscribers}, READERS, 'whose subscribers are the readers';
 
 # HUP: a new generation of workers; the held connections stay
 my $old = http_get($server, '/publish/0');

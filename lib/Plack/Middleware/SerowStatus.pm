@@ -86,6 +86,12 @@ sub _as_text {
         ['Taken from busy or idle workers', $s->{connections_stolen}],
         ['Gathered by workers with a CPU', $s->{connections_gathered}],
     );
+    if (@{ $s->{channels} || [] }) {
+        $text .= sprintf "\n%-32s %11s %11s %11s %8s\n", 'Busiest channels', 'Subscribers', 'Publishes',
+            'Deliveries', 'Drops';
+        $text .= sprintf "%-32s %11d %11d %11d %8d\n", @$_{qw(channel subscribers publishes deliveries drops)}
+            for @{ $s->{channels} };
+    }
     $text .= sprintf "\n%-8s %-5s %9s %6s  %-10s %s\n", 'PID', 'State', 'Requests', 'Conns', 'Busy for', 'Request';
     for my $w (sort { $a->{pid} <=> $b->{pid} } @{ $s->{workers} }) {
         $text .= sprintf "%-8d %-5s %9d %6d  %-10s %s\n", $w->{pid}, $w->{busy} ? 'busy' : 'idle',
@@ -152,7 +158,14 @@ taken yet;
 =item per worker
 
 its pid, requests served, connections, and while busy the request and for
-how long.
+how long;
+
+=item busiest channels
+
+with C<--grip>, the channels of held connections with the most subscribers
+(at most 10), each with its subscribers, publishes, deliveries and drops
+(C<channels> in the JSON), as the connection holder last wrote them (at
+most once a second).
 
 =back
 

@@ -109,6 +109,12 @@ use constant PAGE => <<'HTML';
     <th class="num">Connections</th><th>Current request</th><th>Since</th><th class="num">Busy for</th></tr></thead>
   <tbody id="workers"></tbody>
 </table>
+<h2>Busiest channels (held connections)</h2>
+<table>
+  <thead><tr><th>Channel</th><th class="num">Subscribers</th><th class="num">Publishes</th>
+    <th class="num">Deliveries</th><th class="num">Drops</th></tr></thead>
+  <tbody id="channels"></tbody>
+</table>
 <footer>Connection holder pid <span data-key="holder_pid">-</span>.
   Refreshes every {{refresh_ms}} ms; the page's own requests are counted too.</footer>
 <script type="application/json" id="serow-status-data">{{data}}</script>
@@ -225,6 +231,15 @@ use constant SCRIPT => <<'JS';
       rows.appendChild(tr);
     });
     tbody.replaceChildren(rows);
+
+    var channels = document.createDocumentFragment();
+    (s.channels || []).forEach(function (c) {
+      var tr = document.createElement('tr');
+      cell(tr, c.channel);
+      ['subscribers', 'publishes', 'deliveries', 'drops'].forEach(function (k) { cell(tr, c[k], 'num'); });
+      channels.appendChild(tr);
+    });
+    document.getElementById('channels').replaceChildren(channels);
   }
 
   function live(ok, why) {
