@@ -122,7 +122,8 @@ exit((grep { $_->{error} } map { @$_ } values %R) ? 1 : 0);
 
 # Runs $body with the server started and a client of $conns subscribers that
 # are open and have each received a publish; stops both after.  $r gets how
-# many were held ({key}{subscribers}) and why the others were not.
+# many were held (subscribers) and, when not all, why the others were not
+# (not_held).
 sub with_subscribers {
     my ($server, $conns, $r, $body) = @_;
     my $s = start_server($server, workers => $opt{workers}, message_size => $opt{'message-size'}, dir => "$DIR");
@@ -353,9 +354,11 @@ sub rounds_table {
             push @other, "error: $r->{error}" if $r->{error};
             push @other, $r->{not_held} if $r->{not_held};
             push @other, "rate: $r->{rate}{not_held}" if $r->{rate} && $r->{rate}{not_held};
+            my %what = (lost => 'closed by the server in all', disordered => 'out of order or twice',
+                publish_errors => 'publishes failed');
             for my $k (qw(lost disordered publish_errors)) {
-                push @other, "$k $r->{$k}" if $r->{$k};
-                push @other, "rate $k $r->{rate}{$k}" if $r->{rate} && $r->{rate}{$k};
+                push @other, "fan-out: $r->{$k} $what{$k}" if $r->{$k};
+                push @other, "rate: $r->{rate}{$k} $what{$k}" if $r->{rate} && $r->{rate}{$k};
             }
             $md .= sprintf "| %s | %d | %s | %s | %s | %s | %s | %s; %s | %s; %s | %s |\n", $TITLE{$server}, $i, $r->{load},
                 fmt_n($r->{subscribers}), join(' / ', map { defined $r->{$_} ? sprintf('%.1f', $r->{$_}) : '-' } qw(p50_ms p99_ms max_ms)),
