@@ -641,11 +641,13 @@ static void receive_handed_back(struct holder *h)
 {
     static char data[SEROW_HOLDING_MAX_MESSAGE];
     int fds[FD_PASSING_BATCH];
+    /* Publishes waiting together are delivered as a batch (grip_holds.h). */
+    serow_grip_holds_batch_begin(h->grip);
     for (;;) {
         size_t n = FD_PASSING_BATCH;
         ssize_t r = serow_receive_message(h->handback_channel, data, sizeof(data), fds, &n);
         if (r <= 0)
-            return;
+            break;
         if (serow_holding_message(data, (size_t)r)) {
             receive_holding(h, data, (size_t)r, fds, n);
             continue;
@@ -663,6 +665,7 @@ static void receive_handed_back(struct holder *h)
             close_unheld(h, fds[i]);
         }
     }
+    serow_grip_holds_batch_end(h->grip);
 }
 
 /*
@@ -825,7 +828,9 @@ int serow_run_connection_holder(struct shared_state *shared, int ready_channel, 
             } else if (tag == TAG_READY_CHANNEL) {
                 /* flushed below */
             } else if (tag & SEROW_REDIS_TAG) {
+                serow_grip_holds_batch_begin(h->grip); /* the replies one read brought */
                 serow_redis_relay_event(h->redis, (int)(tag & 1), serow_shared_clock_ms());
+                serow_grip_holds_batch_end(h->grip);
             } else if (tag & SEROW_GRIP_TAG) {
                 serow_grip_holds_event(h->grip, (int)(tag & ~SEROW_GRIP_TAG), events[i].events);
             } else {

@@ -39,6 +39,7 @@ struct grip_conn {
     uint8_t answered;      /* a response hold has its answer queued */
     uint8_t closing;       /* close once the pending output is out */
     uint8_t want_write;    /* EPOLLOUT is asked for */
+    uint8_t dirty;         /* on the batch's list: written when the batch ends */
     uint8_t timeout_keeps_alive; /* the answer at the timeout was made for a connection kept open */
     uint64_t timeout_at_ms;   /* a response hold's Grip-Timeout; 0: none */
     uint64_t keep_alive_at_ms; /* next keep-alive; 0: none */
@@ -70,6 +71,12 @@ struct serow_grip_holds {
     uint32_t held;
     uint64_t next_due_ms; /* no timer is due before this; 0: none */
     uint8_t figures_changed;  /* the busiest channels may have: write them when due */
+    /* A batch (serow_grip_holds_batch_begin): from its second publish on,
+     * what is queued is written once per connection when the batch ends. */
+    uint8_t batch_open, batch_deferring;
+    uint32_t batch_publishes;
+    int *dirty;               /* descriptors of connections with deferred output */
+    size_t dirty_count, dirty_cap;
     uint64_t figures_due_ms;  /* not written again before this */
 };
 
@@ -217,6 +224,27 @@ static int flush(struct serow_grip_holds *g, struct grip_conn *c)
     return 0;
 }
 
+/* A connection's output is written when the batch ends (one send for every
+ * item the batch gave it).  Without room on the list, it is written now. */
+static void defer(struct serow_grip_holds *g, struct grip_conn *c)
+{
+    if (c->dirty)
+        return;
+    if (g->dirty_count == g->dirty_cap) {
+        size_t cap = g->dirty_cap ? g->dirty_cap * 2 : 256;
+        int *grown = realloc(g->dirty, cap * sizeof(*grown));
+        if (grown == NULL) {
+            if (!c->want_write)
+                flush(g, c);
+            return;
+        }
+        g->dirty = grown;
+        g->dirty_cap = cap;
+    }
+    g->dirty[g->dirty_count++] = c->fd;
+    c->dirty = 1;
+}
+
 /* Queues bytes (pieces of them, n) for the client; past --hold-max-pending
  * the connection is dropped: a client that does not read never holds up the
  * others, nor grows the holder.  0, or -1 when dropped. */
@@ -228,7 +256,7 @@ static int queue(struct serow_grip_holds *g, struct grip_conn *c, const struct i
     /* Nothing pending: written at once, and only what the socket does not
      * take is copied (a client that keeps up costs no buffer). */
     struct iovec rest[4];
-    if (c->out_len == c->out_off && n <= 4 && add > 0) {
+    if (c->out_len == c->out_off && n <= 4 && add > 0 && !g->batch_deferring) {
         ssize_t w;
         do
             w = serow_transport_writev(&c->info.carried, c->fd, pieces, n);
@@ -273,7 +301,9 @@ static int queue(struct serow_grip_holds *g, struct grip_conn *c, const struct i
             c->out_off = 0;
         }
         if (c->out_len + add > c->out_cap) {
-            size_t cap = c->out_cap ? c->out_cap : 1024;
+            /* (small first when a batch defers: every subscriber of a
+             * fan-out has a buffer until the batch ends) */
+            size_t cap = c->out_cap ? c->out_cap : g->batch_deferring ? 256 : 1024;
             while (cap < c->out_len + add)
                 cap *= 2;
             char *grown = realloc(c->out, cap);
@@ -289,6 +319,8 @@ static int queue(struct serow_grip_holds *g, struct grip_conn *c, const struct i
         memcpy(c->out + c->out_len, pieces[i].iov_base, pieces[i].iov_len);
         c->out_len += pieces[i].iov_len;
     }
+    if (g->batch_deferring)
+        defer(g, c);
     return 0;
 }
 
@@ -462,8 +494,12 @@ static void deliver_all(struct serow_grip_holds *g, const struct serow_delivery 
     for (size_t i = 0; i < count; i++) {
         int fd = (int)d[i].subscriber;
         struct grip_conn *c = fd < g->by_fd_size ? g->by_fd[fd] : NULL;
-        if (c != NULL && (c->out_len > c->out_off || c->closing || c->answered) && !c->want_write)
-            flush(g, c); /* (a close with nothing to write still ends it) */
+        if (c != NULL && (c->out_len > c->out_off || c->closing || c->answered) && !c->want_write) {
+            if (g->batch_deferring)
+                defer(g, c); /* (written when the batch ends) */
+            else
+                flush(g, c); /* (a close with nothing to write still ends it) */
+        }
     }
 }
 
@@ -590,8 +626,39 @@ void serow_grip_holds_publish(struct serow_grip_holds *g, const char *message, s
     }
     atomic_fetch_add(&g->shared->grip.publishes, 1);
     g->figures_changed = 1;
+    /* The first publish of a batch is written at once; from the second on,
+     * a subscriber's items wait for the batch's end, to go in one send. */
+    if (g->batch_open && g->batch_publishes++ > 0)
+        g->batch_deferring = 1;
     if (r == SEROW_CHANNELS_OK)
         deliver_all(g, d, count, 0);
+}
+
+void serow_grip_holds_batch_begin(struct serow_grip_holds *g)
+{
+    if (g == NULL)
+        return;
+    g->batch_open = 1;
+    g->batch_publishes = 0;
+}
+
+void serow_grip_holds_batch_end(struct serow_grip_holds *g)
+{
+    if (g == NULL || !g->batch_open)
+        return;
+    g->batch_open = g->batch_deferring = 0;
+    /* A descriptor listed may since have been closed, or even reused by a
+     * connection held later in the batch (not listed: its flag is clear). */
+    for (size_t i = 0; i < g->dirty_count; i++) {
+        int fd = g->dirty[i];
+        struct grip_conn *c = fd < g->by_fd_size ? g->by_fd[fd] : NULL;
+        if (c == NULL || !c->dirty)
+            continue;
+        c->dirty = 0;
+        if ((c->out_len > c->out_off || c->closing || c->answered) && !c->want_write)
+            flush(g, c);
+    }
+    g->dirty_count = 0;
 }
 
 void serow_grip_holds_event(struct serow_grip_holds *g, int fd, uint32_t events)
@@ -719,5 +786,6 @@ void serow_grip_holds_free(struct serow_grip_holds *g)
             close_conn(g, g->by_fd[fd]);
     serow_channels_free(g->store);
     free(g->by_fd);
+    free(g->dirty);
     free(g);
 }

@@ -45,6 +45,14 @@ void serow_grip_holds_add(struct serow_grip_holds *g, const struct serow_holding
                           const char *message, size_t len, const char *request_line);
 /* A publish message (a whole frame), fanned out. */
 void serow_grip_holds_publish(struct serow_grip_holds *g, const char *message, size_t len);
+/* Around what one turn of the loop reads at once (the messages waiting on
+ * the hand-back channel, the replies in one read from Redis): the first
+ * publish is written at once, as alone; the rest are gathered, so that a
+ * subscriber gets every later item of the batch in one send when it ends.
+ * A burst of publishes costs a subscriber two sends, not one per item;
+ * nothing waits past the turn that read it.  (NULL: nothing.) */
+void serow_grip_holds_batch_begin(struct serow_grip_holds *g);
+void serow_grip_holds_batch_end(struct serow_grip_holds *g);
 /* epoll said something of a held connection (SEROW_GRIP_TAG | fd). */
 void serow_grip_holds_event(struct serow_grip_holds *g, int fd, uint32_t events);
 /* Timeouts and keep-alives due by now_ms; the ms until the next (-1: none). */

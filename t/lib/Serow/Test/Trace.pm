@@ -55,8 +55,11 @@ sub client_writes {
 # Runs $code while strace watches process $pid; $code must end with a
 # request whose app calls mark().  Returns the calls made before the mark:
 # a list of { name, fd, args (the text between the parentheses), result }.
+# Option until_mark => 0: every call logged (for a process that runs no app,
+# such as the connection holder: $code ends once the test has seen the
+# effect of the last call it looks at, which strace had logged by then).
 sub trace_syscalls {
-    my ($pid, $code) = @_;
+    my ($pid, $code, %opt) = @_;
     my $log = File::Temp->new;
     pipe(my $notes_read, my $notes_write) or die "pipe: $!";
     my $strace = fork // die "fork: $!";
@@ -80,6 +83,7 @@ sub trace_syscalls {
     waitpid($strace, 0);
     die $error unless $ok;
     my @calls = parse_log(do { local $/; my $fh = $log; seek($fh, 0, 0); <$fh> });
+    return @calls if defined $opt{until_mark} && !$opt{until_mark};
     my $mark = MARK;
     for my $i (0 .. $#calls) {
         return @calls[0 .. $i - 1] if $calls[$i]{args} =~ /\Q$mark/;
