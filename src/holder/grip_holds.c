@@ -15,6 +15,7 @@
 #include "holder/grip_holds.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +60,12 @@ struct grip_conn {
     char *request_line;
 };
 
+/* Bytes of pending output freed (a burst's buffers: a batch gives one to
+ * each subscriber, a slow reader's grows) past which the loop gives the heap's
+ * free pages back to the system; otherwise the holder would keep its largest
+ * burst's worth of memory for good, scattered among the live allocations. */
+#define TRIM_AFTER_FREED (1u << 20)
+
 struct serow_grip_holds {
     struct shared_state *shared;
     int epoll_fd;
@@ -71,6 +78,7 @@ struct serow_grip_holds {
     uint32_t held;
     uint64_t next_due_ms; /* no timer is due before this; 0: none */
     uint8_t figures_changed;  /* the busiest channels may have: write them when due */
+    size_t freed_output;      /* bytes of pending output freed since the last trim */
     /* A batch (serow_grip_holds_batch_begin): from its second publish on,
      * what is queued is written once per connection when the batch ends. */
     uint8_t batch_open, batch_deferring;
@@ -149,6 +157,7 @@ static void forget(struct serow_grip_holds *g, struct grip_conn *c)
     atomic_store(&g->shared->grip.held, g->held);
     free(c->keep_alive_data);
     free(c->timeout_response);
+    g->freed_output += c->out_cap;
     free(c->out);
     free(c);
 }
@@ -208,6 +217,7 @@ static int flush(struct serow_grip_holds *g, struct grip_conn *c)
         c->bytes_written += (uint64_t)n;
     }
     /* All out: the buffer goes (a reader that keeps up holds none). */
+    g->freed_output += c->out_cap;
     free(c->out);
     c->out = NULL;
     c->out_off = c->out_len = c->out_cap = 0;
@@ -716,6 +726,10 @@ static int hold_timers(struct serow_grip_holds *g, uint64_t now);
 
 int serow_grip_holds_timers(struct serow_grip_holds *g, uint64_t now)
 {
+    if (g->freed_output >= TRIM_AFTER_FREED) {
+        malloc_trim(0);
+        g->freed_output = 0;
+    }
     int due = hold_timers(g, now); /* (first: a hold it ends changes the figures) */
     int figures = write_figures(g, now);
     return figures >= 0 && (due < 0 || figures < due) ? figures : due;
