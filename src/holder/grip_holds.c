@@ -79,10 +79,9 @@ struct serow_grip_holds {
     uint64_t next_due_ms; /* no timer is due before this; 0: none */
     uint8_t figures_changed;  /* the busiest channels may have: write them when due */
     size_t freed_output;      /* bytes of pending output freed since the last trim */
-    /* A batch (serow_grip_holds_batch_begin): from its second publish on,
-     * what is queued is written once per connection when the batch ends. */
-    uint8_t batch_open, batch_deferring;
-    uint32_t batch_publishes;
+    /* In a batch (serow_grip_holds_batch_begin), what is queued is written
+     * once per connection when the batch ends. */
+    uint8_t batching;
     int *dirty;               /* descriptors of connections with deferred output */
     size_t dirty_count, dirty_cap;
     uint64_t figures_due_ms;  /* not written again before this */
@@ -266,7 +265,7 @@ static int queue(struct serow_grip_holds *g, struct grip_conn *c, const struct i
     /* Nothing pending: written at once, and only what the socket does not
      * take is copied (a client that keeps up costs no buffer). */
     struct iovec rest[4];
-    if (c->out_len == c->out_off && n <= 4 && add > 0 && !g->batch_deferring) {
+    if (c->out_len == c->out_off && n <= 4 && add > 0 && !g->batching) {
         ssize_t w;
         do
             w = serow_transport_writev(&c->info.carried, c->fd, pieces, n);
@@ -313,7 +312,7 @@ static int queue(struct serow_grip_holds *g, struct grip_conn *c, const struct i
         if (c->out_len + add > c->out_cap) {
             /* (small first when a batch defers: every subscriber of a
              * fan-out has a buffer until the batch ends) */
-            size_t cap = c->out_cap ? c->out_cap : g->batch_deferring ? 256 : 1024;
+            size_t cap = c->out_cap ? c->out_cap : g->batching ? 256 : 1024;
             while (cap < c->out_len + add)
                 cap *= 2;
             char *grown = realloc(c->out, cap);
@@ -329,7 +328,7 @@ static int queue(struct serow_grip_holds *g, struct grip_conn *c, const struct i
         memcpy(c->out + c->out_len, pieces[i].iov_base, pieces[i].iov_len);
         c->out_len += pieces[i].iov_len;
     }
-    if (g->batch_deferring)
+    if (g->batching)
         defer(g, c);
     return 0;
 }
@@ -505,7 +504,7 @@ static void deliver_all(struct serow_grip_holds *g, const struct serow_delivery 
         int fd = (int)d[i].subscriber;
         struct grip_conn *c = fd < g->by_fd_size ? g->by_fd[fd] : NULL;
         if (c != NULL && (c->out_len > c->out_off || c->closing || c->answered) && !c->want_write) {
-            if (g->batch_deferring)
+            if (g->batching)
                 defer(g, c); /* (written when the batch ends) */
             else
                 flush(g, c); /* (a close with nothing to write still ends it) */
@@ -636,10 +635,6 @@ void serow_grip_holds_publish(struct serow_grip_holds *g, const char *message, s
     }
     atomic_fetch_add(&g->shared->grip.publishes, 1);
     g->figures_changed = 1;
-    /* The first publish of a batch is written at once; from the second on,
-     * a subscriber's items wait for the batch's end, to go in one send. */
-    if (g->batch_open && g->batch_publishes++ > 0)
-        g->batch_deferring = 1;
     if (r == SEROW_CHANNELS_OK)
         deliver_all(g, d, count, 0);
 }
@@ -648,15 +643,14 @@ void serow_grip_holds_batch_begin(struct serow_grip_holds *g)
 {
     if (g == NULL)
         return;
-    g->batch_open = 1;
-    g->batch_publishes = 0;
+    g->batching = 1;
 }
 
 void serow_grip_holds_batch_end(struct serow_grip_holds *g)
 {
-    if (g == NULL || !g->batch_open)
+    if (g == NULL || !g->batching)
         return;
-    g->batch_open = g->batch_deferring = 0;
+    g->batching = 0;
     /* A descriptor listed may since have been closed, or even reused by a
      * connection held later in the batch (not listed: its flag is clear). */
     for (size_t i = 0; i < g->dirty_count; i++) {

@@ -46,11 +46,11 @@ void serow_grip_holds_add(struct serow_grip_holds *g, const struct serow_holding
 /* A publish message (a whole frame), fanned out. */
 void serow_grip_holds_publish(struct serow_grip_holds *g, const char *message, size_t len);
 /* Around what one turn of the loop reads at once (the messages waiting on
- * the hand-back channel, the replies in one read from Redis): the first
- * publish is written at once, as alone; the rest are gathered, so that a
- * subscriber gets every later item of the batch in one send when it ends.
- * A burst of publishes costs a subscriber two sends, not one per item;
- * nothing waits past the turn that read it.  (NULL: nothing.) */
+ * the hand-back channel, the replies in one read from Redis): what is
+ * queued for a connection meanwhile is written when the batch ends, so that
+ * a burst of publishes costs each subscriber one send, not one per item.
+ * Nothing waits past the turn that read it; a lone publish costs a copy of
+ * its bytes per subscriber more (a send costs far more).  (NULL: nothing.) */
 void serow_grip_holds_batch_begin(struct serow_grip_holds *g);
 void serow_grip_holds_batch_end(struct serow_grip_holds *g);
 /* epoll said something of a held connection (SEROW_GRIP_TAG | fd). */

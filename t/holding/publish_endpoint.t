@@ -102,7 +102,7 @@ is $lan->call({ REMOTE_ADDR => '127.0.0.1', PATH_INFO => '/publish/', REQUEST_ME
 # --publish-listen: a listener of its own.  The worker's publish function is
 # Serow::Holding::publish, defined here and inherited by the forked server.
 {
-    no warnings 'once';
+    no warnings qw(once redefine);
     *Serow::Holding::publish = recorder();
 }
 my $publish_port = Net::EmptyPort::empty_port();
