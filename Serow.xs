@@ -25,6 +25,7 @@
 #include "holder/connection_holder.h"
 #include "shared/connection_transfer.h"
 #include "connection/fd_passing.h"
+#include "connection/tls_transport.h"
 #include "log/log.h"
 #include "shared/shared_state.h"
 #include "psgi/shared_values.h"
@@ -165,9 +166,9 @@ loop_DESTROY(Serow::Loop loop)
     serow_worker_loop_free(loop);
 
 void
-loop_add_listener(Serow::Loop loop, int fd, int is_unix, const char *server_name, int server_port)
+loop_add_listener(Serow::Loop loop, int fd, int is_unix, const char *server_name, int server_port, int tls = 0)
   CODE:
-    if (serow_worker_loop_add_listener(loop, fd, is_unix, server_name, server_port) != 0)
+    if (serow_worker_loop_add_listener(loop, fd, is_unix, server_name, server_port, tls) != 0)
         croak("cannot watch listen socket %d: %s", fd, strerror(errno));
 
 void

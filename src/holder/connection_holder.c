@@ -207,6 +207,10 @@ static void close_unheld(struct holder *h, int fd)
 static void close_held(struct holder *h, struct held_connection *c)
 {
     int fd = c->fd;
+    if (!SEROW_TRANSPORT_IS_PLAIN(&c->info.carried)) {
+        serow_transport_shutdown(&c->info.carried, fd); /* TLS: close_notify */
+        serow_transport_forget(&c->info.carried, fd);
+    }
     unhold(h, c);
     close_unheld(h, fd);
 }
@@ -215,6 +219,7 @@ static void close_held(struct holder *h, struct held_connection *c)
 static void release_held(struct holder *h, struct held_connection *c)
 {
     int fd = c->fd;
+    serow_transport_forget(&c->info.carried, fd);
     unhold(h, c);
     close(fd);
 }

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "connection/fd_passing.h"
+#include "connection/tls_transport.h"
 #include "log/log.h"
 #include "request/request_accounting.h"
 
@@ -343,9 +344,11 @@ int serow_accept_connection(struct worker_loop *loop, int listener_index)
         atomic_fetch_add(&loop->shared->open_connections, 1);
     if (loop->slot)
         serow_request_metrics_count_accept(&loop->slot->counters);
+    struct serow_connection_state carried = {.transport = l->transport};
+    if (l->transport == SEROW_TRANSPORT_TLS)
+        serow_tls_accepted(&carried); /* (its handshake: the first reads, timed by the header timer) */
     struct connection *conn = adopt_connection(loop, fd, (struct sockaddr *)&addr, addr_len,
-                                               listener_index,
-                                               (struct serow_connection_state){l->transport});
+                                               listener_index, carried);
     /* TCP_DEFER_ACCEPT usually means the request is already here. */
     if (conn && serow_read_connection(loop, conn) == 0 && loop->settings.max_queue_wait_ms)
         shed_if_waited_in_backlog(loop, conn);
