@@ -229,8 +229,11 @@ int serow_transport_buffered_tls(struct serow_connection_state *cs, int fd)
 
 void serow_transport_forget_tls(struct serow_connection_state *cs, int fd)
 {
-    if (cs->transport == SEROW_TRANSPORT_TLS && fd >= 0 && fd < locals_size &&
-        locals[fd].id == cs->tls_id)
+    if (cs->transport != SEROW_TRANSPORT_TLS)
+        return;
+    if (cs->tls_phase == SEROW_TLS_PHASE_RECORDS)
+        serow_tls_forget_keys(&cs->tls);
+    if (fd >= 0 && fd < locals_size && locals[fd].id == cs->tls_id)
         local_clear(&locals[fd]);
 }
 
