@@ -6,6 +6,7 @@ use Digest::MD5 qw(md5_hex);
 use File::Temp ();
 use JSON::PP ();
 use POSIX ();
+use IO::Select ();
 use Serow::Test qw(need_debian_packages start_server raw_connect read_until_close);
 use Serow::Test::TLS qw(test_pki tls_options tls_connect tls_request);
 
@@ -145,6 +146,50 @@ subtest 'LWP over IO::Socket::SSL, kept alive' => sub {
         $ports{ $seen->{port} } = 1;
     }
     is scalar(keys %ports), 1, 'all on one connection';
+};
+
+# A relay between a client and the server that passes what the client
+# sends in pieces of 1 to 7 bytes, each its own segment (TCP_NODELAY): the
+# server sees its handshake and its records arrive in parts.  Returns the
+# relay's port; the relay serves one connection, then exits.
+sub slow_relay {
+    require IO::Socket::IP;
+    require Socket;
+    my $listen = IO::Socket::IP->new(LocalHost => '127.0.0.1', LocalPort => 0, Listen => 1,
+        ReuseAddr => 1) or die "relay: $@";
+    my $pid = fork // die "fork: $!";
+    if ($pid) { my $port = $listen->sockport; close $listen; return ($port, $pid) }
+    my $client = $listen->accept or POSIX::_exit(1);
+    my $server_sock = IO::Socket::IP->new(PeerHost => '127.0.0.1', PeerPort => $server->port)
+        or POSIX::_exit(2);
+    setsockopt($server_sock, Socket::IPPROTO_TCP(), Socket::TCP_NODELAY(), 1);
+    my $sel = IO::Select->new($client, $server_sock);
+    my $n = 0;
+    while (my @ready = $sel->can_read(Serow::Test::READ_TIMEOUT)) {
+        for my $from (@ready) {
+            my $got = sysread($from, my $buf, 65536) or POSIX::_exit(0);
+            if ($from == $server_sock) { syswrite($client, $buf); next }
+            while (length $buf) {
+                my $piece = substr($buf, 0, 1 + $n++ % 7, '');
+                syswrite($server_sock, $piece) or POSIX::_exit(3);
+            }
+        }
+    }
+    POSIX::_exit(0);
+}
+
+subtest 'a client whose handshake and records arrive a few bytes at a time' => sub {
+    my ($port, $relay) = slow_relay();
+    my $via = bless { port => $port }, 'Serow::Test::Server';
+    my $sock = tls_connect($via, $pki) or return fail "no TLS connection: $@";
+    for my $i (1 .. 5) {
+        my $body = 'p' x (1000 * $i * $i);
+        my $res = tls_request($sock, "/pieces/$i", method => 'POST', body => $body);
+        my ($seen) = $res ? answers($res->{body}) : ();
+        is $seen && $seen->{md5}, md5_hex($body), "request $i: its body of " . length($body) . ' bytes';
+    }
+    close $sock;
+    waitpid($relay, 0);
 };
 
 subtest 'plain HTTP to the TLS port: 400, as nginx answers' => sub {
