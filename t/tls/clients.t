@@ -192,6 +192,21 @@ subtest 'a client whose handshake and records arrive a few bytes at a time' => s
     waitpid($relay, 0);
 };
 
+subtest "the server's own error pages, sealed" => sub {
+    my $sock = tls_connect($server, $pki) or return fail "no TLS connection: $@";
+    syswrite $sock, "GET / HTTP/1.1\r\nHost: localhost\r\nBad Header\r\n\r\n";
+    my $res = Serow::Test::TLS::tls_read_response($sock);
+    is $res && $res->{status}, 400, 'a malformed head: 400';
+    $sock = tls_connect($server, $pki) or return fail "no TLS connection: $@";
+    my $head = "GET / HTTP/1.1\r\nHost: localhost\r\nX-Big: " . ('x' x 70_000) . "\r\n\r\n";
+    while (length $head) { # (a record at a time)
+        my $n = syswrite($sock, $head) or last;
+        substr($head, 0, $n, '');
+    }
+    $res = Serow::Test::TLS::tls_read_response($sock);
+    is $res && $res->{status}, 431, 'a head over --max-header-size: 431';
+};
+
 subtest 'plain HTTP to the TLS port: 400, as nginx answers' => sub {
     my $sock = raw_connect($server);
     syswrite $sock, "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
