@@ -227,5 +227,20 @@ subtest 'a handshake that does not end is closed after --header-timeout' => sub 
     is $res && $res->{status}, 200, 'and the server goes on';
 };
 
+subtest 'plackup -s Serow --enable-ssl --ssl-cert --ssl-key' => sub {
+    my $plackup = Serow::Test::find_command('plackup') or return plan skip_all => 'no plackup';
+    require Net::EmptyPort;
+    my $port = Net::EmptyPort::empty_port();
+    my $served = start_server(listen => 'none', command => [$^X, '-Mblib', $plackup, '-s', 'Serow',
+        '--listen', "127.0.0.1:$port", '--enable-ssl', '--ssl-cert', $pki->{cert}, '--ssl-key', $pki->{key},
+        't/apps/pid.psgi']);
+    ok $served->wait_for_log(qr{Serow: Accepting connections at https://127\.0\.0\.1:$port/}),
+        "plackup's server_ready line says https" or return diag $served->log;
+    my $sock = tls_connect(bless({ port => $port }, 'Serow::Test::Server'), $pki) or return fail "TLS: $@";
+    my $res = tls_request($sock, '/');
+    is $res && $res->{status}, 200, 'and it serves TLS';
+    is $served->stop, 0, 'TERM stops it cleanly';
+};
+
 is $server->stop, 0, 'clean stop';
 done_testing;
