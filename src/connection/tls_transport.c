@@ -8,21 +8,20 @@
  * (struct tls_local).  It knows no loop: what a caller does with EAGAIN or
  * a short count is the caller's.
  *
- * The rule that lets a connection move: between two calls nothing of it
- * is in this process but its state, except in two cases the callers see.
- * Ciphertext is read only in whole records: the socket is peeked, and
- * only the records that are all there (and whose plaintext fits the
- * caller's room, but for the first) are taken, so that a record still
- * arriving stays in the kernel, which moves it with the descriptor, and
- * epoll keeps seeing it.  (SO_RCVLOWAT is raised to the record's length
- * meanwhile, so that a record arriving slowly does not wake the loop at
- * each segment.)  The two cases: a record whose plaintext is longer than
- * the room of the read (the rest waits here: serow_transport_buffered),
- * and sealed bytes the socket did not take (the caller is told that the
- * last byte it gave is not sent yet, so it calls again, with that byte
- * first, and gets its count once all went: a short write never cuts a
- * record and never loses one).  A worker parks or hands on a connection
- * only between requests, with neither.
+ * The rule that lets a connection move: it moves only between requests,
+ * when nothing of it is in this process but its state.  What a process
+ * may keep beside it meanwhile, each a case its callers see:
+ *  - the start of a record still arriving (it is read from the socket, not
+ *    left there: a kernel whose receive buffer is full sends no more until
+ *    it is read), and the rest of a record whose plaintext was longer than
+ *    the room of the read that opened it: serow_transport_buffered says so,
+ *    and a worker does not park such a connection (its next request has
+ *    begun);
+ *  - sealed bytes the socket did not take: the caller is told that the
+ *    last byte it gave is not sent yet, so that it waits for the socket and
+ *    calls again, with that byte first, and gets its count once all went (a
+ *    short write never cuts a record and never loses one); a worker parks a
+ *    connection only after its response went.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -176,6 +175,8 @@ struct tls_local {
     gnutls_session_t session; /* during the handshake */
     uint8_t *plain;           /* opened, not read yet */
     size_t plain_off, plain_len;
+    uint8_t *partial;         /* the start of a record still arriving */
+    size_t partial_len;
     uint8_t *out;             /* sealed, not sent yet */
     size_t out_off, out_len;
     size_t unreported;        /* plaintext bytes in out the caller was not told of */
@@ -189,6 +190,7 @@ static void local_clear(struct tls_local *l)
     if (l->session)
         gnutls_deinit(l->session);
     free(l->plain);
+    free(l->partial);
     free(l->out);
     memset(l, 0, sizeof *l);
 }
@@ -224,7 +226,7 @@ int serow_transport_buffered_tls(struct serow_connection_state *cs, int fd)
     if (cs->transport != SEROW_TRANSPORT_TLS || fd < 0 || fd >= locals_size ||
         locals[fd].id != cs->tls_id)
         return 0;
-    return locals[fd].plain_len > 0;
+    return locals[fd].plain_len > 0 || locals[fd].partial_len > 0;
 }
 
 void serow_transport_forget_tls(struct serow_connection_state *cs, int fd)
@@ -237,9 +239,10 @@ void serow_transport_forget_tls(struct serow_connection_state *cs, int fd)
         local_clear(&locals[fd]);
 }
 
-/* Buffers every process uses for one call at a time: ciphertext peeked and
- * taken (the longest record either version allows fits), plaintext
- * gathered for sealing, and what it is sealed into. */
+/* Buffers every process uses for one call at a time: ciphertext read or
+ * peeked (a record begun and what follows it; the longest record either
+ * version allows fits), plaintext gathered for sealing, and what it is
+ * sealed into. */
 #define IN_SCRATCH (96 * 1024)
 #define OUT_CHUNK (64 * 1024)
 static uint8_t *scratch_in, *scratch_plain, *scratch_out;
@@ -392,17 +395,6 @@ static void send_alert(struct serow_connection_state *cs, int fd)
     }
 }
 
-/* The socket waits for a whole record of need bytes before it says it is
- * readable, or again for any byte (need 1). */
-static void wait_for(struct serow_connection_state *cs, int fd, size_t need)
-{
-    if (need <= 1 && !cs->tls_lowat)
-        return;
-    int lowat = (int)need;
-    if (setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &lowat, sizeof lowat) == 0)
-        cs->tls_lowat = need > 1;
-}
-
 /* The plaintext kept from a record longer than a read's room. */
 static size_t take_kept(struct tls_local *l, uint8_t *into, size_t room, int peek)
 {
@@ -431,16 +423,11 @@ static int keep_plain(struct tls_local *l, const uint8_t *data, size_t len)
     return 0;
 }
 
-/* The length of the record at p (n bytes there), or 0 when its header is
- * not all there. */
-static size_t record_length(const uint8_t *p, size_t n)
-{
-    return n < 5 ? 0 : 5 + ((size_t)p[3] << 8 | p[4]);
-}
-
 /* The peek of the holder (is a request there? what is its head?): the
  * records there are opened with a copy of the state, so that nothing is
- * taken and the state does not move. */
+ * taken and the state does not move.  -1 with EINPROGRESS when bytes are
+ * there but no data yet (a record not all there, a KeyUpdate): a worker
+ * must read them. */
 static ssize_t peek_records(struct serow_connection_state *cs, int fd, struct tls_local *l,
                             uint8_t *into, size_t room)
 {
@@ -448,24 +435,28 @@ static ssize_t peek_records(struct serow_connection_state *cs, int fd, struct tl
         return (ssize_t)take_kept(l, into, room, 1);
     if (cs->tls.flags & SEROW_TLS_PEER_CLOSED)
         return 0;
-    ssize_t n = recv(fd, scratch_in, IN_SCRATCH, MSG_PEEK | MSG_DONTWAIT);
-    if (n <= 0)
-        return n;
+    size_t have = l->partial_len;
+    if (have)
+        memcpy(scratch_in, l->partial, have);
+    ssize_t got = recv(fd, scratch_in + have, IN_SCRATCH - have, MSG_PEEK | MSG_DONTWAIT);
+    if (got <= 0 && have == 0)
+        return got;
+    size_t n = have + (got > 0 ? (size_t)got : 0);
     struct serow_tls_state copy = cs->tls;
     size_t off = 0, done = 0;
     ssize_t result = -1;
     while (done < room) {
         struct serow_tls_record rec;
-        long t = serow_tls_open(&copy, scratch_in + off, (size_t)n - off, &rec);
+        long t = serow_tls_open(&copy, scratch_in + off, n - off, &rec);
         if (t < 0) {
             errno = EPROTO;
             goto out;
         }
         if (t == 0) {
             if (done == 0) {
-                size_t need = record_length(scratch_in + off, (size_t)n - off);
-                wait_for(cs, fd, off + (need ? need : 5));
-                errno = EAGAIN;
+                /* a record is arriving, or only records with no data (a
+                 * KeyUpdate) are there: bytes a worker must read */
+                errno = EINPROGRESS;
                 goto out;
             }
             break;
@@ -485,9 +476,10 @@ out:
     return result;
 }
 
-/* Takes the whole records there are (whose plaintext fits room, but for
- * the first), and opens them into into.  Returns the plaintext's length
- * (0: the client closed), or -1 with errno. */
+/* Reads what the socket has, up to about room more than the start of a
+ * record kept, and opens the whole records into into (what does not fit
+ * is kept, as is a record's start).  Returns the plaintext's length (0:
+ * the client closed), or -1 with errno (EAGAIN: no whole record yet). */
 static ssize_t read_records(struct serow_connection_state *cs, int fd, struct tls_local *l,
                             uint8_t *into, size_t room, uint64_t *stamp_ns)
 {
@@ -500,60 +492,34 @@ static ssize_t read_records(struct serow_connection_state *cs, int fd, struct tl
         }
         if (st->flags & SEROW_TLS_PEER_CLOSED)
             return (ssize_t)done;
-        ssize_t n = recv(fd, scratch_in, IN_SCRATCH, MSG_PEEK | MSG_DONTWAIT);
+        size_t have = l->partial_len;
+        if (have)
+            memcpy(scratch_in, l->partial, have);
+        /* (what room takes, with its records' overhead: what is read past
+         * it is opened and kept, and epoll sees what is left) */
+        size_t want = room - done + 1024;
+        if (want < SEROW_TLS_MAX_RECORD + 2048)
+            want = SEROW_TLS_MAX_RECORD + 2048;
+        if (want > IN_SCRATCH - have)
+            want = IN_SCRATCH - have;
+        ssize_t n = stamp_ns != NULL
+                        ? serow_recv_stamped(fd, scratch_in + have, want, MSG_DONTWAIT, stamp_ns)
+                        : recv(fd, scratch_in + have, want, MSG_DONTWAIT);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
-            return done ? (ssize_t)done : n;
-        /* the whole records there, as many as fit */
-        size_t take = 0, bound = 0;
-        for (;;) {
-            size_t len = record_length(scratch_in + take, (size_t)n - take);
-            if (len == 0 || take + len > (size_t)n)
-                break;
-            if (take > 0 && done + bound + (len - 5) > room)
-                break;
-            take += len;
-            bound += len - 5; /* (more than its plaintext) */
-            if (done + bound >= room)
-                break;
-        }
-        if (take == 0) {
-            struct serow_tls_record rec;
-            if (serow_tls_open(st, scratch_in, (size_t)n, &rec) < 0) { /* a length no record has */
-                send_alert(cs, fd);
-                continue;
-            }
-            size_t need = record_length(scratch_in, (size_t)n);
-            wait_for(cs, fd, need ? need : 5);
-            if (done)
-                return (ssize_t)done;
-            errno = EAGAIN;
-            return -1;
-        }
-        size_t got = 0;
-        while (got < take) {
-            ssize_t r = stamp_ns != NULL && got == 0
-                            ? serow_recv_stamped(fd, scratch_in, take, MSG_DONTWAIT, stamp_ns)
-                            : recv(fd, scratch_in + got, take - got, MSG_DONTWAIT);
-            if (r < 0 && errno == EINTR)
-                continue;
-            if (r <= 0) { /* (peeked bytes are there: this is not expected) */
-                st->flags |= SEROW_TLS_FAILED | SEROW_TLS_ALERT_SENT;
-                errno = EIO;
-                return done ? (ssize_t)done : -1;
-            }
-            got += (size_t)r;
-        }
+            return done ? (ssize_t)done : n; /* (the end cuts a record begun: the end all the same) */
         stamp_ns = NULL;
-        wait_for(cs, fd, 1);
-        for (size_t off = 0; off < take;) {
+        size_t len = have + (size_t)n, off = 0;
+        for (;;) {
             struct serow_tls_record rec;
-            long t = serow_tls_open(st, scratch_in + off, take - off, &rec);
-            if (t <= 0) {
+            long t = serow_tls_open(st, scratch_in + off, len - off, &rec);
+            if (t < 0) {
                 send_alert(cs, fd);
                 break;
             }
+            if (t == 0)
+                break;
             off += (size_t)t;
             if (rec.type != SEROW_TLS_APPLICATION_DATA || rec.len == 0)
                 continue;
@@ -566,9 +532,22 @@ static ssize_t read_records(struct serow_connection_state *cs, int fd, struct tl
                 return done ? (ssize_t)done : -1;
             }
         }
-        /* Only alerts and KeyUpdates (or the end): the top of the loop
-         * says.  Else the caller has what there is; records left in the
-         * socket are epoll's to report. */
+        /* the start of the next record, kept */
+        size_t rest = (st->flags & SEROW_TLS_FAILED) ? 0 : len - off;
+        if (rest != l->partial_len || rest == 0) {
+            free(l->partial);
+            l->partial = rest ? malloc(rest) : NULL;
+            if (rest && l->partial == NULL) {
+                st->flags |= SEROW_TLS_FAILED | SEROW_TLS_ALERT_SENT;
+                errno = ENOMEM;
+                return done ? (ssize_t)done : -1;
+            }
+        }
+        if (rest)
+            memcpy(l->partial, scratch_in + off, rest);
+        l->partial_len = rest;
+        /* Only alerts, KeyUpdates or a record's start (or the end): read
+         * on, up to EAGAIN.  Else the caller has what there is. */
         if (done > 0)
             return (ssize_t)done;
     }

@@ -70,8 +70,7 @@ enum serow_tls_phase {
 struct serow_connection_state {
     uint32_t transport; /* enum serow_transport_kind */
     uint16_t tls_phase; /* TLS: enum serow_tls_phase */
-    uint16_t tls_lowat; /* TLS: the socket's SO_RCVLOWAT was raised to wait for a whole
-                         * record (the kernel keeps it with the socket, so it moves too) */
+    uint16_t unused;
     uint64_t tls_id;    /* TLS: this connection among those a process has had on its
                          * descriptor number (what the process keeps beside it is
                          * keyed by both: tls_transport.c) */
@@ -90,8 +89,9 @@ static inline void serow_connection_state_copy(struct serow_connection_state *to
 }
 
 /* A transport's operations, as the system calls they stand for: a count of
- * bytes, or -1 with errno (EAGAIN: not now).  flags are recv's and send's
- * (MSG_PEEK, MSG_DONTWAIT, MSG_MORE); MSG_DONTWAIT says that the caller
+ * bytes, or -1 with errno (EAGAIN: not now; for a peek, EINPROGRESS: bytes
+ * are arriving but none can be read yet, as a TLS record not all there).
+ * flags are recv's and send's (MSG_PEEK, MSG_DONTWAIT, MSG_MORE); MSG_DONTWAIT says that the caller
  * will not wait and try again, so that EAGAIN loses what it was for.
  * stamp_ns, when not NULL: the kernel's receive stamp of the bytes read
  * (serow_transport_recv_stamped).  shutdown ends the sending side. */

@@ -410,11 +410,11 @@ static void connection_readable(struct holder *h, struct held_connection *c)
 {
     char byte;
     ssize_t n = serow_transport_recv(&c->info.carried, c->fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR && errno != EINPROGRESS)) {
         close_held(h, c); /* the client closed its idle connection */
         return;
     }
-    if (n < 0)
+    if (n < 0 && errno != EINPROGRESS) /* (EINPROGRESS: a TLS record is arriving) */
         return;
     /* A request: stop watching it here, queue it for a worker. */
     epoll_ctl(h->epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
