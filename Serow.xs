@@ -26,6 +26,7 @@
 #include "holder/redis_link.h"
 #include "shared/connection_transfer.h"
 #include "connection/fd_passing.h"
+#include "connection/tls_transport.h"
 #include "log/log.h"
 #include "shared/shared_state.h"
 #include "psgi/shared_values.h"
@@ -180,9 +181,9 @@ loop_DESTROY(Serow::Loop loop)
     serow_worker_loop_free(loop);
 
 void
-loop_add_listener(Serow::Loop loop, int fd, int is_unix, const char *server_name, int server_port)
+loop_add_listener(Serow::Loop loop, int fd, int is_unix, const char *server_name, int server_port, int tls = 0)
   CODE:
-    if (serow_worker_loop_add_listener(loop, fd, is_unix, server_name, server_port) != 0)
+    if (serow_worker_loop_add_listener(loop, fd, is_unix, server_name, server_port, tls) != 0)
         croak("cannot watch listen socket %d: %s", fd, strerror(errno));
 
 void

@@ -73,6 +73,17 @@ exit_now(int status)
      * must not flush what its parent had buffered). */
     _exit(status);
 
+void
+tls_configure(const char *cert_file, const char *key_file, SV *priorities)
+  CODE:
+    /* --ssl-cert, --ssl-key, --ssl-priorities: read in the master before
+     * privileges drop; every process it forks inherits them.  Dies with
+     * what is wrong, naming the option. */
+    char err[1024];
+    if (serow_tls_configure(cert_file, key_file, SvOK(priorities) ? SvPV_nolen(priorities) : NULL,
+                            err, sizeof err) != 0)
+        croak("%s\n", err);
+
 double
 open_file_limit()
   CODE:

@@ -15,7 +15,8 @@ use Socket qw(IPPROTO_TCP IPPROTO_IPV6 IPV6_V6ONLY TCP_NODELAY SOL_SOCKET SO_REU
 use constant TCP_DEFER_ACCEPT => 9;
 use constant DEFER_ACCEPT_SECONDS => 10;
 
-# A listener is { socket, fd, is_unix, name (as given), server_name, server_port }.
+# A listener is { socket, fd, is_unix, name (as given), server_name, server_port,
+# tls (its connections are TLS: --listen HOST:PORT:ssl, --enable-ssl) }.
 
 sub _describe_sockname {
     my ($socket) = @_;
@@ -37,9 +38,15 @@ sub _tune_tcp {
     setsockopt($socket, IPPROTO_TCP, TCP_DEFER_ACCEPT, DEFER_ACCEPT_SECONDS);
 }
 
-# Parses "host:port", "[v6]:port", ":port", "port" or a path.
+# Parses "host:port", "[v6]:port", ":port", "port" or a path, each with
+# ":ssl" after it for TLS (Starman's form).
 sub parse_address {
     my ($class, $address) = @_;
+    if ($address =~ /\A(.+):ssl\z/) {
+        my $parsed = $class->parse_address($1);
+        defined $parsed->{path} and die "--listen: '$address': TLS on a UNIX socket is not served\n";
+        return { %$parsed, tls => 1 };
+    }
     return { path => $address } if $address =~ m{/};
     return { host => $1, port => $2 } if $address =~ /\A\[([0-9a-fA-F:.]+)\]:(\d+)\z/;
     return { host => ($1 eq '' || $1 eq '*' ? '0.0.0.0' : $1), port => $2 }
@@ -79,7 +86,9 @@ sub open_address {
             or die "--listen: cannot listen on $address: $@";
         _tune_tcp($socket);
     }
-    return $class->_wrap($socket, $parsed->{path});
+    my $listener = $class->_wrap($socket, $parsed->{path});
+    $listener->{tls} = 1 if $parsed->{tls};
+    return $listener;
 }
 
 sub _unix_listen {

@@ -16,7 +16,11 @@ use warnings;
 # the bare --name turns it on, and takes no value), choice (one of the words
 # listed).
 my @OPTIONS = (
-    listen => ['list', [], 'HOST:PORT, [IPv6]:PORT, :PORT or /path/to.sock to listen on (repeatable; default 0.0.0.0:5000)'],
+    listen => ['list', [], 'HOST:PORT, [IPv6]:PORT, :PORT or /path/to.sock to listen on, with :ssl after it to serve TLS there (repeatable; default 0.0.0.0:5000)'],
+    enable_ssl => ['switch', 0, 'serve TLS on every --listen address (as Starman\'s --enable-ssl); needs --ssl-cert and --ssl-key (docs/tls.md)'],
+    ssl_cert => ['string', undef, 'the server\'s certificate chain (PEM), read at start before privileges drop', 'FILE'],
+    ssl_key => ['string', undef, 'its private key (PEM, no passphrase), read at start before privileges drop', 'FILE'],
+    ssl_priorities => ['string', undef, 'the TLS versions, ciphers and key exchanges, as a GnuTLS priority string (default: Mozilla\'s intermediate profile: TLS 1.2 and 1.3, ECDHE, AES-GCM and ChaCha20-Poly1305; a cipher other than those three, or a version below TLS 1.2, is refused)', 'STRING'],
     socket_mode => ['mode', undef, 'permissions of UNIX sockets Serow creates, in octal (e.g. 0660)'],
     backlog => ['int', 1024, 'listen queue length'],
     workers => ['count', 4, 'worker processes'],
@@ -107,11 +111,7 @@ my @ALIASES = (
                               refuse => 'Serow starts the new workers before the old ones leave on HUP, so no request waits; drop the option' },
     'child-exit'         => { from => 'Starlet, Gazelle',
                               refuse => 'put the code in an END block in the app: a worker runs it when it exits' },
-    'enable-ssl'         => { switch => 1, from => 'Starman',
-                              refuse => 'Serow serves plain HTTP: terminate TLS in nginx or HAProxy in front of it' },
-    'ssl'                => { hash_only => 1, from => 'plackup --enable-ssl', refuse_as => 'enable-ssl' },
-    'ssl-cert'           => { from => 'Starman', refuse_as => 'enable-ssl' },
-    'ssl-key'            => { from => 'Starman', refuse_as => 'enable-ssl' },
+    'ssl'                => { to => 'enable_ssl', hash_only => 1, from => 'plackup --enable-ssl' },
     'disable-proctitle'  => { switch => 1, from => 'Starman',
                               refuse => 'Serow always names its processes (serow master, serow worker, serow connection holder); drop the option' },
     'proctitle'          => { hash_only => 1, from => 'plackup --disable-proctitle', refuse_as => 'disable-proctitle' },
@@ -259,6 +259,14 @@ sub _resolve_alias {
 # Checks between options.
 sub _check_together {
     my ($opts) = @_;
+    my $tls = $opts->{enable_ssl} || grep { /:ssl\z/ } @{ $opts->{listen} };
+    if ($tls) {
+        defined $opts->{$_} or die "--" . ($opts->{enable_ssl} ? 'enable-ssl' : 'listen HOST:PORT:ssl')
+            . ": needs --" . _dashed($_) . "\n" for qw(ssl_cert ssl_key);
+    } else {
+        defined $opts->{$_} and die "--" . _dashed($_) . ": no address serves TLS (--enable-ssl, or :ssl after a --listen address)\n"
+            for qw(ssl_cert ssl_key ssl_priorities);
+    }
     if (defined $opts->{min_requests}) {
         $opts->{max_requests} or die "--min-requests: needs --max-requests (the highest limit a worker draws)\n";
         $opts->{min_requests} <= $opts->{max_requests}

@@ -67,6 +67,17 @@ sub _open_file_limit {
 # systemd hand over, else the ones --listen names.
 sub open_listeners {
     my ($self) = @_;
+    my @listeners = $self->_open_listeners;
+    if ($self->{options}{enable_ssl}) {
+        $_->{is_unix} and die "--enable-ssl: TLS on a UNIX socket is not served ($_->{name})\n"
+            for @listeners;
+        $_->{tls} = 1 for @listeners;
+    }
+    return @listeners;
+}
+
+sub _open_listeners {
+    my ($self) = @_;
     my $options = $self->{options};
     if ($self->{listen_sockets}) {
         return map { Serow::Listener->from_socket($_) } @{ $self->{listen_sockets} };
@@ -199,6 +210,7 @@ sub start_master {
     # What is published must have connections held to reach: --publish-listen
     # and --publish-redis turn holding on.
     $options->{grip} = 1 if defined $options->{publish_listen} || defined $options->{publish_redis};
+    $self->configure_tls($options) if defined $options->{ssl_cert};
     my @listeners = $self->open_listeners;
     # Last, so that the app's listeners keep their indexes and the first is
     # still the one announced to plackup.
@@ -233,12 +245,27 @@ sub open_error_log {
     Serow::Log->open_file($path) or die "--error-log: cannot open $path: $!\n";
 }
 
+# --ssl-cert, --ssl-key, --ssl-priorities: read here, in the master before
+# any process is forked (so before privileges drop: a key only root may
+# read works), and kept for every process; a file that cannot be used stops
+# the start with the option and the problem.  (Options.pm made sure that
+# an address serves TLS and that both files are named.)
+sub configure_tls {
+    my ($self, $options) = @_;
+    for my $name (qw(ssl_cert ssl_key)) {
+        my $file = $options->{$name};
+        open(my $fh, '<', $file) or die '--' . ($name =~ tr/_/-/r) . ": cannot read $file: $!\n";
+    }
+    Serow::tls_configure($options->{ssl_cert}, $options->{ssl_key}, $options->{ssl_priorities});
+}
+
 # Where a listener is, as a URL (or the path of a UNIX socket).
 sub listener_url {
     my ($listener) = @_;
     return $listener->{name} if $listener->{is_unix};
     my $host = $listener->{server_name};
-    return 'http://' . ($host =~ /:/ ? "[$host]" : $host) . ":$listener->{server_port}";
+    return ($listener->{tls} ? 'https' : 'http') . '://' . ($host =~ /:/ ? "[$host]" : $host)
+        . ":$listener->{server_port}";
 }
 
 # Says the server is up: only once the master's signal handlers are in
@@ -260,7 +287,7 @@ sub announce {
     if ($self->{server_ready}) {
         my $first = $listeners[0];
         $self->{server_ready}->({ host => $first->{server_name}, port => $first->{server_port},
-            server_software => 'Serow', proto => 'http' });
+            server_software => 'Serow', proto => $first->{tls} ? 'https' : 'http' });
     }
 }
 

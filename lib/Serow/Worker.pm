@@ -141,7 +141,8 @@ sub run {
     my $options = $self->{options};
     my $loop = $self->{loop} = Serow::Loop->new($self->loop_settings($options));
     for my $l (@{ $self->{listeners} }) {
-        $loop->add_listener($l->{fd}, $l->{is_unix} ? 1 : 0, $l->{server_name}, $l->{server_port});
+        $loop->add_listener($l->{fd}, $l->{is_unix} ? 1 : 0, $l->{server_name}, $l->{server_port},
+                            $l->{tls} ? 1 : 0);
     }
     if ($self->{shared}) {
         $loop->join_holder($self->{shared}, $self->{slot}, $self->{wake_fd}, @{ $self->{channels} });

@@ -39,15 +39,63 @@ static gnutls_cipher_algorithm_t library_cipher(const struct serow_tls_state *st
     }
 }
 
-/* A cipher handle for one call's records.  (Made per call: a handle is the
- * library's memory, which cannot move with the state.  Its cost, a key
- * schedule and an allocation, is the price of that until a process keeps
- * handles of its own: docs/tls.md.) */
+/* The cipher handles of the keys this process used last, found by their
+ * key.  A handle is the library's memory (a key schedule), which cannot
+ * move with the state: each process keeps its own, so that a connection it
+ * owns pays the key schedule once, not once per call.  A handle goes when
+ * its connection leaves the process (serow_tls_forget_keys), when its key
+ * is replaced (KeyUpdate), or when newer ones push it out. */
+#define HANDLE_CACHE 16
+static struct kept_handle {
+    gnutls_aead_cipher_hd_t h; /* NULL: a free place */
+    uint8_t cipher;
+    uint8_t key[32];
+} kept_handles[HANDLE_CACHE];
+static unsigned kept_next;
+
+static void drop_handle(struct kept_handle *k)
+{
+    if (k->h)
+        gnutls_aead_cipher_deinit(k->h);
+    explicit_bzero(k, sizeof *k);
+}
+
+static struct kept_handle *handle_of(const struct serow_tls_state *st, const uint8_t *key)
+{
+    for (int i = 0; i < HANDLE_CACHE; i++)
+        if (kept_handles[i].h && kept_handles[i].cipher == st->cipher &&
+            memcmp(kept_handles[i].key, key, key_len(st)) == 0)
+            return &kept_handles[i];
+    return NULL;
+}
+
+/* A cipher handle for d's key: the kept one, or a new one kept. */
 static int cipher_open(const struct serow_tls_state *st, const struct serow_tls_direction *d,
                        gnutls_aead_cipher_hd_t *h)
 {
+    struct kept_handle *k = handle_of(st, d->key);
+    if (k) {
+        *h = k->h;
+        return 0;
+    }
     gnutls_datum_t key = {(unsigned char *)d->key, (unsigned)key_len(st)};
-    return gnutls_aead_cipher_init(h, library_cipher(st), &key) == 0 ? 0 : -1;
+    if (gnutls_aead_cipher_init(h, library_cipher(st), &key) != 0)
+        return -1;
+    k = &kept_handles[kept_next++ % HANDLE_CACHE];
+    drop_handle(k);
+    k->h = *h;
+    k->cipher = st->cipher;
+    memcpy(k->key, d->key, key_len(st));
+    return 0;
+}
+
+void serow_tls_forget_keys(const struct serow_tls_state *st)
+{
+    struct kept_handle *k;
+    if ((k = handle_of(st, st->read.key)))
+        drop_handle(k);
+    if ((k = handle_of(st, st->write.key)))
+        drop_handle(k);
 }
 
 /* Whether the nonce's last eight bytes travel in the record (AES-GCM in TLS
@@ -136,6 +184,9 @@ static int key_update(const struct serow_tls_state *st, struct serow_tls_directi
     suite_hash(st, &hash_len);
     if (expand_label(st, d->secret, "traffic upd", next, hash_len) < 0)
         return -1;
+    struct kept_handle *k = handle_of(st, d->key);
+    if (k)
+        drop_handle(k);
     memcpy(d->secret, next, hash_len);
     explicit_bzero(next, sizeof next); /* the old keys leave no copy behind */
     return keys_from_secret(st, d);
@@ -258,9 +309,7 @@ static long seal_one(struct serow_tls_state *st, uint8_t type, const void *data,
     gnutls_aead_cipher_hd_t h;
     if (room < SEROW_TLS_RECORD_OVERHEAD + len || cipher_open(st, &st->write, &h) < 0)
         return -1;
-    long n = seal_record(st, h, type, data, len, out);
-    gnutls_aead_cipher_deinit(h);
-    return n;
+    return seal_record(st, h, type, data, len, out);
 }
 
 long serow_tls_seal_key_update(struct serow_tls_state *st, int request_update, uint8_t *out,
@@ -306,15 +355,12 @@ long serow_tls_seal(struct serow_tls_state *st, const void *data, size_t len, ui
     for (size_t left = len; left > 0;) {
         size_t part = left < SEROW_TLS_MAX_PLAINTEXT ? left : SEROW_TLS_MAX_PLAINTEXT;
         long n = seal_record(st, h, SEROW_TLS_APPLICATION_DATA, p, part, out + done);
-        if (n < 0) {
-            gnutls_aead_cipher_deinit(h);
+        if (n < 0)
             return -1;
-        }
         done += (size_t)n;
         p += part;
         left -= part;
     }
-    gnutls_aead_cipher_deinit(h);
     return (long)done;
 }
 
@@ -443,7 +489,6 @@ long serow_tls_open(struct serow_tls_state *st, uint8_t *in, size_t len,
     size_t plain_len = sealed_len - TAG;
     int rc = gnutls_aead_cipher_decrypt(h, nonce, 12, aad, aad_len, TAG, sealed, sealed_len,
                                         sealed, &plain_len);
-    gnutls_aead_cipher_deinit(h);
     /* a wrong tag, a wrong sequence number (the nonce and the additional
      * data would differ): one answer, as RFC 8446 5.2 asks */
     if (rc < 0 || plain_len != sealed_len - TAG)

@@ -14,8 +14,10 @@
  * over where a kernel has it (not done here: no kernel this project runs on
  * has CONFIG_TLS).
  *
- * No I/O, no allocation kept, no process state: every call takes the state
- * and the bytes.  The server's side only: the state is exported from a
+ * No I/O: every call takes the state and the bytes.  The one thing a process
+ * keeps is the library's cipher handles of the keys it used last (a handle
+ * is that process's memory and cannot move with the state):
+ * serow_tls_forget_keys drops a connection's.  The server's side only: the state is exported from a
  * server session (read: what the client sends).  No renegotiation, no
  * compression, no 0-RTT, no session tickets sent after the handshake.
  *
@@ -122,6 +124,10 @@ struct serow_tls_record {
     uint8_t *data;
     size_t len;
 };
+
+/* Drops the cipher handles this process keeps for st's keys: the
+ * connection ends here or leaves for another process. */
+void serow_tls_forget_keys(const struct serow_tls_state *st);
 
 /* The session's TLS 1.3 traffic secrets into the state set with
  * gnutls_session_set_ptr(session, state): set as the session's keylog

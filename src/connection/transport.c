@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "connection/tls_transport.h"
 #include "log/log.h"
 
 size_t serow_transport_send_now(struct serow_connection_state *cs, int fd, const void *data,
@@ -217,6 +218,7 @@ static const struct serow_transport_ops short_ops = {
 const struct serow_transport_ops *const serow_transports[SEROW_TRANSPORT_KINDS] = {
     [SEROW_TRANSPORT_PLAIN] = &plain_ops,
     [SEROW_TRANSPORT_SHORT] = &short_ops,
+    [SEROW_TRANSPORT_TLS] = &serow_tls_transport_ops,
 };
 
 enum serow_transport_kind serow_transport_of_listeners(void)

@@ -8,20 +8,20 @@
  * 503 of a request whose worker it killed).  What they take besides the
  * descriptor is the connection's struct serow_connection_state, which moves
  * with the descriptor from process to process.  A transport is the set of
- * operations that state names: plain (the socket's bytes as they are), and a
- * test-only one that reads and writes a few bytes at a time (below).  TLS
- * slots in as another: its record state in serow_connection_state, its
- * operations in serow_transports.
+ * operations that state names: plain (the socket's bytes as they are), TLS
+ * (tls_transport.h: its record state in serow_connection_state, moved with
+ * the descriptor), and a test-only one that reads and writes a few bytes at
+ * a time (below).
  *
  * The one connection that bypasses the seam is the app's psgix.io: a Perl
  * handle on a duplicate of the descriptor (psgi_input.c), which reads and
  * writes the socket's raw bytes.  Under TLS it would see the records, not
- * the plaintext: such a connection must get no psgix.io (or a handle tied
- * to these functions).  Waiting for readiness (epoll, poll) and what the
- * kernel says of the socket (TCP_INFO, getpeername) are not reads: they stay
- * on the descriptor.  (With TLS, bytes decrypted and not yet taken wait in
- * the transport, where epoll cannot see them: the event loop, which takes a
- * read shorter than its room for an empty socket, must be told of them.)
+ * the plaintext: such a connection gets no psgix.io.  Waiting for readiness
+ * (epoll, poll) and what the kernel says of the socket (TCP_INFO,
+ * getpeername) are not reads: they stay on the descriptor.  (With TLS, bytes
+ * decrypted and not yet taken may wait in the transport, where epoll cannot
+ * see them: a recv that fills its room says "read again", and
+ * serow_transport_buffered says so between requests.)
  *
  * The plain transport is inline, behind one well-predicted branch: the
  * common path costs what the system call it makes did before the seam.
@@ -38,10 +38,19 @@
 #include <sys/uio.h>
 #include <time.h>
 
+#include "connection/tls_record.h"
+
 enum serow_transport_kind {
     SEROW_TRANSPORT_PLAIN = 0, /* the socket's bytes as they are: TCP, a UNIX socket */
     SEROW_TRANSPORT_SHORT,     /* tests only: short reads and writes (SEROW_TEST_TRANSPORT) */
+    SEROW_TRANSPORT_TLS,       /* TLS: the handshake, then records (tls_transport.c) */
     SEROW_TRANSPORT_KINDS
+};
+
+/* Where a TLS connection stands (serow_connection_state.tls_phase). */
+enum serow_tls_phase {
+    SEROW_TLS_PHASE_HANDSHAKE = 0, /* a library session in this process: it cannot move yet */
+    SEROW_TLS_PHASE_RECORDS,       /* tls holds all there is: it moves with the descriptor */
 };
 
 /*
@@ -52,16 +61,37 @@ enum serow_transport_kind {
  * worker's hand-back), in the connection's shared slot for whoever takes a
  * parked one (the holder stealing, a worker gathering: struct
  * connection_slot), and in the worker's slot for the request the app runs
- * (the master's 503: struct worker_slot).  Today that is which transport
- * reads and writes it; with TLS, the record layer's state too.
+ * (the master's 503: struct worker_slot).  That is which transport reads
+ * and writes it and, with TLS, the record layer's state (docs/tls.md): only
+ * one process at a time uses it, the one that owns the connection.  The
+ * part after transport means nothing to a plain connection and is not
+ * copied for one (serow_connection_state_copy).
  */
 struct serow_connection_state {
     uint32_t transport; /* enum serow_transport_kind */
+    uint16_t tls_phase; /* TLS: enum serow_tls_phase */
+    uint16_t unused;
+    uint64_t tls_id;    /* TLS: this connection among those a process has had on its
+                         * descriptor number (what the process keeps beside it is
+                         * keyed by both: tls_transport.c) */
+    struct serow_tls_state tls;
 };
 
+/* *to = *from, without the TLS part of a plain connection's (a copy on
+ * every keep-alive request: 4 bytes, not 224). */
+static inline void serow_connection_state_copy(struct serow_connection_state *to,
+                                               const struct serow_connection_state *from)
+{
+    if (__builtin_expect(from->transport != SEROW_TRANSPORT_TLS, 1))
+        to->transport = from->transport;
+    else
+        *to = *from;
+}
+
 /* A transport's operations, as the system calls they stand for: a count of
- * bytes, or -1 with errno (EAGAIN: not now).  flags are recv's and send's
- * (MSG_PEEK, MSG_DONTWAIT, MSG_MORE); MSG_DONTWAIT says that the caller
+ * bytes, or -1 with errno (EAGAIN: not now; for a peek, EINPROGRESS: bytes
+ * are arriving but none can be read yet, as a TLS record not all there).
+ * flags are recv's and send's (MSG_PEEK, MSG_DONTWAIT, MSG_MORE); MSG_DONTWAIT says that the caller
  * will not wait and try again, so that EAGAIN loses what it was for.
  * stamp_ns, when not NULL: the kernel's receive stamp of the bytes read
  * (serow_transport_recv_stamped).  shutdown ends the sending side. */
@@ -182,5 +212,24 @@ static inline int serow_transport_shutdown(struct serow_connection_state *cs, in
  * EAGAIN or an error.  Returns the bytes sent. */
 size_t serow_transport_send_now(struct serow_connection_state *cs, int fd, const void *data,
                                 size_t len);
+
+/* TLS: whether the transport holds plaintext it decrypted and no one has
+ * read yet, which epoll cannot report (a record longer than the room of
+ * the read that opened it).  0 for every other transport. */
+int serow_transport_buffered_tls(struct serow_connection_state *cs, int fd);
+static inline int serow_transport_buffered(struct serow_connection_state *cs, int fd)
+{
+    return SEROW_TRANSPORT_IS_PLAIN(cs) ? 0 : serow_transport_buffered_tls(cs, fd);
+}
+
+/* The connection ends in this process (closed, or given to another): what
+ * the transport kept beside its descriptor here goes.  Its state, if it
+ * moves, stays valid. */
+void serow_transport_forget_tls(struct serow_connection_state *cs, int fd);
+static inline void serow_transport_forget(struct serow_connection_state *cs, int fd)
+{
+    if (!SEROW_TRANSPORT_IS_PLAIN(cs))
+        serow_transport_forget_tls(cs, fd);
+}
 
 #endif

@@ -58,10 +58,26 @@
 struct held_connection {
     int fd;
     int in_epoll;
-    struct passed_connection info;
     uint64_t ready_since_ms; /* when it became readable (--max-queue-wait) */
     struct held_connection *prev, *next; /* oldest first */
+    /* Last: a plain connection's is allocated without the TLS state at the
+     * end of info.carried (HELD_PLAIN_SIZE), so that an idle plain
+     * connection costs the holder no more than before TLS; read and
+     * written through held_info and serow_connection_state_copy only. */
+    struct passed_connection info;
 };
+#define HELD_PLAIN_SIZE                                                                     \
+    (offsetof(struct held_connection, info) + offsetof(struct passed_connection, carried) + \
+     offsetof(struct serow_connection_state, tls))
+
+/* *to = what c holds of its connection (info as it was passed). */
+static void held_info(const struct held_connection *c, struct passed_connection *to)
+{
+    to->requests_served = c->info.requests_served;
+    to->listener_index = c->info.listener_index;
+    to->idle_since_ms = c->info.idle_since_ms;
+    serow_connection_state_copy(&to->carried, &c->info.carried);
+}
 
 struct holder {
     struct shared_state *shared;
@@ -152,11 +168,15 @@ static int hold(struct holder *h, int fd, const struct passed_connection *info)
         h->by_fd = grown;
         h->by_fd_size = size;
     }
-    struct held_connection *c = calloc(1, sizeof(*c));
+    struct held_connection *c =
+        calloc(1, info->carried.transport == SEROW_TRANSPORT_TLS ? sizeof(*c) : HELD_PLAIN_SIZE);
     if (c == NULL)
         return -1;
     c->fd = fd;
-    c->info = *info;
+    c->info.requests_served = info->requests_served;
+    c->info.listener_index = info->listener_index;
+    c->info.idle_since_ms = info->idle_since_ms;
+    serow_connection_state_copy(&c->info.carried, &info->carried);
     struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP, .data.u64 = (uint64_t)fd};
     /* (EEXIST: an entry left from when we held this socket under the same
      * number before; see serow_track_connection in worker_connections.c) */
@@ -219,6 +239,10 @@ static void close_unheld(struct holder *h, int fd)
 static void close_held(struct holder *h, struct held_connection *c)
 {
     int fd = c->fd;
+    if (!SEROW_TRANSPORT_IS_PLAIN(&c->info.carried)) {
+        serow_transport_shutdown(&c->info.carried, fd); /* TLS: close_notify */
+        serow_transport_forget(&c->info.carried, fd);
+    }
     unhold(h, c);
     close_unheld(h, fd);
 }
@@ -227,6 +251,7 @@ static void close_held(struct holder *h, struct held_connection *c)
 static void release_held(struct holder *h, struct held_connection *c)
 {
     int fd = c->fd;
+    serow_transport_forget(&c->info.carried, fd);
     unhold(h, c);
     close(fd);
 }
@@ -248,7 +273,7 @@ static int pass_to_worker(struct holder *h, int fd)
 {
     struct passed_connection info = {0};
     if (fd < h->by_fd_size && h->by_fd[fd])
-        info = h->by_fd[fd]->info;
+        held_info(h->by_fd[fd], &info);
     if (serow_send_connections(h->ready_channel, &fd, &info, 1) != 0)
         return -1;
     atomic_fetch_add(&h->shared->queued_connections, 1);
@@ -397,11 +422,11 @@ static void connection_readable(struct holder *h, struct held_connection *c)
 {
     char byte;
     ssize_t n = serow_transport_recv(&c->info.carried, c->fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR && errno != EINPROGRESS)) {
         close_held(h, c); /* the client closed its idle connection */
         return;
     }
-    if (n < 0)
+    if (n < 0 && errno != EINPROGRESS) /* (EINPROGRESS: a TLS record is arriving) */
         return;
     /* A request: stop watching it here, queue it for a worker. */
     epoll_ctl(h->epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);

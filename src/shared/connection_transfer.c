@@ -276,6 +276,13 @@ int serow_answer_app_connection(struct shared_state *shared, uint32_t worker_ind
     struct serow_connection_state carried = w->app_carried;
     if (carried.transport >= SEROW_TRANSPORT_KINDS)
         carried.transport = SEROW_TRANSPORT_PLAIN; /* (not trusted either) */
+    if (carried.transport == SEROW_TRANSPORT_TLS) {
+        /* The copy is the state when the app started: had the worker sealed
+         * anything since (a 100 Continue), a 503 sealed from it would reuse
+         * a nonce.  The connection is closed unanswered. */
+        close(fd);
+        return 0;
+    }
     size_t body = serow_answer_and_shut(&carried, fd, 503,
                                         strncmp(w->current_request, "HEAD ", 5) == 0,
                                         id.value_len ? &id : NULL);

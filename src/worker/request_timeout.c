@@ -89,7 +89,8 @@ void serow_worker_loop_app_timer_start(struct serow_request *r)
         serow_request_accounting_publish_for_master(r);
         atomic_store(&loop->slot->app_fd, r->conn ? r->conn->fd : -1);
         if (r->conn)
-            loop->slot->app_carried = r->conn->carried; /* (app_since_ms below publishes it) */
+            /* (app_since_ms below publishes it) */
+            serow_connection_state_copy(&loop->slot->app_carried, &r->conn->carried);
         atomic_store(&loop->slot->app_answered, answered(r));
         atomic_store(&loop->slot->app_since_ms, serow_shared_clock_ms());
     }

@@ -69,6 +69,7 @@ void serow_forget_connection(struct worker_loop *loop, struct connection *conn)
      * which the next connection here gets: a worker would spin on a socket
      * the app keeps with unread input. */
     epoll_ctl(loop->epoll_fd, EPOLL_CTL_DEL, conn->fd, NULL);
+    serow_transport_forget(&conn->carried, conn->fd);
     close(conn->fd);
     loop->connections[conn->fd] = NULL;
     loop->num_connections--;
@@ -78,6 +79,10 @@ void serow_forget_connection(struct worker_loop *loop, struct connection *conn)
 /* The end of a client connection. */
 void serow_close_connection(struct worker_loop *loop, struct connection *conn)
 {
+    /* TLS: close_notify, so that the client can tell the end from a cut
+     * (nothing is sent twice: after a lingering close's it is a no-op) */
+    if (!SEROW_TRANSPORT_IS_PLAIN(&conn->carried))
+        serow_transport_shutdown(&conn->carried, conn->fd);
     if (loop->shared)
         atomic_fetch_sub(&loop->shared->open_connections, 1);
     serow_forget_connection(loop, conn);

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "connection/fd_passing.h"
+#include "connection/tls_transport.h"
 #include "log/log.h"
 #include "request/request_accounting.h"
 
@@ -270,7 +271,7 @@ int serow_read_all_sent(struct worker_loop *loop, struct connection *conn)
 static struct connection *adopt_connection(struct worker_loop *loop, int fd,
                                            const struct sockaddr *addr, socklen_t addr_len,
                                            int listener_index,
-                                           struct serow_connection_state carried)
+                                           const struct serow_connection_state *carried)
 {
     struct listener *l = &loop->listeners[listener_index];
     struct connection *conn = serow_connection_new(fd, l->is_unix ? NULL : addr, addr_len, l->is_unix);
@@ -286,7 +287,7 @@ static struct connection *adopt_connection(struct worker_loop *loop, int fd,
         return NULL;
     }
     conn->listener_index = listener_index;
-    conn->carried = carried;
+    serow_connection_state_copy(&conn->carried, carried);
     serow_slot_assign(loop, conn);
     serow_timer_append(loop, conn, TIMER_READING_HEAD,
                        serow_now_seconds() + loop->settings.header_timeout);
@@ -343,9 +344,14 @@ int serow_accept_connection(struct worker_loop *loop, int listener_index)
         atomic_fetch_add(&loop->shared->open_connections, 1);
     if (loop->slot)
         serow_request_metrics_count_accept(&loop->slot->counters);
+    /* (a plain connection's state is its transport alone: the rest, 220
+     * bytes, is neither set nor copied) */
+    struct serow_connection_state carried;
+    carried.transport = l->transport;
+    if (l->transport == SEROW_TRANSPORT_TLS)
+        serow_tls_accepted(&carried); /* (its handshake: the first reads, timed by the header timer) */
     struct connection *conn = adopt_connection(loop, fd, (struct sockaddr *)&addr, addr_len,
-                                               listener_index,
-                                               (struct serow_connection_state){l->transport});
+                                               listener_index, &carried);
     /* TCP_DEFER_ACCEPT usually means the request is already here. */
     if (conn && serow_read_connection(loop, conn) == 0 && loop->settings.max_queue_wait_ms)
         shed_if_waited_in_backlog(loop, conn);
@@ -363,7 +369,7 @@ struct connection *serow_adopt_passed_connection(struct worker_loop *loop, int f
     if (getpeername(fd, (struct sockaddr *)&addr, &addr_len) != 0)
         addr_len = 0;
     struct connection *conn = adopt_connection(loop, fd, addr_len ? (struct sockaddr *)&addr : NULL,
-                                               addr_len, (int)listener, info->carried);
+                                               addr_len, (int)listener, &info->carried);
     if (conn)
         conn->requests_served = info->requests_served;
     return conn;

@@ -111,7 +111,7 @@ void serow_worker_loop_free(struct worker_loop *loop)
 }
 
 int serow_worker_loop_add_listener(struct worker_loop *loop, int fd, int is_unix,
-                             const char *server_name, int server_port)
+                             const char *server_name, int server_port, int tls)
 {
     if (loop->num_listeners >= WORKER_MAX_LISTENERS)
         return -1;
@@ -120,7 +120,7 @@ int serow_worker_loop_add_listener(struct worker_loop *loop, int fd, int is_unix
     l->is_unix = is_unix;
     snprintf(l->server_name, sizeof(l->server_name), "%s", server_name);
     l->server_port = server_port;
-    l->transport = serow_transport_of_listeners();
+    l->transport = tls ? SEROW_TRANSPORT_TLS : serow_transport_of_listeners();
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
     /* Accepted connections inherit it: the kernel stamps what they receive,
      * and a request's time starts when its head arrived (worker_intake.c). */
@@ -638,7 +638,7 @@ int serow_worker_loop_hold_request(struct serow_request *r, const char *message,
     head.minor_version = (uint8_t)r->head.minor_version;
     head.conn.requests_served = (uint32_t)conn->requests_served;
     head.conn.listener_index = (uint32_t)conn->listener_index;
-    head.conn.carried = conn->carried;
+    head.conn.carried = conn->carried; /* (the holder writes to it from here on) */
     head.conn.idle_since_ms = serow_shared_clock_ms();
     head.status = (uint16_t)r->response.status;
     size_t line_len = 0;

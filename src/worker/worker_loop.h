@@ -62,8 +62,9 @@ struct worker_slot;
 
 struct worker_loop *serow_worker_loop_new(const struct worker_settings *settings);
 void serow_worker_loop_free(struct worker_loop *loop);
+/* tls: its connections are TLS (serow_tls_configure was called first). */
 int serow_worker_loop_add_listener(struct worker_loop *loop, int fd, int is_unix,
-                                   const char *server_name, int server_port);
+                                   const char *server_name, int server_port, int tls);
 
 /* Joins the holder: this worker publishes its connections in slot
  * worker_index of shared, takes ready connections from ready_channel and

@@ -53,6 +53,15 @@ static void hand_back_connections(struct worker_loop *loop, struct connection **
  * may be on its way already (it is answered with Connection: close). */
 void serow_park_idle_connection(struct worker_loop *loop, struct connection *conn)
 {
+    if (serow_transport_buffered(&conn->carried, conn->fd)) {
+        /* TLS: the next request's bytes are opened already, where epoll
+         * cannot see them (a record longer than a read's room): not idle */
+        conn->state = CONNECTION_READING_HEAD;
+        serow_timer_append(loop, conn, TIMER_READING_HEAD,
+                           serow_now_seconds() + loop->settings.header_timeout);
+        serow_read_connection(loop, conn);
+        return;
+    }
     serow_connection_release_buffer(conn);
     if (loop->whole_server_stopping) {
         conn->state = CONNECTION_IDLE;

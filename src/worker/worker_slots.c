@@ -76,7 +76,7 @@ void serow_slot_assign(struct worker_loop *loop, struct connection *conn)
     struct connection_slot *s = &loop->slot->connections_table[index];
     s->fd = conn->fd;
     s->listener_index = (uint32_t)conn->listener_index;
-    s->carried = conn->carried;
+    serow_connection_state_copy(&s->carried, &conn->carried);
     atomic_store(&s->state, SLOT_IN_WORKER);
     conn->slot = (int32_t)index;
     loop->slot_owner[index] = conn;
@@ -110,7 +110,8 @@ void serow_slot_park(struct worker_loop *loop, struct connection *conn, uint64_t
         return;
     struct connection_slot *s = &loop->slot->connections_table[conn->slot];
     s->requests_served = (uint32_t)conn->requests_served;
-    s->carried = conn->carried; /* (with TLS, as it is after the last response) */
+    /* (with TLS, as it is after the last response: the taker goes on from it) */
+    serow_connection_state_copy(&s->carried, &conn->carried);
     atomic_store(&s->idle_since_ms, idle_since_ms);
     atomic_fetch_add(&loop->slot->idle_connections, 1);
     atomic_store(&s->state, SLOT_IDLE);

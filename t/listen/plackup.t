@@ -72,9 +72,9 @@ subtest 'an unknown option through plackup: a warning naming it, and Serow serve
 };
 
 subtest 'an option Serow refuses is still an error through plackup' => sub {
-    my $server = plackup('--listen', '127.0.0.1:' . empty_port(), '--enable-ssl', 't/apps/pid.psgi');
+    my $server = plackup('--listen', '127.0.0.1:' . empty_port(), '--disable-proctitle', 't/apps/pid.psgi');
     isnt $server->wait_exit, 0, 'plackup fails';
-    like $server->log, qr/--ssl \(plackup --enable-ssl\) is not supported: Serow serves plain HTTP/, 'saying why';
+    like $server->log, qr/--proctitle \(plackup --disable-proctitle\) is not supported: Serow always names its processes/, 'saying why';
 };
 
 # RT's rt-server: Plack::Runner with RT's own --webpath, which reaches the

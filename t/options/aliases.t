@@ -73,8 +73,6 @@ subtest 'what Serow does not do is refused with what to do instead' => sub {
         [['-D'], qr/-D \(Starman, plackup\) is not supported: Serow stays in the foreground/],
         [['--spawn-interval', 1], qr/--spawn-interval \(Starlet, Gazelle\) is not supported: .*drop the option/],
         [['--child-exit', 'sub {}'], qr/--child-exit .* is not supported: put the code in an END block/],
-        [['--enable-ssl'], qr/--enable-ssl .* is not supported: .*terminate TLS in nginx/],
-        [['--ssl-key', 'k.pem'], qr/--ssl-key .* is not supported: .*terminate TLS/],
         [['--disable-proctitle'], qr/--disable-proctitle .* is not supported/],
     ) {
         my ($argv, $message) = @$case;

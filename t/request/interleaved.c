@@ -102,7 +102,7 @@ int main(void)
     s.header_timeout = s.read_timeout = s.write_timeout = s.keepalive_timeout = 30;
     struct worker_loop *loop = serow_worker_loop_new(&s);
     check(loop != NULL, "a worker loop");
-    if (loop == NULL || serow_worker_loop_add_listener(loop, listener, 0, "localhost", port) != 0)
+    if (loop == NULL || serow_worker_loop_add_listener(loop, listener, 0, "localhost", port, 0) != 0)
         return 1;
 
     /* Each request's line in the access log: its own line, status and bytes. */

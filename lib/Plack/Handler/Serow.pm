@@ -70,8 +70,9 @@ ignored, with a warning in the error log naming it (and the option it may be
 a typo of): launchers such as RT's C<rt-server> pass options of their own
 (C<--webpath>) through L<Plack::Runner>, as to any server. The C<serow>
 command line refuses such an option instead. One Serow knows but does not
-support (C<-D>, C<--enable-ssl>, ...) is an error here too, with what to do
-instead.
+support (C<-D>, C<--disable-proctitle>, ...) is an error here too, with what
+to do instead. plackup's C<--enable-ssl> (C<ssl =E<gt> 1>), C<--ssl-cert> and
+C<--ssl-key> are Serow's own (F<docs/tls.md>).
 
 C<host> and C<port> (as L<Plack::Loader> passes them) work as well as
 C<listen>, and so does C<listen_sock>, a listening socket already open (as

@@ -1,0 +1,113 @@
+package Serow::Test::TLS;
+use strict;
+use warnings;
+
+# TLS for the tests (t/tls/): a test CA and a server certificate made by
+# openssl in a temp dir, and a strict client over IO::Socket::SSL (OpenSSL:
+# a record with a wrong sequence number or tag ends its connection with
+# an error, which the tests see as no answer).  IO::Socket::SSL is loaded
+# only by the functions that use it, so that loading this module costs a
+# test that skips nothing.
+
+use Exporter 'import';
+use File::Temp ();
+use IO::Select ();
+use Time::HiRes ();
+use Serow::Test::Common qw(READ_TIMEOUT);
+use Serow::Test::Client qw(parse_response_head);
+use Serow::Test::Process qw(run_command);
+
+our @EXPORT_OK = qw(test_pki tls_connect tls_request tls_read_response tls_options);
+
+# A CA and a certificate for localhost and 127.0.0.1 signed by it, with
+# ECDSA P-256 keys: { dir, ca, cert, key, other_key } (other_key: a key of
+# no certificate).  Dies when openssl fails.
+sub test_pki {
+    my $dir = File::Temp->newdir;
+    my @ec = ('-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes');
+    _openssl('req', '-x509', @ec, '-keyout', "$dir/ca.key", '-out', "$dir/ca.pem", '-days', 2,
+        '-subj', '/CN=Serow test CA');
+    _openssl('req', @ec, '-keyout', "$dir/server.key", '-out', "$dir/server.csr",
+        '-subj', '/CN=localhost');
+    open(my $ext, '>', "$dir/ext") or die "$dir/ext: $!";
+    print $ext "subjectAltName=DNS:localhost,IP:127.0.0.1\n";
+    close $ext;
+    _openssl('x509', '-req', '-in', "$dir/server.csr", '-CA', "$dir/ca.pem", '-CAkey', "$dir/ca.key",
+        '-CAcreateserial', '-out', "$dir/server.pem", '-days', 2, '-extfile', "$dir/ext");
+    _openssl('genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256',
+        '-out', "$dir/other.key");
+    return { dir => $dir, ca => "$dir/ca.pem", cert => "$dir/server.pem", key => "$dir/server.key",
+             other_key => "$dir/other.key" };
+}
+
+sub _openssl {
+    my $run = run_command('openssl', @_);
+    $run->{status} == 0 or die "openssl @_[0, 1]: $run->{output}";
+}
+
+# The server's options for TLS on every address, with $pki's files.
+sub tls_options {
+    my ($pki) = @_;
+    return ('--enable-ssl', '--ssl-cert', $pki->{cert}, '--ssl-key', $pki->{key});
+}
+
+# A TLS connection to $server checked against $pki's CA, or undef with the
+# error in $@.  %ssl: more IO::Socket::SSL options (SSL_version...).
+sub tls_connect {
+    my ($server, $pki, %ssl) = @_;
+    require IO::Socket::SSL;
+    my $sock = IO::Socket::SSL->new(PeerHost => '127.0.0.1', PeerPort => $server->port,
+        SSL_ca_file => $pki->{ca}, SSL_verify_mode => IO::Socket::SSL::SSL_VERIFY_PEER(),
+        SSL_verifycn_name => 'localhost', SSL_verifycn_scheme => 'http',
+        SSL_alpn_protocols => ['http/1.1'], Timeout => READ_TIMEOUT, %ssl);
+    $@ = $IO::Socket::SSL::SSL_ERROR || $@ unless $sock;
+    return $sock;
+}
+
+# Sends a GET of $path (or what %opts says) and reads its response.
+sub tls_request {
+    my ($sock, $path, %opts) = @_;
+    my $method = $opts{method} // 'GET';
+    my $body = $opts{body} // '';
+    my $head = "$method $path HTTP/1.1\r\nHost: localhost\r\n"
+        . (length $body || $method eq 'POST' ? 'Content-Length: ' . length($body) . "\r\n" : '')
+        . join('', map { "$_: $opts{headers}{$_}\r\n" } sort keys %{ $opts{headers} || {} }) . "\r\n";
+    my $out = $head . $body;
+    while (length $out) {
+        my $n = syswrite($sock, $out);
+        return undef unless $n;
+        substr($out, 0, $n, '');
+    }
+    return tls_read_response($sock);
+}
+
+# One response with a Content-Length (or up to the end); undef when the
+# connection ended first, failed (a record OpenSSL refused), or said
+# nothing for READ_TIMEOUT.  What OpenSSL has opened and not handed out
+# yet (pending) is read before select is asked.
+sub tls_read_response {
+    my ($sock) = @_;
+    my $buf = '';
+    my $sel = IO::Select->new($sock);
+    my $deadline = Time::HiRes::time + READ_TIMEOUT;
+    my $fill = sub {
+        my $left = $deadline - Time::HiRes::time;
+        return 0 if $left <= 0;
+        return 0 unless $sock->pending || $sel->can_read($left);
+        my $n = sysread($sock, $buf, 65536, length $buf);
+        return $n // ($!{EAGAIN} ? -1 : 0); # (-1: a record's rest is on its way)
+    };
+    while ($buf !~ /\r\n\r\n/) { $fill->() or return undef }
+    my $res = parse_response_head($buf) or return undef;
+    substr($buf, 0, $res->{head_length}, '');
+    if (defined(my $len = $res->{headers}{'content-length'})) {
+        while (length $buf < $len) { $fill->() or return undef }
+        $res->{body} = substr($buf, 0, $len, '');
+    } else {
+        1 while $fill->() > 0;
+        $res->{body} = $buf;
+    }
+    return $res;
+}
+
+1;
