@@ -438,6 +438,7 @@ static enum app_outcome serve_stream(pTHX_ struct serow_request *req, SV *callba
             STRLEN len;
             const char *p = SvPV(ERRSV, len);
             serow_log_debug("the app died after its client had gone: %.*s", (int)len, p);
+            serow_psgi_response_client_gone(req); /* (if no write had found it yet) */
             if (req->conn != NULL)
                 serow_request_end(aTHX_ req, (HV *)SvRV(env_ref), 500);
         } else {

@@ -77,7 +77,8 @@ SV *serow_writer_new(pTHX_ struct serow_request *req);
 int serow_writer_send(pTHX_ SV *self, SV *data);
 void serow_writer_close(pTHX_ SV *self);
 int serow_writer_closed(pTHX_ SV *self);
-/* Whether a write found the client gone. */
+/* Whether a write found the client gone, or the app was told it had gone
+ * (serow_writer_client_gone). */
 int serow_writer_gone(pTHX_ SV *self);
 /* The app's question (Serow::Writer's gone): whether the client is known
  * to have gone, or has closed the connection (or its sending side) by now. */

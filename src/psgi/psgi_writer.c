@@ -34,6 +34,7 @@ struct serow_writer {
     struct serow_request *req; /* NULL once abandoned */
     int closed; /* closed, or abandoned when its request ended: writes do nothing */
     int gone;   /* a write found the client gone */
+    int told_gone; /* the app asked (gone) and was told the client had hung up */
 };
 
 static HV *writer_stash;
@@ -74,7 +75,7 @@ SV *serow_writer_new(pTHX_ struct serow_request *req)
     if (kept_writer == NULL) {
         if (writer_stash == NULL)
             writer_stash = gv_stashpvs("Serow::Writer", GV_ADD);
-        struct serow_writer fresh = {NULL, 0, 0};
+        struct serow_writer fresh = {NULL, 0, 0, 0};
         kept_writer = newSV_type(SVt_PVMG);
         /* (namlen > 0: Perl keeps a copy of the struct, freed with the magic) */
         sv_magicext(kept_writer, NULL, PERL_MAGIC_ext, &writer_vtbl, (const char *)&fresh,
@@ -85,7 +86,7 @@ SV *serow_writer_new(pTHX_ struct serow_request *req)
     struct serow_writer *writer = (struct serow_writer *)SvMAGIC(kept_writer)->mg_ptr;
     writer->req = req;
     writer->closed = 0;
-    writer->gone = 0;
+    writer->gone = writer->told_gone = 0;
     return newRV_inc(kept_writer);
 }
 
@@ -140,7 +141,8 @@ int serow_writer_closed(pTHX_ SV *self)
 
 int serow_writer_gone(pTHX_ SV *self)
 {
-    return writer_of(aTHX_ self)->gone;
+    struct serow_writer *writer = writer_of(aTHX_ self);
+    return writer->gone || writer->told_gone;
 }
 
 int serow_writer_client_gone(pTHX_ SV *self)
@@ -149,8 +151,14 @@ int serow_writer_client_gone(pTHX_ SV *self)
     if (writer->gone || writer->req == NULL)
         return 1;
     /* Only asked: a client that shut its sending side may still read, and
-     * its response goes on; one that closed fails the next write or two. */
-    return !writer->closed && serow_worker_loop_client_hung_up(writer->req, 0);
+     * its response goes on; one that closed fails the next write or two.
+     * But what the app was told is remembered: an app that dies of it has
+     * died of its client's leaving, as after a failed write (a 499, no
+     * error), whichever of the two saw the client leave first. */
+    if (writer->closed || !serow_worker_loop_client_hung_up(writer->req, 0))
+        return 0;
+    writer->told_gone = 1;
+    return 1;
 }
 
 void serow_writer_abandon(pTHX_ SV *self)
