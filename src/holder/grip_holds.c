@@ -66,6 +66,9 @@ struct grip_conn {
  * burst's worth of memory for good, scattered among the live allocations. */
 #define TRIM_AFTER_FREED (1u << 20)
 
+/* Bytes a batch lets wait for one connection before it writes them. */
+#define BATCH_WRITE_AT (64u << 10)
+
 struct serow_grip_holds {
     struct shared_state *shared;
     int epoll_fd;
@@ -294,6 +297,14 @@ static int queue(struct serow_grip_holds *g, struct grip_conn *c, const struct i
         if (add == 0)
             return 0;
     }
+    /* In a batch, bytes wait for its end without a try at the socket: past
+     * BATCH_WRITE_AT (or the bound) what is queued goes now, so that the
+     * bound counts only what a client did not take, and a batch of large
+     * items holds little. */
+    if (g->batching && c->out_len > c->out_off && !c->want_write && !c->answered && !c->closing &&
+        (c->out_len - c->out_off + add > BATCH_WRITE_AT ||
+         c->out_len - c->out_off + add > g->settings.max_pending) && flush(g, c) != 0)
+        return -1; /* (ended: gone) */
     if (c->out_len - c->out_off + add > g->settings.max_pending) {
         atomic_fetch_add(&g->shared->grip.drops, 1);
         serow_channels_dropped(g->store, (uint32_t)c->fd);

@@ -54,4 +54,24 @@ is_deeply [ sort values %writes ], [ (1) x SUBSCRIBERS ], 'one send each for the
     or diag explain [ map { "$_->{name}($_->{args}) = $_->{result}" } client_writes(@calls) ];
 
 $server->stop;
+
+# A batch of large items for a client that reads: what it queues is written
+# once past 64 KiB, so --hold-max-pending counts only what the client did not
+# take.  (Six items of 32 KB, 128K allowed: a batch that wrote nothing before
+# its end dropped the reader.)
+my $big = start_server(app => held_app(big => 1), options => ['--workers', 2, '--grip', '--hold-max-pending', '128K']);
+$big->wait_until_serving('/plain');
+my $reader = raw_connect($big);
+syswrite $reader, "GET /events HTTP/1.1\r\nHost: x\r\n\r\n";
+my $got = '';
+ok read_for($reader, \$got, qr/:ok\n\n\r\n/), 'a reader subscribed' or diag $got;
+ok wait_until(sub { (server_status($big)->{grip_held} // 0) == 1 }), 'held';
+my $big_holder = server_status($big)->{holder_pid};
+kill 'STOP', $big_holder;
+is publish_to($big, "/publish/$_"), 200, "large publish $_ made while the holder is stopped" for 1 .. 6;
+kill 'CONT', $big_holder;
+ok read_for($reader, \$got, qr/id: 6\n/), 'the reader got all six' or diag length $got;
+is_deeply [ $got =~ /^id: (\d+)$/mg ], [1 .. 6], 'each once, in order';
+is server_status($big)->{grip_drops}, 0, 'and was not dropped';
+$big->stop;
 done_testing;

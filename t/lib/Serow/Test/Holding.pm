@@ -48,10 +48,11 @@ sub read_for {
 #   .../events          a stream on channel "news" (server-sent events);
 #                       ?accel: with X-Accel-Buffering: no
 #   .../poll            a long poll on channel "inbox" (Grip-Timeout 30)
-#   /publish/ID         an event with that id to "news"
+#   /publish/ID         an event with that id to "news" (held_app(big => 1): 32 KB)
 #   /close              a close to "news"
 #   /answer/ID          an http-response to "inbox", its body "answer ID"
 sub held_app {
+    my (%o) = @_; # big => 1: each published event 32 KB of data
     my $app = sub {
         my ($env) = @_;
         my ($path, $query) = ($env->{PATH_INFO}, $env->{QUERY_STRING} // '');
@@ -66,7 +67,7 @@ sub held_app {
         }
         if ($path =~ m{\A/publish/(\w+)\z}) {
             Serow::Holding::publish({ channel => 'news', id => $1,
-                http_stream => { content => "id: $1\ndata: item $1\n\n" } });
+                http_stream => { content => "id: $1\ndata: " . ($o{big} ? 'x' x 32000 : "item $1") . "\n\n" } });
         } elsif ($path eq '/close') {
             Serow::Holding::publish({ channel => 'news', http_stream => { close => 1 } });
         } elsif ($path =~ m{\A/answer/(\w+)\z}) {
