@@ -236,6 +236,14 @@ static int flush(struct serow_grip_holds *g, struct grip_conn *c)
     return 0;
 }
 
+/* Whether a connection has something for flush to do now: bytes pending, or
+ * an end (a close, a long poll's answer) with or without them; not while
+ * it waits for the socket to take more (EPOLLOUT does it then). */
+static inline int write_due(const struct grip_conn *c)
+{
+    return (c->out_len > c->out_off || c->closing || c->answered) && !c->want_write;
+}
+
 /* A connection's output is written when the batch ends (one send for every
  * item the batch gave it).  Without room on the list, it is written now. */
 static void defer(struct serow_grip_holds *g, struct grip_conn *c)
@@ -514,7 +522,7 @@ static void deliver_all(struct serow_grip_holds *g, const struct serow_delivery 
     for (size_t i = 0; i < count; i++) {
         int fd = (int)d[i].subscriber;
         struct grip_conn *c = fd < g->by_fd_size ? g->by_fd[fd] : NULL;
-        if (c != NULL && (c->out_len > c->out_off || c->closing || c->answered) && !c->want_write) {
+        if (c != NULL && write_due(c)) {
             if (g->batching)
                 defer(g, c); /* (written when the batch ends) */
             else
@@ -670,7 +678,7 @@ void serow_grip_holds_batch_end(struct serow_grip_holds *g)
         if (c == NULL || !c->dirty)
             continue;
         c->dirty = 0;
-        if ((c->out_len > c->out_off || c->closing || c->answered) && !c->want_write)
+        if (write_due(c))
             flush(g, c);
     }
     g->dirty_count = 0;
