@@ -74,14 +74,36 @@ exit_now(int status)
     _exit(status);
 
 void
-tls_configure(const char *cert_file, const char *key_file, SV *priorities)
+tls_configure(SV *cert_files, SV *key_files, SV *priorities, int tickets)
   CODE:
-    /* --ssl-cert, --ssl-key, --ssl-priorities: read in the master before
-     * privileges drop; every process it forks inherits them.  Dies with
-     * what is wrong, naming the option. */
+    /* --ssl-cert, --ssl-key (array references, paired in order),
+     * --ssl-priorities, --ssl-session-tickets: read in the master, at start
+     * and on HUP; every process it forks after inherits them.  Dies with
+     * what is wrong, naming the option (what was read before stays). */
     char err[1024];
-    if (serow_tls_configure(cert_file, key_file, SvOK(priorities) ? SvPV_nolen(priorities) : NULL,
-                            err, sizeof err) != 0)
+    AV *certs, *keys;
+    if (!SvROK(cert_files) || SvTYPE(SvRV(cert_files)) != SVt_PVAV || !SvROK(key_files) ||
+        SvTYPE(SvRV(key_files)) != SVt_PVAV)
+        croak("tls_configure: the files must be array references");
+    certs = (AV *)SvRV(cert_files);
+    keys = (AV *)SvRV(key_files);
+    SSize_t pairs = av_len(certs) + 1;
+    if (pairs < 1 || av_len(keys) + 1 != pairs)
+        croak("tls_configure: one key for each certificate");
+    const char **c = NULL, **k = NULL;
+    Newx(c, pairs, const char *);
+    SAVEFREEPV(c);
+    Newx(k, pairs, const char *);
+    SAVEFREEPV(k);
+    for (SSize_t i = 0; i < pairs; i++) {
+        SV **cs = av_fetch(certs, i, 0), **ks = av_fetch(keys, i, 0);
+        if (cs == NULL || ks == NULL || !SvOK(*cs) || !SvOK(*ks))
+            croak("tls_configure: a file name is missing");
+        c[i] = SvPV_nolen(*cs);
+        k[i] = SvPV_nolen(*ks);
+    }
+    if (serow_tls_configure(c, k, (size_t)pairs, SvOK(priorities) ? SvPV_nolen(priorities) : NULL,
+                            tickets, err, sizeof err) != 0)
         croak("%s\n", err);
 
 double

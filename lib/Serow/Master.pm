@@ -76,6 +76,7 @@ sub new {
         shared      => $shared,
         listeners   => $args{listeners},
         on_ready    => $args{on_ready}, # called once the signal handlers are in place
+        on_hup      => $args{on_hup}, # called on HUP before new workers start (TLS's files read again)
         logs        => $logs,
         holder      => $holder,
         generations => $generations,
@@ -239,6 +240,7 @@ sub restart_workers {
         return Serow::Log->info("received SIG$sig while the app loads: nothing to replace yet");
     }
     Serow::Log->info("received SIG$sig: replacing workers gracefully");
+    $self->{on_hup}->() if $self->{on_hup};
     $self->{systemd}->reloading;
     $workers->end_failure_streak;
     # serow FILE: a new generation loads the app; its workers start once it
@@ -433,7 +435,9 @@ are ignored from then on.
 Start a new set of workers, then ask the old ones to finish and exit (each
 within C<--graceful-timeout>). With serow FILE, a new generation process
 loads the app afresh first, and the old workers go once every new one has
-started; with C<--lazy-app> too, the new workers loading the file. See
+started; with C<--lazy-app> too, the new workers loading the file. With
+TLS, the certificates and keys are read again first (C<on_hup>,
+L<Serow::Server>), for the new workers. See
 F<docs/operations.md>, "Deploying new code: HUP".
 
 =item TTIN, TTOU

@@ -18,8 +18,9 @@ use warnings;
 my @OPTIONS = (
     listen => ['list', [], 'HOST:PORT, [IPv6]:PORT, :PORT or /path/to.sock to listen on, with :ssl after it to serve TLS there (repeatable; default 0.0.0.0:5000)'],
     enable_ssl => ['switch', 0, 'serve TLS on every --listen address (as Starman\'s --enable-ssl); needs --ssl-cert and --ssl-key (docs/tls.md)'],
-    ssl_cert => ['string', undef, 'the server\'s certificate chain (PEM), read at start before privileges drop', 'FILE'],
-    ssl_key => ['string', undef, 'its private key (PEM, no passphrase), read at start before privileges drop', 'FILE'],
+    ssl_cert => ['list', [], 'the server\'s certificate chain (PEM), read by the master at start (before privileges drop) and again on HUP; repeat --ssl-cert and --ssl-key for several certificates, chosen by the name the client asks for (SNI), the first for the others', 'FILE'],
+    ssl_key => ['list', [], 'the private key (PEM, no passphrase) of the --ssl-cert in the same place', 'FILE'],
+    ssl_session_tickets => ['choice', 'on', 'session tickets, whose key every worker shares, so that a client resumes its TLS session on any worker (off: every connection makes a full handshake)', 'on|off', [qw(on off)]],
     ssl_priorities => ['string', undef, 'the TLS versions, ciphers and key exchanges, as a GnuTLS priority string (default: Mozilla\'s intermediate profile: TLS 1.2 and 1.3, ECDHE, AES-GCM and ChaCha20-Poly1305; a cipher other than those three, or a version below TLS 1.2, is refused)', 'STRING'],
     socket_mode => ['mode', undef, 'permissions of UNIX sockets Serow creates, in octal (e.g. 0660)'],
     backlog => ['int', 1024, 'listen queue length'],
@@ -261,10 +262,12 @@ sub _check_together {
     my ($opts) = @_;
     my $tls = $opts->{enable_ssl} || grep { /:ssl\z/ } @{ $opts->{listen} };
     if ($tls) {
-        defined $opts->{$_} or die "--" . ($opts->{enable_ssl} ? 'enable-ssl' : 'listen HOST:PORT:ssl')
+        @{ $opts->{$_} } or die "--" . ($opts->{enable_ssl} ? 'enable-ssl' : 'listen HOST:PORT:ssl')
             . ": needs --" . _dashed($_) . "\n" for qw(ssl_cert ssl_key);
+        my ($certs, $keys) = (scalar @{ $opts->{ssl_cert} }, scalar @{ $opts->{ssl_key} });
+        $certs == $keys or die "--ssl-key: $keys for $certs --ssl-cert: give one key for each certificate, in the same order\n";
     } else {
-        defined $opts->{$_} and die "--" . _dashed($_) . ": no address serves TLS (--enable-ssl, or :ssl after a --listen address)\n"
+        (ref $opts->{$_} ? @{ $opts->{$_} } : defined $opts->{$_}) and die "--" . _dashed($_) . ": no address serves TLS (--enable-ssl, or :ssl after a --listen address)\n"
             for qw(ssl_cert ssl_key ssl_priorities);
     }
     if (defined $opts->{min_requests}) {

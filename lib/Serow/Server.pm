@@ -210,7 +210,8 @@ sub start_master {
     # What is published must have connections held to reach: --publish-listen
     # and --publish-redis turn holding on.
     $options->{grip} = 1 if defined $options->{publish_listen} || defined $options->{publish_redis};
-    $self->configure_tls($options) if defined $options->{ssl_cert};
+    my $tls = @{ $options->{ssl_cert} };
+    $self->configure_tls($options) if $tls;
     my @listeners = $self->open_listeners;
     # Last, so that the app's listeners keep their indexes and the first is
     # still the one announced to plackup.
@@ -218,6 +219,7 @@ sub start_master {
     my $pid_file = defined $options->{pid_file} ? Serow::PidFile->write($options->{pid_file}) : undef;
     my $master = Serow::Master->new(@app, options => $options, listeners => \@all,
         privileges => $self->{privileges}, notify => $self->{notify},
+        ($tls ? (on_hup => sub { $self->reload_tls }) : ()),
         on_ready => sub { $self->announce(@listeners) });
     my $status = $master->run;
     $_->close_and_unlink for @all;
@@ -245,18 +247,37 @@ sub open_error_log {
     Serow::Log->open_file($path) or die "--error-log: cannot open $path: $!\n";
 }
 
-# --ssl-cert, --ssl-key, --ssl-priorities: read here, in the master before
-# any process is forked (so before privileges drop: a key only root may
-# read works), and kept for every process; a file that cannot be used stops
-# the start with the option and the problem.  (Options.pm made sure that
-# an address serves TLS and that both files are named.)
+# --ssl-cert, --ssl-key (pairs, the first the default), --ssl-priorities,
+# --ssl-session-tickets: read here, in the master before any process is
+# forked (so before privileges drop: a key only root may read works), and
+# kept for every process; a file that cannot be used stops the start with
+# the option and the problem.  (Options.pm made sure that an address serves
+# TLS and that each certificate has its key.)
 sub configure_tls {
     my ($self, $options) = @_;
     for my $name (qw(ssl_cert ssl_key)) {
-        my $file = $options->{$name};
-        open(my $fh, '<', $file) or die '--' . ($name =~ tr/_/-/r) . ": cannot read $file: $!\n";
+        for my $file (@{ $options->{$name} }) {
+            open(my $fh, '<', $file) or die '--' . ($name =~ tr/_/-/r) . ": cannot read $file: $!\n";
+        }
     }
-    Serow::tls_configure($options->{ssl_cert}, $options->{ssl_key}, $options->{ssl_priorities});
+    Serow::tls_configure($options->{ssl_cert}, $options->{ssl_key}, $options->{ssl_priorities},
+        $options->{ssl_session_tickets} eq 'on' ? 1 : 0);
+}
+
+# HUP: the files are read again by the master (which keeps its privileges
+# under --user: Serow::Privileges), before it forks the new workers, which
+# serve what it read; connections already open keep their sessions.  A
+# file that cannot be used now is logged, and the certificates read before
+# serve on, as nginx -s reload keeps its old configuration.  The session
+# tickets' key stays (docs/tls.md).
+sub reload_tls {
+    my ($self) = @_;
+    my $options = $self->{options};
+    if (eval { $self->configure_tls($options); 1 }) {
+        return Serow::Log->info("TLS: read " . join(', ', @{ $options->{ssl_cert} }) . " again for the new workers");
+    }
+    chomp(my $error = $@);
+    Serow::Log->error("TLS: $error; the new workers serve the certificates read before");
 }
 
 # Where a listener is, as a URL (or the path of a UNIX socket).

@@ -3,9 +3,9 @@
  * credentials, the handshake, and records read and written through the
  * record layer (tls_record.c) from the state in serow_connection_state.
  *
- * Owns: the credentials and priorities of the process, and per process a
- * table by descriptor of what it keeps beside a TLS connection it owns
- * (struct tls_local).  It knows no loop: what a caller does with EAGAIN or
+ * Owns: the credentials, priorities and ticket key of the process, and per
+ * process a table by descriptor of what it keeps beside a TLS connection
+ * it owns (struct tls_local).  It knows no loop: what a caller does with EAGAIN or
  * a short count is the caller's.
  *
  * The rule that lets a connection move: it moves only between requests,
@@ -39,10 +39,20 @@
 
 #include "log/log.h"
 
-/* ---- the credentials, set once before the forks --------------------------- */
+/* ---- the credentials, set before the forks --------------------------------- */
 
+/* Set in the master at start and again on each HUP (serow_tls_configure),
+ * before it forks: every process forked after a call has that call's. */
 static gnutls_certificate_credentials_t credentials;
 static gnutls_priority_t priorities;
+/* The session tickets' master key (64 bytes, gnutls_session_ticket_key_generate),
+ * made once in the master and inherited by every process: GnuTLS derives
+ * the key that seals tickets from it and the time (it changes every three
+ * ticket lifetimes, and the one before is still accepted), so every worker
+ * seals and opens tickets with the same key, and a client resumes on any
+ * of them.  Kept across HUP (docs/tls.md says why); never written
+ * anywhere.  Empty: tickets off. */
+static gnutls_datum_t ticket_key;
 
 static int refuse(char *err, size_t err_size, const char *format, const char *a, const char *b)
 {
@@ -72,19 +82,17 @@ static int check_priorities(gnutls_priority_t p, const char *given, char *err, s
     return 0;
 }
 
-int serow_tls_configure(const char *cert_file, const char *key_file, const char *given,
-                        char *err, size_t err_size)
+/* Adds the certificate chain in cert_file and its key in key_file to
+ * creds.  0, or -1 with what is wrong in err, naming the option and the
+ * file. */
+static int add_pair(gnutls_certificate_credentials_t creds, const char *cert_file,
+                    const char *key_file, char *err, size_t err_size)
 {
     gnutls_datum_t cert = {NULL, 0}, key = {NULL, 0};
     gnutls_x509_crt_t *chain = NULL;
     unsigned chain_len = 0;
     gnutls_x509_privkey_t private_key = NULL;
-    gnutls_certificate_credentials_t creds = NULL;
-    gnutls_priority_t prio = NULL;
     int rc = -1;
-    const char *where;
-    if (given == NULL || *given == '\0')
-        given = SEROW_TLS_DEFAULT_PRIORITIES;
 
     if (gnutls_load_file(cert_file, &cert) < 0) {
         refuse(err, err_size, "--ssl-cert: cannot read %s%s", cert_file, "");
@@ -107,9 +115,10 @@ int serow_tls_configure(const char *cert_file, const char *key_file, const char 
                key_file, gnutls_strerror(r));
         goto out;
     }
-    if ((r = gnutls_certificate_allocate_credentials(&creds)) < 0 ||
-        (r = gnutls_certificate_set_x509_key_mem2(creds, &cert, &key, GNUTLS_X509_FMT_PEM, NULL,
-                                                  0)) < 0) {
+    /* (GnuTLS keeps the certificate's names beside it: a client's SNI picks
+     * among the pairs by them.) */
+    r = gnutls_certificate_set_x509_key_mem2(creds, &cert, &key, GNUTLS_X509_FMT_PEM, NULL, 0);
+    if (r < 0) {
         if (r == GNUTLS_E_CERTIFICATE_KEY_MISMATCH)
             refuse(err, err_size, "--ssl-key: %s is not the key of the certificate in %s",
                    key_file, cert_file);
@@ -118,6 +127,40 @@ int serow_tls_configure(const char *cert_file, const char *key_file, const char 
                    gnutls_strerror(r));
         goto out;
     }
+    rc = 0;
+out:
+    for (unsigned i = 0; i < chain_len; i++)
+        gnutls_x509_crt_deinit(chain[i]);
+    gnutls_free(chain);
+    if (private_key)
+        gnutls_x509_privkey_deinit(private_key);
+    if (key.data) {
+        explicit_bzero(key.data, key.size);
+        gnutls_free(key.data);
+    }
+    gnutls_free(cert.data);
+    return rc;
+}
+
+int serow_tls_configure(const char *const *cert_files, const char *const *key_files,
+                        size_t pairs, const char *given, int tickets, char *err, size_t err_size)
+{
+    gnutls_certificate_credentials_t creds = NULL;
+    gnutls_priority_t prio = NULL;
+    int rc = -1, r;
+    const char *where;
+    if (given == NULL || *given == '\0')
+        given = SEROW_TLS_DEFAULT_PRIORITIES;
+
+    if ((r = gnutls_certificate_allocate_credentials(&creds)) < 0) {
+        refuse(err, err_size, "--ssl-cert: no credentials (%s)%s", gnutls_strerror(r), "");
+        goto out;
+    }
+    /* In the order given: the first is the one a client that names no
+     * host, or none of the certificates' names, gets. */
+    for (size_t i = 0; i < pairs; i++)
+        if (add_pair(creds, cert_files[i], key_files[i], err, err_size) < 0)
+            goto out;
     if ((r = gnutls_priority_init(&prio, given, &where)) < 0) {
         refuse(err, err_size, "--ssl-priorities: '%s' is not a GnuTLS priority string (at '%s')",
                given, where ? where : "");
@@ -125,6 +168,21 @@ int serow_tls_configure(const char *cert_file, const char *key_file, const char 
     }
     if (check_priorities(prio, given, err, err_size) < 0)
         goto out;
+    if (tickets && ticket_key.data == NULL &&
+        (r = gnutls_session_ticket_key_generate(&ticket_key)) < 0) {
+        ticket_key.data = NULL;
+        refuse(err, err_size, "--ssl-session-tickets: no key could be made (%s)%s",
+               gnutls_strerror(r), "");
+        goto out;
+    }
+    if (!tickets && ticket_key.data) {
+        gnutls_memset(ticket_key.data, 0, ticket_key.size);
+        gnutls_free(ticket_key.data);
+        ticket_key.data = NULL;
+        ticket_key.size = 0;
+    }
+    /* All read: only now is what served before replaced (a HUP with a bad
+     * file keeps it). */
     if (credentials)
         gnutls_certificate_free_credentials(credentials);
     if (priorities)
@@ -135,20 +193,10 @@ int serow_tls_configure(const char *cert_file, const char *key_file, const char 
     prio = NULL;
     rc = 0;
 out:
-    for (unsigned i = 0; i < chain_len; i++)
-        gnutls_x509_crt_deinit(chain[i]);
-    gnutls_free(chain);
-    if (private_key)
-        gnutls_x509_privkey_deinit(private_key);
     if (creds)
         gnutls_certificate_free_credentials(creds);
     if (prio)
         gnutls_priority_deinit(prio);
-    if (key.data) {
-        explicit_bzero(key.data, key.size);
-        gnutls_free(key.data);
-    }
-    gnutls_free(cert.data);
     return rc;
 }
 
@@ -332,12 +380,14 @@ static int handshake(struct serow_connection_state *cs, int fd, struct tls_local
         if (credentials == NULL)
             return handshake_failed(cs, l, "no credentials");
         static const gnutls_datum_t http11 = {(unsigned char *)"http/1.1", 8};
-        if (gnutls_init(&l->session, GNUTLS_SERVER | GNUTLS_NONBLOCK | GNUTLS_NO_TICKETS) < 0) {
+        if (gnutls_init(&l->session, GNUTLS_SERVER | GNUTLS_NONBLOCK |
+                                         (ticket_key.data ? 0 : GNUTLS_NO_TICKETS)) < 0) {
             l->session = NULL;
             return handshake_failed(cs, l, "no session");
         }
         if (gnutls_priority_set(l->session, priorities) < 0 ||
             gnutls_credentials_set(l->session, GNUTLS_CRD_CERTIFICATE, credentials) < 0 ||
+            (ticket_key.data && gnutls_session_ticket_enable_server(l->session, &ticket_key) < 0) ||
             gnutls_alpn_set_protocols(l->session, &http11, 1, GNUTLS_ALPN_SERVER_PRECEDENCE) < 0)
             return handshake_failed(cs, l, "the session could not be set up");
         gnutls_certificate_server_set_request(l->session, GNUTLS_CERT_IGNORE);

@@ -5,8 +5,9 @@
  * (tls_record.h), from the state that moves with the connection
  * (struct serow_connection_state, transport.h).  docs/tls.md.
  *
- * Owns: the process's credentials and priorities (set once in the master,
- * before privileges are dropped, and inherited by every process it forks),
+ * Owns: the process's credentials, priorities and session tickets' key (set
+ * in the master, at start and on HUP, which keeps its privileges, and
+ * inherited by every process it forks after),
  * and what a process keeps beside a TLS connection it owns: a handshake's
  * session, plaintext opened but not yet read, sealed bytes the socket has
  * not taken yet.  Knows no loop: its recv, send, writev, sendfile and
@@ -26,11 +27,16 @@
     "SECURE128:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:-CIPHER-ALL:+AES-128-GCM:"         \
     "+AES-256-GCM:+CHACHA20-POLY1305:-MAC-ALL:+AEAD:-KX-ALL:+ECDHE-ECDSA:+ECDHE-RSA"
 
-/* Reads the certificate chain and the private key (PEM files) and sets the
- * priorities (NULL: the default).  0, or -1 with what is wrong in err,
- * starting with the option it is about ("--ssl-key: ..."). */
-int serow_tls_configure(const char *cert_file, const char *key_file, const char *priorities,
-                        char *err, size_t err_size);
+/* Reads each certificate chain and its private key (PEM files: the i-th
+ * key is the i-th certificate's; the first pair is the one a client that
+ * names no host, or none of the certificates' names, gets), sets the
+ * priorities (NULL: the default) and, with tickets, makes the session
+ * tickets' master key unless a call before made it (a HUP keeps it).  0, or
+ * -1 with what is wrong in err, starting with the option it is about
+ * ("--ssl-key: ..."): then what the calls before set stays in use. */
+int serow_tls_configure(const char *const *cert_files, const char *const *key_files,
+                        size_t pairs, const char *priorities, int tickets, char *err,
+                        size_t err_size);
 
 /* Whether serow_tls_configure succeeded in this process (or its parent). */
 int serow_tls_configured(void);
