@@ -42,7 +42,9 @@
 /* ---- the credentials, set before the forks --------------------------------- */
 
 /* Set in the master at start and again on each HUP (serow_tls_configure),
- * before it forks: every process forked after a call has that call's. */
+ * before it forks: every process forked after a call has that call's.
+ * credentials holds every pair, in the order given: GnuTLS gives a client
+ * the first whose key its signature algorithms allow. */
 static gnutls_certificate_credentials_t credentials;
 static gnutls_priority_t priorities;
 /* The session tickets' master key (64 bytes, gnutls_session_ticket_key_generate),
@@ -53,6 +55,26 @@ static gnutls_priority_t priorities;
  * of them.  Kept across HUP (docs/tls.md says why); never written
  * anywhere.  Empty: tickets off. */
 static gnutls_datum_t ticket_key;
+
+/* SNI: each name the certificates carry (their DNS names, or the common
+ * name of one that has none; lower case; "*.example.com" as written), with
+ * the credentials of the pairs that carry it, in the order given.  A client
+ * that names a host gets those credentials (GnuTLS then picks among them
+ * by the client's signature algorithms: an ECDSA and an RSA certificate of
+ * one name); one that names no host, or none of these, gets all the pairs,
+ * so the first.  GnuTLS's own choice by name (an exact, case-sensitive
+ * match) knows no wildcards.  Empty when there is one pair. */
+struct sni_name {
+    char *name;
+    gnutls_certificate_credentials_t creds; /* one of sni_groups, or credentials */
+};
+struct sni_state {
+    struct sni_name *names;
+    size_t n_names;
+    gnutls_certificate_credentials_t *groups; /* owned: one per set of pairs */
+    size_t n_groups;
+};
+static struct sni_state sni;
 
 static int refuse(char *err, size_t err_size, const char *format, const char *a, const char *b)
 {
@@ -82,49 +104,104 @@ static int check_priorities(gnutls_priority_t p, const char *given, char *err, s
     return 0;
 }
 
-/* Adds the certificate chain in cert_file and its key in key_file to
- * creds.  0, or -1 with what is wrong in err, naming the option and the
- * file. */
-static int add_pair(gnutls_certificate_credentials_t creds, const char *cert_file,
-                    const char *key_file, char *err, size_t err_size)
+/* One --ssl-cert and its --ssl-key, read and checked, and the names its
+ * certificate answers to. */
+struct pair {
+    gnutls_datum_t cert, key;
+    char **names;
+    size_t n_names;
+};
+
+static void pair_clear(struct pair *p)
 {
-    gnutls_datum_t cert = {NULL, 0}, key = {NULL, 0};
+    if (p->key.data) {
+        explicit_bzero(p->key.data, p->key.size);
+        gnutls_free(p->key.data);
+    }
+    gnutls_free(p->cert.data);
+    for (size_t i = 0; i < p->n_names; i++)
+        free(p->names[i]);
+    free(p->names);
+    memset(p, 0, sizeof *p);
+}
+
+static int add_name(struct pair *p, const char *name, size_t len)
+{
+    for (size_t i = 0; i < p->n_names; i++)
+        if (strlen(p->names[i]) == len && strncasecmp(p->names[i], name, len) == 0)
+            return 0;
+    char **grown = realloc(p->names, (p->n_names + 1) * sizeof *grown);
+    if (grown == NULL)
+        return -1;
+    p->names = grown;
+    char *copy = strndup(name, len);
+    if (copy == NULL)
+        return -1;
+    for (char *c = copy; *c; c++)
+        if (*c >= 'A' && *c <= 'Z')
+            *c = (char)(*c - 'A' + 'a');
+    p->names[p->n_names++] = copy;
+    return 0;
+}
+
+/* The names a client's SNI may ask the certificate by: its DNS names, or
+ * its common name when it has none (as GnuTLS and HAProxy take them). */
+static int collect_names(struct pair *p, gnutls_x509_crt_t crt)
+{
+    char name[256];
+    int dns = 0;
+    for (unsigned seq = 0;; seq++) {
+        size_t size = sizeof name;
+        int type = gnutls_x509_crt_get_subject_alt_name(crt, seq, name, &size, NULL);
+        if (type == GNUTLS_E_REQUESTED_DATA_NOT_AVAILABLE)
+            break;
+        if (type == GNUTLS_SAN_DNSNAME) {
+            dns = 1;
+            if (add_name(p, name, size) < 0)
+                return -1;
+        }
+    }
+    size_t size = sizeof name;
+    if (!dns && gnutls_x509_crt_get_dn_by_oid(crt, GNUTLS_OID_X520_COMMON_NAME, 0, 0, name,
+                                              &size) == 0 &&
+        add_name(p, name, size) < 0)
+        return -1;
+    return 0;
+}
+
+/* Reads the certificate chain in cert_file and its key in key_file into p.
+ * 0, or -1 with what is wrong in err, naming the option and the file. */
+static int read_pair(struct pair *p, const char *cert_file, const char *key_file, char *err,
+                     size_t err_size)
+{
     gnutls_x509_crt_t *chain = NULL;
     unsigned chain_len = 0;
     gnutls_x509_privkey_t private_key = NULL;
     int rc = -1;
 
-    if (gnutls_load_file(cert_file, &cert) < 0) {
+    if (gnutls_load_file(cert_file, &p->cert) < 0) {
         refuse(err, err_size, "--ssl-cert: cannot read %s%s", cert_file, "");
         goto out;
     }
-    if (gnutls_load_file(key_file, &key) < 0) {
+    if (gnutls_load_file(key_file, &p->key) < 0) {
         refuse(err, err_size, "--ssl-key: cannot read %s%s", key_file, "");
         goto out;
     }
     /* Each file checked on its own, so that the message names the right one. */
-    int r = gnutls_x509_crt_list_import2(&chain, &chain_len, &cert, GNUTLS_X509_FMT_PEM, 0);
+    int r = gnutls_x509_crt_list_import2(&chain, &chain_len, &p->cert, GNUTLS_X509_FMT_PEM, 0);
     if (r < 0) {
         refuse(err, err_size, "--ssl-cert: %s holds no PEM certificate (%s)", cert_file,
                gnutls_strerror(r));
         goto out;
     }
     if ((r = gnutls_x509_privkey_init(&private_key)) < 0 ||
-        (r = gnutls_x509_privkey_import2(private_key, &key, GNUTLS_X509_FMT_PEM, NULL, 0)) < 0) {
+        (r = gnutls_x509_privkey_import2(private_key, &p->key, GNUTLS_X509_FMT_PEM, NULL, 0)) < 0) {
         refuse(err, err_size, "--ssl-key: %s holds no PEM private key without a passphrase (%s)",
                key_file, gnutls_strerror(r));
         goto out;
     }
-    /* (GnuTLS keeps the certificate's names beside it: a client's SNI picks
-     * among the pairs by them.) */
-    r = gnutls_certificate_set_x509_key_mem2(creds, &cert, &key, GNUTLS_X509_FMT_PEM, NULL, 0);
-    if (r < 0) {
-        if (r == GNUTLS_E_CERTIFICATE_KEY_MISMATCH)
-            refuse(err, err_size, "--ssl-key: %s is not the key of the certificate in %s",
-                   key_file, cert_file);
-        else
-            refuse(err, err_size, "--ssl-cert: %s cannot be used (%s)", cert_file,
-                   gnutls_strerror(r));
+    if (collect_names(p, chain[0]) < 0) {
+        refuse(err, err_size, "--ssl-cert: %s: out of memory%s", cert_file, "");
         goto out;
     }
     rc = 0;
@@ -134,12 +211,151 @@ out:
     gnutls_free(chain);
     if (private_key)
         gnutls_x509_privkey_deinit(private_key);
-    if (key.data) {
-        explicit_bzero(key.data, key.size);
-        gnutls_free(key.data);
-    }
-    gnutls_free(cert.data);
     return rc;
+}
+
+static int set_pair(gnutls_certificate_credentials_t creds, const struct pair *p,
+                    const char *cert_file, const char *key_file, char *err, size_t err_size)
+{
+    int r = gnutls_certificate_set_x509_key_mem2(creds, &p->cert, &p->key, GNUTLS_X509_FMT_PEM,
+                                                 NULL, 0);
+    if (r == GNUTLS_E_CERTIFICATE_KEY_MISMATCH)
+        return refuse(err, err_size, "--ssl-key: %s is not the key of the certificate in %s",
+                      key_file, cert_file);
+    if (r < 0)
+        return refuse(err, err_size, "--ssl-cert: %s cannot be used (%s)", cert_file,
+                      gnutls_strerror(r));
+    return 0;
+}
+
+static void sni_clear(struct sni_state *st)
+{
+    for (size_t i = 0; i < st->n_names; i++)
+        free(st->names[i].name);
+    free(st->names);
+    for (size_t i = 0; i < st->n_groups; i++)
+        gnutls_certificate_free_credentials(st->groups[i]);
+    free(st->groups);
+    memset(st, 0, sizeof *st);
+}
+
+static int pair_has(const struct pair *p, const char *name)
+{
+    for (size_t i = 0; i < p->n_names; i++)
+        if (strcmp(p->names[i], name) == 0)
+            return 1;
+    return 0;
+}
+
+/* Builds st from the pairs' names (all of them in all_creds): for each
+ * name, the credentials of the pairs that carry it, made once for each set
+ * of pairs ("which" says which: '1' or '0' for each pair). */
+static int sni_build(struct sni_state *st, struct pair *p, size_t pairs,
+                     gnutls_certificate_credentials_t all_creds, const char *const *cert_files,
+                     const char *const *key_files, char *err, size_t err_size)
+{
+    char **which_of = NULL; /* per group, its pairs */
+    char *which = malloc(pairs + 1);
+    int rc = -1;
+    if (which == NULL)
+        goto oom;
+    for (size_t i = 0; i < pairs; i++)
+        for (size_t k = 0; k < p[i].n_names; k++) {
+            const char *name = p[i].names[k];
+            int seen = 0;
+            for (size_t n = 0; n < st->n_names && !seen; n++)
+                seen = strcmp(st->names[n].name, name) == 0;
+            if (seen)
+                continue;
+            size_t count = 0;
+            for (size_t j = 0; j < pairs; j++) {
+                which[j] = pair_has(&p[j], name) ? '1' : '0';
+                count += which[j] == '1';
+            }
+            which[pairs] = '\0';
+            gnutls_certificate_credentials_t creds = all_creds;
+            if (count < pairs) {
+                size_t g = 0;
+                while (g < st->n_groups && strcmp(which_of[g], which) != 0)
+                    g++;
+                if (g == st->n_groups) {
+                    gnutls_certificate_credentials_t *grown =
+                        realloc(st->groups, (g + 1) * sizeof *grown);
+                    char **grown_which = realloc(which_of, (g + 1) * sizeof *grown_which);
+                    if (grown)
+                        st->groups = grown;
+                    if (grown_which)
+                        which_of = grown_which;
+                    if (grown == NULL || grown_which == NULL ||
+                        (which_of[g] = strdup(which)) == NULL)
+                        goto oom;
+                    if (gnutls_certificate_allocate_credentials(&st->groups[g]) < 0) {
+                        free(which_of[g]);
+                        goto oom;
+                    }
+                    st->n_groups++;
+                    for (size_t j = 0; j < pairs; j++)
+                        if (which[j] == '1' &&
+                            set_pair(st->groups[g], &p[j], cert_files[j], key_files[j], err,
+                                     err_size) < 0)
+                            goto out;
+                }
+                creds = st->groups[g];
+            }
+            struct sni_name *grown = realloc(st->names, (st->n_names + 1) * sizeof *grown);
+            if (grown == NULL)
+                goto oom;
+            st->names = grown;
+            if ((st->names[st->n_names].name = strdup(name)) == NULL)
+                goto oom;
+            st->names[st->n_names++].creds = creds;
+        }
+    rc = 0;
+    goto out;
+oom:
+    refuse(err, err_size, "--ssl-cert: out of memory%s%s", "", "");
+out:
+    if (which_of)
+        for (size_t g = 0; g < st->n_groups; g++)
+            free(which_of[g]);
+    free(which_of);
+    free(which);
+    return rc;
+}
+
+static gnutls_certificate_credentials_t sni_lookup(const char *name)
+{
+    for (size_t i = 0; i < sni.n_names; i++)
+        if (strcmp(sni.names[i].name, name) == 0)
+            return sni.names[i].creds;
+    return NULL;
+}
+
+/* GnuTLS calls this once the ClientHello is read, before it chooses the
+ * certificate: the credentials of the name the client asked for (an exact
+ * name first, then "*." and the name less its first label). */
+static int choose_by_sni(gnutls_session_t session)
+{
+    char name[256];
+    size_t len = sizeof name - 1;
+    unsigned type;
+    if (gnutls_server_name_get(session, name, &len, &type, 0) < 0 || type != GNUTLS_NAME_DNS ||
+        len == 0 || len >= sizeof name - 1)
+        return 0;
+    name[len] = '\0';
+    for (char *c = name; *c; c++)
+        if (*c >= 'A' && *c <= 'Z')
+            *c = (char)(*c - 'A' + 'a');
+    gnutls_certificate_credentials_t creds = sni_lookup(name);
+    const char *rest = strchr(name, '.');
+    if (creds == NULL && rest != NULL && rest > name && rest[1] != '\0') {
+        char wildcard[sizeof name + 1];
+        snprintf(wildcard, sizeof wildcard, "*%s", rest);
+        creds = sni_lookup(wildcard);
+    }
+    if (creds != NULL && creds != credentials)
+        return gnutls_credentials_set(session, GNUTLS_CRD_CERTIFICATE, creds);
+    return 0;
 }
 
 int serow_tls_configure(const char *const *cert_files, const char *const *key_files,
@@ -147,20 +363,25 @@ int serow_tls_configure(const char *const *cert_files, const char *const *key_fi
 {
     gnutls_certificate_credentials_t creds = NULL;
     gnutls_priority_t prio = NULL;
+    struct pair *p = calloc(pairs ? pairs : 1, sizeof *p);
+    struct sni_state names = {0};
     int rc = -1, r;
     const char *where;
     if (given == NULL || *given == '\0')
         given = SEROW_TLS_DEFAULT_PRIORITIES;
 
-    if ((r = gnutls_certificate_allocate_credentials(&creds)) < 0) {
-        refuse(err, err_size, "--ssl-cert: no credentials (%s)%s", gnutls_strerror(r), "");
+    if (p == NULL || (r = gnutls_certificate_allocate_credentials(&creds)) < 0) {
+        refuse(err, err_size, "--ssl-cert: out of memory%s%s", "", "");
         goto out;
     }
     /* In the order given: the first is the one a client that names no
      * host, or none of the certificates' names, gets. */
     for (size_t i = 0; i < pairs; i++)
-        if (add_pair(creds, cert_files[i], key_files[i], err, err_size) < 0)
+        if (read_pair(&p[i], cert_files[i], key_files[i], err, err_size) < 0 ||
+            set_pair(creds, &p[i], cert_files[i], key_files[i], err, err_size) < 0)
             goto out;
+    if (pairs > 1 && sni_build(&names, p, pairs, creds, cert_files, key_files, err, err_size) < 0)
+        goto out;
     if ((r = gnutls_priority_init(&prio, given, &where)) < 0) {
         refuse(err, err_size, "--ssl-priorities: '%s' is not a GnuTLS priority string (at '%s')",
                given, where ? where : "");
@@ -187,16 +408,24 @@ int serow_tls_configure(const char *const *cert_files, const char *const *key_fi
         gnutls_certificate_free_credentials(credentials);
     if (priorities)
         gnutls_priority_deinit(priorities);
+    sni_clear(&sni);
     credentials = creds;
     priorities = prio;
+    sni = names;
     creds = NULL;
     prio = NULL;
+    memset(&names, 0, sizeof names);
     rc = 0;
 out:
+    sni_clear(&names);
     if (creds)
         gnutls_certificate_free_credentials(creds);
     if (prio)
         gnutls_priority_deinit(prio);
+    if (p)
+        for (size_t i = 0; i < pairs; i++)
+            pair_clear(&p[i]);
+    free(p);
     return rc;
 }
 
@@ -391,6 +620,8 @@ static int handshake(struct serow_connection_state *cs, int fd, struct tls_local
             gnutls_alpn_set_protocols(l->session, &http11, 1, GNUTLS_ALPN_SERVER_PRECEDENCE) < 0)
             return handshake_failed(cs, l, "the session could not be set up");
         gnutls_certificate_server_set_request(l->session, GNUTLS_CERT_IGNORE);
+        if (sni.n_names)
+            gnutls_handshake_set_post_client_hello_function(l->session, choose_by_sni);
         gnutls_session_set_ptr(l->session, &cs->tls);
         gnutls_session_set_keylog_function(l->session, serow_tls_keylog);
         gnutls_transport_set_int(l->session, fd);

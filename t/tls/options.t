@@ -22,6 +22,10 @@ subtest 'what the options need of each other' => sub {
         [['--listen', '127.0.0.1:0:ssl', '--ssl-key', 'k.pem'], qr/--listen HOST:PORT:ssl: needs --ssl-cert/],
         [['--ssl-cert', 'c.pem', '--ssl-key', 'k.pem'], qr/--ssl-cert: no address serves TLS/],
         [['--ssl-priorities', 'NORMAL'], qr/--ssl-priorities: no address serves TLS/],
+        [['--enable-ssl', '--ssl-cert', 'a.pem', '--ssl-key', 'a.key', '--ssl-cert', 'b.pem'],
+         qr/--ssl-key: 1 for 2 --ssl-cert: give one key for each certificate, in the same order/],
+        [['--enable-ssl', '--ssl-cert', 'c.pem', '--ssl-key', 'k.pem', '--ssl-session-tickets', 'no'],
+         qr/--ssl-session-tickets: 'no' is not one of on, off/],
     ) {
         my ($argv, $message) = @$case;
         ok !eval { Serow::Options->from_argv(@$argv, $app); 1 }, "@$argv: refused";
@@ -53,6 +57,12 @@ subtest 'files and priorities refused at start' => sub {
         [['--ssl-cert', $pki->{cert}, '--ssl-key', $pki->{key}, '--ssl-priorities',
           'NORMAL:-CIPHER-ALL:+AES-128-GCM:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.1'],
          qr/--ssl-priorities: .* allows TLS1\.1; TLS 1\.2 is the oldest Serow serves/],
+        [['--ssl-cert', $pki->{cert}, '--ssl-key', $pki->{key}, '--ssl-cert', "$dir/garbage.pem",
+          '--ssl-key', $pki->{key}],
+         qr/--ssl-cert: \S+garbage\.pem holds no PEM certificate/],
+        [['--ssl-cert', $pki->{cert}, '--ssl-key', $pki->{key}, '--ssl-cert', $pki->{cert},
+          '--ssl-key', $pki->{other_key}],
+         qr/--ssl-key: \S+other\.key is not the key of the certificate in \S+server\.pem/],
         [['--listen', '/tmp/serow-tls-test.sock:ssl', '--ssl-cert', $pki->{cert}, '--ssl-key', $pki->{key}],
          qr/--listen: .*TLS on a UNIX socket is not served/],
     ) {

@@ -17,7 +17,7 @@ use Serow::Test::Common qw(READ_TIMEOUT);
 use Serow::Test::Client qw(parse_response_head);
 use Serow::Test::Process qw(run_command);
 
-our @EXPORT_OK = qw(test_pki tls_connect tls_request tls_read_response tls_options);
+our @EXPORT_OK = qw(test_pki test_cert tls_connect tls_request tls_read_response tls_options);
 
 # A CA and a certificate for localhost and 127.0.0.1 signed by it, with
 # ECDSA P-256 keys: { dir, ca, cert, key, other_key } (other_key: a key of
@@ -38,6 +38,23 @@ sub test_pki {
         '-out', "$dir/other.key");
     return { dir => $dir, ca => "$dir/ca.pem", cert => "$dir/server.pem", key => "$dir/server.key",
              other_key => "$dir/other.key" };
+}
+
+# Another certificate signed by $pki's CA, for the DNS names in @$names,
+# with the common name $cn and a new key ('ec': P-256, or 'rsa': 2048
+# bits): { cert, key }, files in $pki's dir named after $base.
+sub test_cert {
+    my ($pki, $base, $cn, $names, $type) = @_;
+    my $dir = $pki->{dir};
+    my @key = ($type // 'ec') eq 'rsa' ? ('-newkey', 'rsa:2048')
+                                       : ('-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256');
+    _openssl('req', @key, '-nodes', '-keyout', "$dir/$base.key", '-out', "$dir/$base.csr", '-subj', "/CN=$cn");
+    open(my $ext, '>', "$dir/$base.ext") or die "$dir/$base.ext: $!";
+    print $ext 'subjectAltName=' . join(',', map { "DNS:$_" } @$names) . "\n";
+    close $ext;
+    _openssl('x509', '-req', '-in', "$dir/$base.csr", '-CA', $pki->{ca}, '-CAkey', "$dir/ca.key",
+        '-CAcreateserial', '-out', "$dir/$base.pem", '-days', 2, '-extfile', "$dir/$base.ext");
+    return { cert => "$dir/$base.pem", key => "$dir/$base.key" };
 }
 
 sub _openssl {
