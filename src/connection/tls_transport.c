@@ -5,8 +5,8 @@
  *
  * Owns: the credentials, priorities and ticket key of the process, and per
  * process a table by descriptor of what it keeps beside a TLS connection
- * it owns (struct tls_local).  It knows no loop: what a caller does with EAGAIN or
- * a short count is the caller's.
+ * it owns (struct tls_local).  It knows no loop: what a caller does with
+ * EAGAIN or a short count is the caller's.
  *
  * The rule that lets a connection move: it moves only between requests,
  * when nothing of it is in this process but its state.  What a process
@@ -66,7 +66,7 @@ static gnutls_datum_t ticket_key;
  * match) knows no wildcards.  Empty when there is one pair. */
 struct sni_name {
     char *name;
-    gnutls_certificate_credentials_t creds; /* one of sni_groups, or credentials */
+    gnutls_certificate_credentials_t creds; /* one of groups, or credentials */
 };
 struct sni_state {
     struct sni_name *names;
@@ -153,8 +153,8 @@ static int collect_names(struct pair *p, gnutls_x509_crt_t crt)
     for (unsigned seq = 0;; seq++) {
         size_t size = sizeof name;
         int type = gnutls_x509_crt_get_subject_alt_name(crt, seq, name, &size, NULL);
-        if (type == GNUTLS_E_REQUESTED_DATA_NOT_AVAILABLE)
-            break;
+        if (type < 0 && type != GNUTLS_E_SHORT_MEMORY_BUFFER)
+            break; /* the end of the list (or a list that cannot be read) */
         if (type == GNUTLS_SAN_DNSNAME) {
             dns = 1;
             if (add_name(p, name, size) < 0)
