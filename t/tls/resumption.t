@@ -17,7 +17,8 @@ use Serow::Test::TLS qw(test_pki tls_options);
 # the resuming connections are served by the other worker.  A resumed
 # connection is then kept alive and moved between the workers, its record
 # state exported after a resumed handshake as after a full one; and it
-# still resumes after HUP, which keeps the key.  With --ssl-session-tickets
+# still resumes after HUP, which keeps the key.  GnuTLS's own client
+# (gnutls-cli --resume) resumes as well.  With --ssl-session-tickets
 # off nothing resumes.
 
 need_debian_packages('openssl');
@@ -145,6 +146,26 @@ for my $version ('-tls1_3', '-tls1_2') {
         finish($_) for $first, @resumed;
     };
 }
+
+subtest "GnuTLS's own client resumes too (gnutls-cli --resume)" => sub {
+    need_debian_packages('gnutls-bin');
+    for my $version ('TLS1.3', 'TLS1.2') {
+        my $out = "$dir/gnutls-cli.$version";
+        my $pid = fork // die "fork: $!";
+        if ($pid == 0) {
+            open(STDIN, '<', '/dev/null') or POSIX::_exit(110);
+            open(STDOUT, '>', $out) or POSIX::_exit(111);
+            open(STDERR, '>&', \*STDOUT) or POSIX::_exit(111);
+            { exec 'gnutls-cli', '--resume', '--x509cafile', $pki->{ca}, '--priority',
+                  "NORMAL:-VERS-ALL:+VERS-$version", '-p', $server->port, '127.0.0.1' }
+            POSIX::_exit(112);
+        }
+        waitpid($pid, 0);
+        my $text = do { open(my $fh, '<', $out) or die $!; local $/; <$fh> };
+        like $text, qr/This is a resumed session/, "$version: the second connection resumed the first's session"
+            or diag $text;
+    }
+};
 
 subtest 'HUP keeps the ticket key: a session made before resumes on the new workers' => sub {
     my $session = "$dir/session-hup.pem";
