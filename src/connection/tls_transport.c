@@ -125,6 +125,15 @@ static void pair_clear(struct pair *p)
     memset(p, 0, sizeof *p);
 }
 
+/* Host names are compared in lower case (ASCII: an international name is
+ * in its ASCII form, xn--..., in a certificate and in SNI alike). */
+static void lower_case(char *name)
+{
+    for (char *c = name; *c; c++)
+        if (*c >= 'A' && *c <= 'Z')
+            *c = (char)(*c - 'A' + 'a');
+}
+
 static int add_name(struct pair *p, const char *name, size_t len)
 {
     for (size_t i = 0; i < p->n_names; i++)
@@ -137,9 +146,7 @@ static int add_name(struct pair *p, const char *name, size_t len)
     char *copy = strndup(name, len);
     if (copy == NULL)
         return -1;
-    for (char *c = copy; *c; c++)
-        if (*c >= 'A' && *c <= 'Z')
-            *c = (char)(*c - 'A' + 'a');
+    lower_case(copy);
     p->names[p->n_names++] = copy;
     return 0;
 }
@@ -343,9 +350,7 @@ static int choose_by_sni(gnutls_session_t session)
         len == 0 || len >= sizeof name - 1)
         return 0;
     name[len] = '\0';
-    for (char *c = name; *c; c++)
-        if (*c >= 'A' && *c <= 'Z')
-            *c = (char)(*c - 'A' + 'a');
+    lower_case(name);
     gnutls_certificate_credentials_t creds = sni_lookup(name);
     const char *rest = strchr(name, '.');
     if (creds == NULL && rest != NULL && rest > name && rest[1] != '\0') {

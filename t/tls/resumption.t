@@ -5,7 +5,7 @@ use lib 't/lib';
 use File::Temp ();
 use POSIX ();
 use Serow::Test qw(need_debian_packages start_server wait_until);
-use Serow::Test::TLS qw(test_pki tls_options);
+use Serow::Test::TLS qw(test_pki tls_options run_client);
 
 # Session tickets: a client resumes its TLS session on any worker, since
 # every worker seals and opens tickets with keys derived from one master key
@@ -57,6 +57,7 @@ sub s_client {
         POSIX::dup2(fileno($read), 0) or POSIX::_exit(110);
         open(STDOUT, '>', $out) or POSIX::_exit(111);
         open(STDERR, '>&', \*STDOUT) or POSIX::_exit(111);
+        delete $ENV{LD_PRELOAD}; # (not Serow's code: see Serow::Test::TLS, run_client)
         { exec 'openssl', 's_client', '-connect', '127.0.0.1:' . $server->port, '-servername', 'localhost',
               '-CAfile', $pki->{ca}, '-verify_return_error', @args }
         POSIX::_exit(112);
@@ -150,18 +151,8 @@ for my $version ('-tls1_3', '-tls1_2') {
 subtest "GnuTLS's own client resumes too (gnutls-cli --resume)" => sub {
     need_debian_packages('gnutls-bin');
     for my $version ('TLS1.3', 'TLS1.2') {
-        my $out = "$dir/gnutls-cli.$version";
-        my $pid = fork // die "fork: $!";
-        if ($pid == 0) {
-            open(STDIN, '<', '/dev/null') or POSIX::_exit(110);
-            open(STDOUT, '>', $out) or POSIX::_exit(111);
-            open(STDERR, '>&', \*STDOUT) or POSIX::_exit(111);
-            { exec 'gnutls-cli', '--resume', '--x509cafile', $pki->{ca}, '--priority',
-                  "NORMAL:-VERS-ALL:+VERS-$version", '-p', $server->port, '127.0.0.1' }
-            POSIX::_exit(112);
-        }
-        waitpid($pid, 0);
-        my $text = do { open(my $fh, '<', $out) or die $!; local $/; <$fh> };
+        my (undef, $text) = run_client('gnutls-cli', '--resume', '--x509cafile', $pki->{ca}, '--priority',
+            "NORMAL:-VERS-ALL:+VERS-$version", '-p', $server->port, '127.0.0.1');
         like $text, qr/This is a resumed session/, "$version: the second connection resumed the first's session"
             or diag $text;
     }

@@ -2,10 +2,8 @@ use strict;
 use warnings;
 use Test::More;
 use lib 't/lib';
-use File::Temp ();
-use POSIX ();
 use Serow::Test qw(need_debian_packages start_server);
-use Serow::Test::TLS qw(test_pki test_cert);
+use Serow::Test::TLS qw(test_pki test_cert run_client);
 
 # Several certificates, chosen by the name the client asks for (SNI):
 # repeated --ssl-cert and --ssl-key pairs, the first for a client that names
@@ -30,31 +28,11 @@ my @pairs = map { ('--ssl-cert', $_->{cert}, '--ssl-key', $_->{key}) }
 
 my $app = sub { [200, ['Content-Type' => 'text/plain'], ["hello\n"]] };
 my $server = start_server(app => $app, options => ['--workers', 2, '--enable-ssl', @pairs]);
-my $dir = File::Temp->newdir;
-
-sub run_quietly {
-    my (@command) = @_;
-    my $pid = fork // die "fork: $!";
-    if ($pid == 0) {
-        open(STDIN, '<', '/dev/null') or POSIX::_exit(110);
-        open(STDOUT, '>', "$dir/out") or POSIX::_exit(111);
-        open(STDERR, '>&', \*STDOUT) or POSIX::_exit(111);
-        delete $ENV{LD_PRELOAD}; # (not Serow's code: see t/http/curl.t)
-        { exec @command }
-        POSIX::_exit(112);
-    }
-    waitpid($pid, 0);
-    my $status = $?;
-    open(my $fh, '<', "$dir/out") or die $!;
-    local $/;
-    return ($status, scalar <$fh>);
-}
-
 # The subject's common name of the certificate the server sent when asked
 # for $name (undef: no SNI), and whether it verified for that name.
 sub certificate_for {
     my ($name, @args) = @_;
-    my ($status, $out) = run_quietly('openssl', 's_client', '-connect', '127.0.0.1:' . $server->port,
+    my ($status, $out) = run_client('openssl', 's_client', '-connect', '127.0.0.1:' . $server->port,
         '-CAfile', $pki->{ca}, (defined $name ? ('-servername', $name, '-verify_hostname', $name)
                                                : ('-noservername')), @args);
     my ($cn) = $out =~ /^subject=.*?CN ?= ?([^,\n]+)/m;
@@ -103,7 +81,7 @@ for my $case (
 
 for my $name (qw(alpha.test x.wild.test mixed.test localhost)) {
     my $port = $server->port;
-    my ($status, $out) = run_quietly('curl', '-sS', '-v', '--max-time', Serow::Test::READ_TIMEOUT,
+    my ($status, $out) = run_client('curl', '-sS', '-v', '--max-time', Serow::Test::READ_TIMEOUT,
         '--cacert', $pki->{ca}, '--resolve', "$name:$port:127.0.0.1", "https://$name:$port/");
     is $status, 0, "curl https://$name/: the certificate verified for the name" or diag $out;
     like $out, qr/^hello$/m, '... and answered';

@@ -11,13 +11,14 @@ use warnings;
 
 use Exporter 'import';
 use File::Temp ();
+use POSIX ();
 use IO::Select ();
 use Time::HiRes ();
 use Serow::Test::Common qw(READ_TIMEOUT);
 use Serow::Test::Client qw(parse_response_head);
 use Serow::Test::Process qw(run_command);
 
-our @EXPORT_OK = qw(test_pki test_cert tls_connect tls_request tls_read_response tls_options);
+our @EXPORT_OK = qw(test_pki test_cert tls_connect tls_request tls_read_response tls_options run_client);
 
 # A CA and a certificate for localhost and 127.0.0.1 signed by it, with
 # ECDSA P-256 keys: { dir, ca, cert, key, other_key } (other_key: a key of
@@ -55,6 +56,30 @@ sub test_cert {
     _openssl('x509', '-req', '-in', "$dir/$base.csr", '-CA', $pki->{ca}, '-CAkey', "$dir/ca.key",
         '-CAcreateserial', '-out', "$dir/$base.pem", '-days', 2, '-extfile', "$dir/$base.ext");
     return { cert => "$dir/$base.pem", key => "$dir/$base.key" };
+}
+
+# Runs a TLS client (openssl s_client, gnutls-cli, curl) to its end, with
+# nothing on its input; returns its exit status (as $?) and its standard
+# output and error together.
+sub run_client {
+    my (@command) = @_;
+    my $out = File::Temp->new;
+    my $pid = fork // die "fork: $!";
+    if ($pid == 0) {
+        open(STDIN, '<', '/dev/null') or POSIX::_exit(110);
+        open(STDOUT, '>', $out->filename) or POSIX::_exit(111);
+        open(STDERR, '>&', \*STDOUT) or POSIX::_exit(111);
+        # Not Serow's code: under tools/test-sanitized the preloaded libasan
+        # is for perl (see t/http/curl.t).
+        delete $ENV{LD_PRELOAD};
+        { exec { $command[0] } @command }
+        POSIX::_exit(112);
+    }
+    waitpid($pid, 0);
+    my $status = $?;
+    open(my $fh, '<', $out->filename) or die "$out: $!";
+    local $/;
+    return ($status, scalar <$fh> // '');
 }
 
 sub _openssl {
