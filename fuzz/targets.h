@@ -29,4 +29,7 @@ int fuzz_holder_message_input(const uint8_t *data, size_t size);
 /* serow_tls_open() on records the input scripts (tls_record_target.c). */
 int fuzz_tls_record_input(const uint8_t *data, size_t size);
 
+/* serow_ws_read() on a client's frames (websocket_frame_target.c). */
+int fuzz_websocket_frame_input(const uint8_t *data, size_t size);
+
 #endif
