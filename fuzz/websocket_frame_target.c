@@ -140,7 +140,7 @@ static void read_split(const uint8_t *data, size_t size, const size_t *cuts, siz
                 CHECK(p.data + p.len <= offer + consumed);
                 struct message *m;
                 if (p.opcode & 0x8) {
-                    CHECK(p.opcode == SEROW_WS_CLOSE || p.opcode == SEROW_WS_PING || p.opcode == SEROW_WS_PONG);
+                    CHECK(p.opcode == SEROW_WS_OP_CLOSE || p.opcode == SEROW_WS_OP_PING || p.opcode == SEROW_WS_OP_PONG);
                     CHECK(p.first && p.last && p.len <= SEROW_WS_MAX_CONTROL_PAYLOAD);
                     CHECK(out->count < MAX_MESSAGES);
                     m = &out->m[out->count++];
@@ -150,7 +150,7 @@ static void read_split(const uint8_t *data, size_t size, const size_t *cuts, siz
                     m->len = 0;
                     m->data = NULL;
                 } else {
-                    CHECK(p.opcode == SEROW_WS_TEXT || p.opcode == SEROW_WS_BINARY);
+                    CHECK(p.opcode == SEROW_WS_OP_TEXT || p.opcode == SEROW_WS_OP_BINARY);
                     CHECK(p.first == (open == NULL));
                     if (p.first) {
                         CHECK(out->count < MAX_MESSAGES);
@@ -168,7 +168,7 @@ static void read_split(const uint8_t *data, size_t size, const size_t *cuts, siz
                 }
                 append(m, p.data, p.len);
                 m->complete = p.last;
-                if (p.opcode == SEROW_WS_CLOSE) {
+                if (p.opcode == SEROW_WS_OP_CLOSE) {
                     CHECK(p.close_code == SEROW_WS_NO_STATUS || serow_ws_close_code_valid(p.close_code));
                     CHECK(plain_utf8(p.data, p.len));
                     CHECK(p.close_code != SEROW_WS_NO_STATUS || p.len == 0);
@@ -245,7 +245,7 @@ int fuzz_websocket_frame_input(const uint8_t *data, size_t size)
     read_split(data, size, NULL, 0, 1, max_message, rsv_allowed, &whole);
     for (size_t i = 0; i < whole.count; i++) {
         const struct message *m = &whole.m[i];
-        if (m->opcode == SEROW_WS_TEXT && !(m->rsv & SEROW_WS_RSV1) && m->complete)
+        if (m->opcode == SEROW_WS_OP_TEXT && !(m->rsv & SEROW_WS_RSV1) && m->complete)
             CHECK(plain_utf8(m->data, m->len));
         if (!(m->opcode & 0x8) && max_message)
             CHECK(m->len <= max_message);
@@ -281,7 +281,7 @@ int fuzz_websocket_frame_input(const uint8_t *data, size_t size)
         const struct message *m = &whole.m[i];
         if (!m->complete)
             continue;
-        if (m->opcode == SEROW_WS_CLOSE) {
+        if (m->opcode == SEROW_WS_OP_CLOSE) {
             uint8_t frame[SEROW_WS_MAX_CONTROL_FRAME];
             size_t n = serow_ws_close_frame(frame, m->close_code == SEROW_WS_NO_STATUS ? 0 : m->close_code,
                                             m->data, m->len);
@@ -296,7 +296,7 @@ int fuzz_websocket_frame_input(const uint8_t *data, size_t size)
             blen += serow_ws_frame_head(back + blen, 0, m->opcode | m->rsv, half);
             memcpy(back + blen, m->data, half);
             blen += half;
-            blen += serow_ws_frame_head(back + blen, 1, SEROW_WS_CONTINUATION, m->len - half);
+            blen += serow_ws_frame_head(back + blen, 1, SEROW_WS_OP_CONTINUATION, m->len - half);
             memcpy(back + blen, m->data + half, m->len - half);
             blen += m->len - half;
         }

@@ -29,7 +29,7 @@ int serow_ws_parse_frame_head(const uint8_t *buf, size_t len, int from_client,
     h->rsv = b0 & (SEROW_WS_RSV1 | SEROW_WS_RSV2 | SEROW_WS_RSV3);
     h->opcode = b0 & 0x0F;
     int control = (h->opcode & CONTROL_BIT) != 0;
-    if (h->opcode > SEROW_WS_PONG || (h->opcode > SEROW_WS_BINARY && h->opcode < SEROW_WS_CLOSE))
+    if (h->opcode > SEROW_WS_OP_PONG || (h->opcode > SEROW_WS_OP_BINARY && h->opcode < SEROW_WS_OP_CLOSE))
         return head_fail(h, "reserved opcode");
     /* An RSV bit means what a negotiated extension says; none says anything
      * for a control frame (permessage-deflate forbids it there). */
@@ -203,7 +203,7 @@ static int read_control(struct serow_ws_reader *r, uint8_t *buf, size_t len, siz
     piece->first = piece->last = 1;
     piece->rsv = 0;
     piece->close_code = 0;
-    if (f->opcode == SEROW_WS_CLOSE) {
+    if (f->opcode == SEROW_WS_OP_CLOSE) {
         /* Section 5.5.1: no payload, or a code of two bytes and then a reason in UTF-8. */
         if (plen == 1)
             return reader_fail(r, SEROW_WS_PROTOCOL_ERROR, "close frame of one byte");
@@ -229,7 +229,7 @@ static int read_control(struct serow_ws_reader *r, uint8_t *buf, size_t len, siz
 static int start_data_frame(struct serow_ws_reader *r)
 {
     const struct serow_ws_frame_head *f = &r->frame;
-    if (f->opcode == SEROW_WS_CONTINUATION) {
+    if (f->opcode == SEROW_WS_OP_CONTINUATION) {
         if (r->message_opcode == 0)
             return reader_fail(r, SEROW_WS_PROTOCOL_ERROR, "continuation frame without a message");
         /* An extension's RSV bit marks a message, on its first frame (RFC 7692 6.1). */
@@ -243,7 +243,7 @@ static int start_data_frame(struct serow_ws_reader *r)
         r->message_len = 0;
         r->message_started = 0;
         /* Compressed text is UTF-8 only once inflated: the extension checks it. */
-        r->check_utf8 = f->opcode == SEROW_WS_TEXT && !(f->rsv & SEROW_WS_RSV1);
+        r->check_utf8 = f->opcode == SEROW_WS_OP_TEXT && !(f->rsv & SEROW_WS_RSV1);
         memset(&r->utf8, 0, sizeof r->utf8);
     }
     /* Refused on the head, before any of the payload is read or kept. */
@@ -336,7 +336,7 @@ size_t serow_ws_close_frame(uint8_t out[SEROW_WS_MAX_CONTROL_FRAME], unsigned co
                             const uint8_t *reason, size_t reason_len)
 {
     if (code == 0)
-        return serow_ws_frame_head(out, 1, SEROW_WS_CLOSE, 0);
+        return serow_ws_frame_head(out, 1, SEROW_WS_OP_CLOSE, 0);
     size_t keep = reason_len;
     if (keep > SEROW_WS_MAX_CONTROL_PAYLOAD - 2) {
         /* Back to the start of the character that would be cut. */
@@ -344,7 +344,7 @@ size_t serow_ws_close_frame(uint8_t out[SEROW_WS_MAX_CONTROL_FRAME], unsigned co
         while (keep > 0 && (reason[keep] & 0xC0) == 0x80)
             keep--;
     }
-    size_t n = serow_ws_frame_head(out, 1, SEROW_WS_CLOSE, 2 + keep);
+    size_t n = serow_ws_frame_head(out, 1, SEROW_WS_OP_CLOSE, 2 + keep);
     out[n] = (uint8_t)(code >> 8);
     out[n + 1] = (uint8_t)code;
     if (keep)

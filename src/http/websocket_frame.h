@@ -24,12 +24,12 @@
 #include <stdint.h>
 
 /* Opcodes (section 5.2); 3-7 and 0xB-0xF are reserved, and refused. */
-#define SEROW_WS_CONTINUATION 0x0
-#define SEROW_WS_TEXT         0x1
-#define SEROW_WS_BINARY       0x2
-#define SEROW_WS_CLOSE        0x8
-#define SEROW_WS_PING         0x9
-#define SEROW_WS_PONG         0xA
+#define SEROW_WS_OP_CONTINUATION 0x0
+#define SEROW_WS_OP_TEXT         0x1
+#define SEROW_WS_OP_BINARY       0x2
+#define SEROW_WS_OP_CLOSE        0x8
+#define SEROW_WS_OP_PING         0x9
+#define SEROW_WS_OP_PONG         0xA
 
 /* The close codes a failure asks for (section 7.4.1). */
 #define SEROW_WS_PROTOCOL_ERROR  1002

@@ -414,85 +414,85 @@ static void test_reader(void)
      * between its frames, a character split across two frames, an empty
      * binary message, a large one, and a close with a reason */
     s.len = 0;
-    put_frame(&s, SEROW_WS_TEXT, "Hello, \xE2\x82", 9);
-    put_frame(&s, FIN | SEROW_WS_PING, "are you there", 13);
-    put_frame(&s, SEROW_WS_CONTINUATION, "\xAC", 1);
-    put_frame(&s, FIN | SEROW_WS_PONG, "", 0);
-    put_frame(&s, SEROW_WS_CONTINUATION, "", 0);
-    put_frame(&s, FIN | SEROW_WS_CONTINUATION, " world", 6);
-    put_frame(&s, FIN | SEROW_WS_BINARY, "", 0);
+    put_frame(&s, SEROW_WS_OP_TEXT, "Hello, \xE2\x82", 9);
+    put_frame(&s, FIN | SEROW_WS_OP_PING, "are you there", 13);
+    put_frame(&s, SEROW_WS_OP_CONTINUATION, "\xAC", 1);
+    put_frame(&s, FIN | SEROW_WS_OP_PONG, "", 0);
+    put_frame(&s, SEROW_WS_OP_CONTINUATION, "", 0);
+    put_frame(&s, FIN | SEROW_WS_OP_CONTINUATION, " world", 6);
+    put_frame(&s, FIN | SEROW_WS_OP_BINARY, "", 0);
     static uint8_t big[3000];
     for (size_t i = 0; i < sizeof big; i++)
         big[i] = (uint8_t)rnd();
-    put_frame(&s, FIN | SEROW_WS_BINARY, big, sizeof big);
-    put_frame(&s, FIN | SEROW_WS_CLOSE, "\x03\xE8" "bye", 5);
-    put_frame(&s, FIN | SEROW_WS_TEXT, "after the close", 15);
+    put_frame(&s, FIN | SEROW_WS_OP_BINARY, big, sizeof big);
+    put_frame(&s, FIN | SEROW_WS_OP_CLOSE, "\x03\xE8" "bye", 5);
+    put_frame(&s, FIN | SEROW_WS_OP_TEXT, "after the close", 15);
     int agree = read_every_way(&s, 0, 0, &out);
     check(agree, "reader: whole, a byte at a time and in random pieces read the same");
     check(!out.failed && out.count == 6, "reader: six messages, no failure");
-    check(out.m[0].opcode == SEROW_WS_TEXT && out.m[0].len == 16 &&
+    check(out.m[0].opcode == SEROW_WS_OP_TEXT && out.m[0].len == 16 &&
           memcmp(out.m[0].data, "Hello, \xE2\x82\xAC world", 16) == 0,
           "reader: the fragmented text, its euro sign split between frames");
-    check(out.m[1].opcode == SEROW_WS_PING && out.m[1].len == 13 &&
+    check(out.m[1].opcode == SEROW_WS_OP_PING && out.m[1].len == 13 &&
           memcmp(out.m[1].data, "are you there", 13) == 0, "reader: the ping, between its fragments");
-    check(out.m[2].opcode == SEROW_WS_PONG && out.m[2].len == 0, "reader: the empty pong");
-    check(out.m[3].opcode == SEROW_WS_BINARY && out.m[3].len == 0, "reader: the empty binary message");
-    check(out.m[4].opcode == SEROW_WS_BINARY && out.m[4].len == sizeof big &&
+    check(out.m[2].opcode == SEROW_WS_OP_PONG && out.m[2].len == 0, "reader: the empty pong");
+    check(out.m[3].opcode == SEROW_WS_OP_BINARY && out.m[3].len == 0, "reader: the empty binary message");
+    check(out.m[4].opcode == SEROW_WS_OP_BINARY && out.m[4].len == sizeof big &&
           memcmp(out.m[4].data, big, sizeof big) == 0, "reader: 3000 bytes, 16-bit length, unmasked");
-    check(out.m[5].opcode == SEROW_WS_CLOSE && out.m[5].close_code == 1000 && out.m[5].len == 3 &&
+    check(out.m[5].opcode == SEROW_WS_OP_CLOSE && out.m[5].close_code == 1000 && out.m[5].len == 3 &&
           memcmp(out.m[5].data, "bye", 3) == 0, "reader: the close, its code and reason; nothing after it");
 
     s.len = 0;
-    put_frame(&s, FIN | SEROW_WS_CLOSE, "", 0);
+    put_frame(&s, FIN | SEROW_WS_OP_CLOSE, "", 0);
     agree = read_every_way(&s, 0, 0, &out);
     check(agree && !out.failed && out.count == 1 && out.m[0].close_code == SEROW_WS_NO_STATUS,
           "reader: a close without a code reads as 1005");
 
     s.len = 0;
-    put_frame(&s, FIN | SEROW_WS_CONTINUATION, "x", 1);
+    put_frame(&s, FIN | SEROW_WS_OP_CONTINUATION, "x", 1);
     reader_fails("a continuation frame without a message", 0, 0, 1002, 0);
 
     s.len = 0;
-    put_frame(&s, SEROW_WS_TEXT, "a", 1);
-    put_frame(&s, FIN | SEROW_WS_TEXT, "b", 1);
+    put_frame(&s, SEROW_WS_OP_TEXT, "a", 1);
+    put_frame(&s, FIN | SEROW_WS_OP_TEXT, "b", 1);
     reader_fails("a text frame inside a fragmented message", 0, 0, 1002, 0);
 
     s.len = 0;
-    put_frame(&s, SEROW_WS_BINARY, "a", 1);
-    put_frame(&s, FIN | SEROW_WS_PING, "p", 1);
-    put_frame(&s, FIN | SEROW_WS_BINARY, "b", 1);
+    put_frame(&s, SEROW_WS_OP_BINARY, "a", 1);
+    put_frame(&s, FIN | SEROW_WS_OP_PING, "p", 1);
+    put_frame(&s, FIN | SEROW_WS_OP_BINARY, "b", 1);
     reader_fails("a binary frame inside a fragmented message, after a ping", 0, 0, 1002, 1);
 
     s.len = 0;
-    put_frame(&s, FIN | SEROW_WS_TEXT, "ok", 2);
-    put_frame(&s, SEROW_WS_TEXT, "\xED", 1);
-    put_frame(&s, FIN | SEROW_WS_CONTINUATION, "\xA0\x80", 2);
+    put_frame(&s, FIN | SEROW_WS_OP_TEXT, "ok", 2);
+    put_frame(&s, SEROW_WS_OP_TEXT, "\xED", 1);
+    put_frame(&s, FIN | SEROW_WS_OP_CONTINUATION, "\xA0\x80", 2);
     reader_fails("a surrogate split between frames", 0, 0, 1007, 1);
 
     s.len = 0;
-    put_frame(&s, FIN | SEROW_WS_TEXT, "\xC3", 1);
+    put_frame(&s, FIN | SEROW_WS_OP_TEXT, "\xC3", 1);
     reader_fails("text that ends inside a character", 0, 0, 1007, 0);
 
     s.len = 0;
-    put_frame(&s, FIN | SEROW_WS_TEXT, "ab\xC0\x80", 4);
+    put_frame(&s, FIN | SEROW_WS_OP_TEXT, "ab\xC0\x80", 4);
     reader_fails("an overlong NUL", 0, 0, 1007, 0);
 
     s.len = 0;
-    put_frame(&s, FIN | SEROW_WS_BINARY, "\xC0\x80\xFF", 3);
+    put_frame(&s, FIN | SEROW_WS_OP_BINARY, "\xC0\x80\xFF", 3);
     agree = read_every_way(&s, 0, 0, &out);
     check(agree && !out.failed && out.count == 1, "reader: binary is not checked as UTF-8");
 
     s.len = 0;
-    put_frame(&s, FIN | SEROW_WS_BINARY, big, 100);
+    put_frame(&s, FIN | SEROW_WS_OP_BINARY, big, 100);
     agree = read_every_way(&s, 100, 0, &out);
     check(agree && !out.failed && out.count == 1, "reader: a message of exactly the limit");
     reader_fails("a frame of 100 bytes over a limit of 99", 99, 0, 1009, 0);
 
     s.len = 0;
-    put_frame(&s, SEROW_WS_TEXT, "aaaaa", 5);
-    put_frame(&s, FIN | SEROW_WS_PING, "", 0);
-    put_frame(&s, SEROW_WS_CONTINUATION, "aaaaa", 5);
-    put_frame(&s, FIN | SEROW_WS_CONTINUATION, "a", 1);
+    put_frame(&s, SEROW_WS_OP_TEXT, "aaaaa", 5);
+    put_frame(&s, FIN | SEROW_WS_OP_PING, "", 0);
+    put_frame(&s, SEROW_WS_OP_CONTINUATION, "aaaaa", 5);
+    put_frame(&s, FIN | SEROW_WS_OP_CONTINUATION, "a", 1);
     reader_fails("fragments adding up over the limit", 10, 0, 1009, 1);
 
     /* the limit is decided on the head: a huge length is refused before its bytes */
@@ -509,31 +509,31 @@ static void test_reader(void)
     }
 
     s.len = 0;
-    put_frame(&s, FIN | SEROW_WS_CLOSE, "\x03", 1);
+    put_frame(&s, FIN | SEROW_WS_OP_CLOSE, "\x03", 1);
     reader_fails("a close frame of one byte", 0, 0, 1002, 0);
 
     static const unsigned bad_codes[] = {0, 999, 1004, 1005, 1006, 1015, 1016, 2000, 2999, 5000, 65535};
     for (size_t i = 0; i < sizeof bad_codes / sizeof bad_codes[0]; i++) {
         uint8_t c[2] = {(uint8_t)(bad_codes[i] >> 8), (uint8_t)bad_codes[i]};
         s.len = 0;
-        put_frame(&s, FIN | SEROW_WS_CLOSE, c, 2);
+        put_frame(&s, FIN | SEROW_WS_OP_CLOSE, c, 2);
         char name[40];
         snprintf(name, sizeof name, "close code %u", bad_codes[i]);
         reader_fails(name, 0, 0, 1002, 0);
     }
     s.len = 0;
-    put_frame(&s, FIN | SEROW_WS_CLOSE, "\x03\xE8\xCE\xBA\xE1\xBD", 6);
+    put_frame(&s, FIN | SEROW_WS_OP_CLOSE, "\x03\xE8\xCE\xBA\xE1\xBD", 6);
     reader_fails("a close reason cut inside a character", 0, 0, 1007, 0);
 
     s.len = 0;
-    put_frame(&s, FIN | SEROW_WS_TEXT | SEROW_WS_RSV1, "zz", 2);
+    put_frame(&s, FIN | SEROW_WS_OP_TEXT | SEROW_WS_RSV1, "zz", 2);
     reader_fails("RSV1 without permessage-deflate", 0, 0, 1002, 0);
     agree = read_every_way(&s, 0, SEROW_WS_RSV1, &out);
     check(agree && !out.failed && out.count == 1,
           "reader: RSV1 with it, the compressed text left to the extension to check");
     s.len = 0;
-    put_frame(&s, SEROW_WS_TEXT | SEROW_WS_RSV1, "z", 1);
-    put_frame(&s, FIN | SEROW_WS_CONTINUATION | SEROW_WS_RSV1, "z", 1);
+    put_frame(&s, SEROW_WS_OP_TEXT | SEROW_WS_RSV1, "z", 1);
+    put_frame(&s, FIN | SEROW_WS_OP_CONTINUATION | SEROW_WS_RSV1, "z", 1);
     reader_fails("RSV1 on a continuation frame", 0, SEROW_WS_RSV1, 1002, 0);
 
     s.len = 0;
@@ -550,11 +550,11 @@ static void test_builders(void)
     static const size_t head_lens[] = {2, 2, 2, 4, 4, 10, 10, 10};
     for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
         uint8_t h[SEROW_WS_MAX_SERVER_HEAD];
-        size_t n = serow_ws_frame_head(h, 1, SEROW_WS_BINARY, lens[i]);
+        size_t n = serow_ws_frame_head(h, 1, SEROW_WS_OP_BINARY, lens[i]);
         struct serow_ws_frame_head back;
         int r = serow_ws_parse_frame_head(h, n, 0, 0, &back);
         check(n == head_lens[i] && r == (int)n && back.payload_len == lens[i] && back.fin &&
-              back.opcode == SEROW_WS_BINARY && !back.masked,
+              back.opcode == SEROW_WS_OP_BINARY && !back.masked,
               "builder: a head for %llu bytes is %zu bytes, and reads back", (unsigned long long)lens[i],
               head_lens[i]);
     }
@@ -563,10 +563,10 @@ static void test_builders(void)
     struct serow_ws_reader r;
     serow_ws_reader_init(&r, 0, 0);
     static uint8_t buf[1000];
-    size_t len = serow_ws_frame_head(buf, 0, SEROW_WS_TEXT, 3);
+    size_t len = serow_ws_frame_head(buf, 0, SEROW_WS_OP_TEXT, 3);
     memcpy(buf + len, "abc", 3);
     len += 3;
-    len += serow_ws_frame_head(buf + len, 1, SEROW_WS_CONTINUATION, 0);
+    len += serow_ws_frame_head(buf + len, 1, SEROW_WS_OP_CONTINUATION, 0);
     len += serow_ws_close_frame(buf + len, 1001, (const uint8_t *)"going", 5);
     size_t at = 0, consumed;
     struct serow_ws_piece p;
@@ -575,7 +575,7 @@ static void test_builders(void)
     ok = ok && serow_ws_read(&r, buf + at, len - at, &consumed, &p) == SEROW_WS_PIECE && p.len == 0 && p.last;
     at += consumed;
     ok = ok && serow_ws_read(&r, buf + at, len - at, &consumed, &p) == SEROW_WS_PIECE &&
-         p.opcode == SEROW_WS_CLOSE && p.close_code == 1001 && p.len == 5 && memcmp(p.data, "going", 5) == 0;
+         p.opcode == SEROW_WS_OP_CLOSE && p.close_code == 1001 && p.len == 5 && memcmp(p.data, "going", 5) == 0;
     at += consumed;
     check(ok && at == len, "builder: a server's fragments and close read back by a client's reader");
 
