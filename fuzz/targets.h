@@ -32,4 +32,8 @@ int fuzz_tls_record_input(const uint8_t *data, size_t size);
 /* serow_ws_read() on a client's frames (websocket_frame_target.c). */
 int fuzz_websocket_frame_input(const uint8_t *data, size_t size);
 
+/* serow_wse_parse(), serow_wse_parse_control() and serow_wse_grip_extension()
+ * on the input (websocket_events_target.c). */
+int fuzz_websocket_events_input(const uint8_t *data, size_t size);
+
 #endif
