@@ -32,7 +32,7 @@ static void check(int ok, const char *fmt, ...)
 
 #define B(s) (const uint8_t *)(s), sizeof(s) - 1
 
-static int encoded_as(size_t n, const uint8_t *got, const char *want, size_t want_len)
+static int encoded_as(size_t n, const uint8_t *got, const uint8_t *want, size_t want_len)
 {
     return n == want_len && memcmp(got, want, n) == 0;
 }
