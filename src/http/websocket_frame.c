@@ -118,51 +118,59 @@ void serow_ws_unmask(uint8_t *p, size_t len, const uint8_t key[4], size_t key_of
 
 int serow_utf8_check(struct serow_utf8_state *s, const uint8_t *p, size_t len)
 {
+    /* The state in locals: stores through s could alias p (both are bytes),
+     * which would make the compiler store and reload them at every byte. */
+    unsigned need = s->need, lo = s->lo, hi = s->hi;
     size_t i = 0;
     while (i < len) {
-        if (s->need > 0) {
+        if (need > 0) {
             uint8_t c = p[i++];
-            if (c < s->lo || c > s->hi)
+            if (c < lo || c > hi)
                 return 0;
-            s->need--;
-            s->lo = 0x80;
-            s->hi = 0xBF;
+            need--;
+            lo = 0x80;
+            hi = 0xBF;
             continue;
         }
-        /* Most text is ASCII: skip it 8 bytes at a time. */
-        while (len - i >= 8) {
-            uint64_t w;
-            memcpy(&w, p + i, 8);
-            if (w & 0x8080808080808080ULL)
-                break;
-            i += 8;
-        }
-        if (i == len)
-            break;
-        uint8_t c = p[i++];
-        if (c < 0x80)
+        uint8_t c = p[i];
+        if (c < 0x80) {
+            /* Most text is ASCII: skip it 8 bytes at a time. */
+            while (len - i >= 8) {
+                uint64_t w;
+                memcpy(&w, p + i, 8);
+                if (w & 0x8080808080808080ULL)
+                    break;
+                i += 8;
+            }
+            while (i < len && p[i] < 0x80)
+                i++;
             continue;
+        }
+        i++;
         /* The lead byte decides how many bytes follow and, for the second,
          * a narrower range where the wider one would allow an overlong form
          * (E0, F0), a surrogate (ED) or more than U+10FFFF (F4). */
         if (c < 0xC2) {
             return 0; /* a continuation byte, or C0/C1: overlong */
         } else if (c < 0xE0) {
-            s->need = 1;
-            s->lo = 0x80;
-            s->hi = 0xBF;
+            need = 1;
+            lo = 0x80;
+            hi = 0xBF;
         } else if (c < 0xF0) {
-            s->need = 2;
-            s->lo = c == 0xE0 ? 0xA0 : 0x80;
-            s->hi = c == 0xED ? 0x9F : 0xBF;
+            need = 2;
+            lo = c == 0xE0 ? 0xA0 : 0x80;
+            hi = c == 0xED ? 0x9F : 0xBF;
         } else if (c < 0xF5) {
-            s->need = 3;
-            s->lo = c == 0xF0 ? 0x90 : 0x80;
-            s->hi = c == 0xF4 ? 0x8F : 0xBF;
+            need = 3;
+            lo = c == 0xF0 ? 0x90 : 0x80;
+            hi = c == 0xF4 ? 0x8F : 0xBF;
         } else {
             return 0;
         }
     }
+    s->need = (uint8_t)need;
+    s->lo = (uint8_t)lo;
+    s->hi = (uint8_t)hi;
     return 1;
 }
 
