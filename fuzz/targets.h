@@ -29,4 +29,11 @@ int fuzz_holder_message_input(const uint8_t *data, size_t size);
 /* serow_tls_open() on records the input scripts (tls_record_target.c). */
 int fuzz_tls_record_input(const uint8_t *data, size_t size);
 
+/* serow_ws_read() on a client's frames (websocket_frame_target.c). */
+int fuzz_websocket_frame_input(const uint8_t *data, size_t size);
+
+/* serow_wse_parse(), serow_wse_parse_control() and serow_wse_grip_extension()
+ * on the input (websocket_events_target.c). */
+int fuzz_websocket_events_input(const uint8_t *data, size_t size);
+
 #endif
