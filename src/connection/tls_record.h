@@ -176,7 +176,8 @@ size_t serow_tls_seal_room(const struct serow_tls_state *st, size_t len);
 size_t serow_tls_seal_fits(const struct serow_tls_state *st, size_t room);
 
 /* Seals data[0..len) as application data into out (room bytes), in records
- * of at most SEROW_TLS_MAX_PLAINTEXT (or the client's write_limit), after our KeyUpdate when one is due.
+ * of at most SEROW_TLS_MAX_PLAINTEXT (or write_limit), after our KeyUpdate
+ * when one is due.
  * Returns the bytes written (0 for len 0 with no KeyUpdate due), or -1:
  * nothing written when room is short of serow_tls_seal_room or after
  * close_notify or a fatal alert; else (the sequence numbers spent, the
