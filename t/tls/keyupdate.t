@@ -3,8 +3,7 @@ use warnings;
 use Test::More;
 use lib 't/lib';
 use IO::Select ();
-use IPC::Open3 ();
-use Symbol ();
+use IPC::Open2 ();
 use Time::HiRes ();
 use Serow::Test qw(need_debian_packages start_server);
 use Serow::Test::TLS qw(test_pki tls_options);
@@ -33,14 +32,17 @@ my $server = start_server(app => $app,
     options => ['--workers', 2, '--max-requests', 1, '--keepalive-timeout', 300, tls_options($pki)]);
 my $port = $server->port;
 
+# A command with its standard error on its standard output (one pipe to read).
+my @with_stderr = ('sh', '-c', 'exec "$@" 2>&1', 'sh');
+
 # s_client, its input a pipe the test writes to (-crlf: each line ends in
 # CRLF), its output and error read together (each record it receives is
 # shown by -msg, then its plaintext).  Not -quiet: that would turn the
 # command letters off.
-my ($to, $from) = (Symbol::gensym, Symbol::gensym);
+my ($to, $from); # (open3 makes both)
 my $s_client = do {
     local $ENV{LD_PRELOAD}; # (not Serow's code)
-    IPC::Open3::open3($to, $from, undef, 'openssl', 's_client', '-connect', "127.0.0.1:$port",
+    IPC::Open2::open2($from, $to, @with_stderr, 'openssl', 's_client', '-connect', "127.0.0.1:$port",
         '-servername', 'localhost', '-CAfile', $pki->{ca}, '-verify_return_error', '-tls1_3',
         '-crlf', '-msg');
 };
@@ -111,10 +113,10 @@ waitpid($s_client, 0);
 unlike $output, qr/error|fatal/i, 's_client saw no error and no fatal alert' or diag $output;
 
 subtest 'gnutls-cli --rehandshake: a KeyUpdate that asks for the server\'s, right after the handshake' => sub {
-    my ($in, $out) = (Symbol::gensym, Symbol::gensym);
+    my ($in, $out);
     my $pid = do {
         local $ENV{LD_PRELOAD};
-        IPC::Open3::open3($in, $out, undef, 'gnutls-cli', '--x509cafile', $pki->{ca}, '--rehandshake',
+        IPC::Open2::open2($out, $in, @with_stderr, 'gnutls-cli', '--x509cafile', $pki->{ca}, '--rehandshake',
             '--priority', 'NORMAL:-VERS-ALL:+VERS-TLS1.3', '-d', 4, '-p', $port, 'localhost');
     };
     print {$in} "GET /gnutls HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
