@@ -39,9 +39,9 @@ my @with_stderr = ('sh', '-c', 'exec "$@" 2>&1', 'sh');
 # CRLF), its output and error read together (each record it receives is
 # shown by -msg, then its plaintext).  Not -quiet: that would turn the
 # command letters off.
-my ($to, $from); # (open3 makes both)
+my ($to, $from); # (open2 makes both)
 my $s_client = do {
-    local $ENV{LD_PRELOAD}; # (not Serow's code)
+    delete local $ENV{LD_PRELOAD}; # (not Serow's code)
     IPC::Open2::open2($from, $to, @with_stderr, 'openssl', 's_client', '-connect', "127.0.0.1:$port",
         '-servername', 'localhost', '-CAfile', $pki->{ca}, '-verify_return_error', '-tls1_3',
         '-crlf', '-msg');
@@ -115,7 +115,7 @@ unlike $output, qr/error|fatal/i, 's_client saw no error and no fatal alert' or 
 subtest 'gnutls-cli --rehandshake: a KeyUpdate that asks for the server\'s, right after the handshake' => sub {
     my ($in, $out);
     my $pid = do {
-        local $ENV{LD_PRELOAD};
+        delete local $ENV{LD_PRELOAD};
         IPC::Open2::open2($out, $in, @with_stderr, 'gnutls-cli', '--x509cafile', $pki->{ca}, '--rehandshake',
             '--priority', 'NORMAL:-VERS-ALL:+VERS-TLS1.3', '-d', 4, '-p', $port, 'localhost');
     };
