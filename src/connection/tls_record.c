@@ -207,6 +207,25 @@ int serow_tls_keylog(gnutls_session_t session, const char *label, const gnutls_d
     return 0;
 }
 
+static int record_size_limit(void *ctx, unsigned tls_id, const unsigned char *data,
+                             unsigned size)
+{
+    struct serow_tls_state *st = ctx;
+    if (tls_id == 28 && size == 2)
+        st->write_limit = (uint16_t)(data[0] << 8 | data[1]);
+    return 0;
+}
+
+int serow_tls_client_hello(gnutls_session_t session, unsigned int htype, unsigned when,
+                           unsigned int incoming, const gnutls_datum_t *msg)
+{
+    struct serow_tls_state *st = gnutls_session_get_ptr(session);
+    (void)htype, (void)when, (void)incoming;
+    st->write_limit = 0;
+    gnutls_ext_raw_parse(st, record_size_limit, msg, GNUTLS_EXT_RAW_FLAG_TLS_CLIENT_HELLO);
+    return 0;
+}
+
 static int export_direction(gnutls_session_t session, const struct serow_tls_state *st,
                             int read, struct serow_tls_direction *d)
 {
@@ -241,7 +260,16 @@ int serow_tls_export(gnutls_session_t session, struct serow_tls_state *st)
         return -1;
     st->flags = 0;
     st->alert = st->peer_alert = 0;
-    memset(st->unused, 0, sizeof st->unused);
+    /* A client may ask for smaller records than the protocol's (an embedded
+     * one with little memory): with max_fragment_length, which the library
+     * agreed to and says, or with record_size_limit, kept by
+     * serow_tls_client_hello, which counts TLS 1.3's content type and
+     * below 64 is no limit the library accepts. */
+    size_t limit = gnutls_record_get_max_size(session);
+    size_t rsl = st->write_limit;
+    if (rsl >= 64 && rsl - (st->version == SEROW_TLS_1_3) < limit)
+        limit = rsl - (st->version == SEROW_TLS_1_3);
+    st->write_limit = limit < SEROW_TLS_MAX_PLAINTEXT ? (uint16_t)limit : 0;
     if (export_direction(session, st, 1, &st->read) < 0 ||
         export_direction(session, st, 0, &st->write) < 0)
         return -1;
@@ -325,13 +353,32 @@ long serow_tls_seal_key_update(struct serow_tls_state *st, int request_update, u
     return n;
 }
 
+static size_t record_plaintext(const struct serow_tls_state *st)
+{
+    return st->write_limit ? st->write_limit : SEROW_TLS_MAX_PLAINTEXT;
+}
+
+static size_t key_update_room(const struct serow_tls_state *st)
+{
+    return (st->flags & SEROW_TLS_KEY_UPDATE_DUE) ? SEROW_TLS_RECORD_OVERHEAD + 5 : 0;
+}
+
 size_t serow_tls_seal_room(const struct serow_tls_state *st, size_t len)
 {
-    size_t records = len / SEROW_TLS_MAX_PLAINTEXT + (len % SEROW_TLS_MAX_PLAINTEXT != 0);
-    size_t room = len + records * SEROW_TLS_RECORD_OVERHEAD;
-    if (st->flags & SEROW_TLS_KEY_UPDATE_DUE)
-        room += SEROW_TLS_RECORD_OVERHEAD + 5;
-    return room;
+    size_t most = record_plaintext(st);
+    size_t records = len / most + (len % most != 0);
+    return len + records * SEROW_TLS_RECORD_OVERHEAD + key_update_room(st);
+}
+
+size_t serow_tls_seal_fits(const struct serow_tls_state *st, size_t room)
+{
+    size_t most = record_plaintext(st), extra = key_update_room(st);
+    if (room <= extra)
+        return 0;
+    room -= extra;
+    size_t whole = room / (most + SEROW_TLS_RECORD_OVERHEAD);
+    size_t rest = room % (most + SEROW_TLS_RECORD_OVERHEAD);
+    return whole * most + (rest > SEROW_TLS_RECORD_OVERHEAD ? rest - SEROW_TLS_RECORD_OVERHEAD : 0);
 }
 
 long serow_tls_seal(struct serow_tls_state *st, const void *data, size_t len, uint8_t *out,
@@ -352,8 +399,9 @@ long serow_tls_seal(struct serow_tls_state *st, const void *data, size_t len, ui
     if (cipher_open(st, &st->write, &h) < 0)
         return -1;
     const uint8_t *p = data;
+    size_t most = record_plaintext(st);
     for (size_t left = len; left > 0;) {
-        size_t part = left < SEROW_TLS_MAX_PLAINTEXT ? left : SEROW_TLS_MAX_PLAINTEXT;
+        size_t part = left < most ? left : most;
         long n = seal_record(st, h, SEROW_TLS_APPLICATION_DATA, p, part, out + done);
         if (n < 0)
             return -1;

@@ -106,7 +106,11 @@ struct serow_tls_state {
     uint8_t alert;       /* after serow_tls_open failed: the alert to send (serow_tls_seal_alert),
                           * or SEROW_TLS_CLOSE_NOTIFY when none is (the peer's was fatal) */
     uint8_t peer_alert;  /* the last alert received */
-    uint8_t unused[2];
+    uint16_t write_limit; /* the most application data in a record we send, when the client
+                           * asked for less than SEROW_TLS_MAX_PLAINTEXT in its handshake
+                           * (max_fragment_length, RFC 6066 4; record_size_limit, RFC 8449);
+                           * 0: SEROW_TLS_MAX_PLAINTEXT.  During the handshake: the
+                           * record_size_limit the client sent, 0 for none */
     struct serow_tls_direction read, write;
 };
 
@@ -134,6 +138,14 @@ void serow_tls_forget_keys(const struct serow_tls_state *st);
  * function (gnutls_session_set_keylog_function) before its handshake. */
 int serow_tls_keylog(gnutls_session_t session, const char *label, const gnutls_datum_t *secret);
 
+/* Keeps the record_size_limit of the session's ClientHello (RFC 8449) in
+ * the state set with gnutls_session_set_ptr, for serow_tls_export (the
+ * library honours it in its own records but does not say it): set as the
+ * session's hook for an incoming GNUTLS_HANDSHAKE_CLIENT_HELLO, before its
+ * handshake (gnutls_handshake_set_hook_function). */
+int serow_tls_client_hello(gnutls_session_t session, unsigned int htype, unsigned when,
+                           unsigned int incoming, const gnutls_datum_t *msg);
+
 /* After a server session's handshake: the rest of *st (version, cipher,
  * keys, IVs, sequence numbers; the secrets were kept by serow_tls_keylog).
  * 0, or -1 when the session's version or cipher is not one this layer has,
@@ -160,8 +172,12 @@ long serow_tls_open(struct serow_tls_state *st, uint8_t *in, size_t len,
  * records, and a KeyUpdate before them when one is due). */
 size_t serow_tls_seal_room(const struct serow_tls_state *st, size_t len);
 
+/* The most application data serow_tls_seal seals into room bytes. */
+size_t serow_tls_seal_fits(const struct serow_tls_state *st, size_t room);
+
 /* Seals data[0..len) as application data into out (room bytes), in records
- * of at most SEROW_TLS_MAX_PLAINTEXT, after our KeyUpdate when one is due.
+ * of at most SEROW_TLS_MAX_PLAINTEXT (or write_limit), after our KeyUpdate
+ * when one is due.
  * Returns the bytes written (0 for len 0 with no KeyUpdate due), or -1:
  * nothing written when room is short of serow_tls_seal_room or after
  * close_notify or a fatal alert; else (the sequence numbers spent, the

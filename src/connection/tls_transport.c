@@ -629,6 +629,8 @@ static int handshake(struct serow_connection_state *cs, int fd, struct tls_local
             gnutls_handshake_set_post_client_hello_function(l->session, choose_by_sni);
         gnutls_session_set_ptr(l->session, &cs->tls);
         gnutls_session_set_keylog_function(l->session, serow_tls_keylog);
+        gnutls_handshake_set_hook_function(l->session, GNUTLS_HANDSHAKE_CLIENT_HELLO,
+                                           GNUTLS_HOOK_PRE, serow_tls_client_hello);
         gnutls_transport_set_int(l->session, fd);
         /* (its time is --header-timeout's: the caller's timer) */
         gnutls_handshake_set_timeout(l->session, 0);
@@ -898,6 +900,11 @@ static ssize_t seal_and_send(struct serow_connection_state *cs, int fd, struct t
     }
     if (len == 0)
         return 0;
+    if (cs->tls.write_limit) { /* small records: more of them than scratch_out was sized for */
+        size_t fits = serow_tls_seal_fits(&cs->tls, scratch_out_size);
+        if (len > fits)
+            len = fits;
+    }
     long sealed = serow_tls_seal(&cs->tls, data, len, scratch_out, scratch_out_size);
     if (sealed < 0) {
         errno = EPIPE;

@@ -566,7 +566,10 @@ void serow_worker_loop_finish_request(struct serow_request *r, int keep_alive)
     if (!r->body_done)
         keep_alive = 0; /* the app did not read the body: where would the next request start? */
     if (!keep_alive) {
-        if (conn->buffer_len > r->head_len || !r->body_done)
+        /* (a TLS client may still be sending too: its close_notify, unread,
+         * would make the close a reset) */
+        if (conn->buffer_len > r->head_len || !r->body_done ||
+            !SEROW_TRANSPORT_IS_PLAIN(&conn->carried))
             serow_close_lingering(loop, conn); /* the client may still be sending */
         else
             serow_close_connection(loop, conn);

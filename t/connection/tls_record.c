@@ -528,10 +528,33 @@ static void run_suite(const struct suite *su)
     session_end(&s);
 }
 
+/* serow_tls_seal_fits is the inverse of serow_tls_seal_room: the most
+ * data whose records fit, for records of any size a client may ask for
+ * (write_limit) and with a KeyUpdate due or not. */
+static void check_seal_fits(void)
+{
+    const uint16_t limits[] = {0, 63, 511, 512, 4096, 16383};
+    int wrong = 0;
+    for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++)
+        for (int due = 0; due < 2; due++)
+            for (size_t room = 0; room < 70000; room += 1 + room / 7) {
+                struct serow_tls_state st;
+                memset(&st, 0, sizeof st);
+                st.write_limit = limits[i];
+                st.flags = due ? SEROW_TLS_KEY_UPDATE_DUE : 0;
+                size_t fits = serow_tls_seal_fits(&st, room);
+                if ((fits > 0 && serow_tls_seal_room(&st, fits) > room) ||
+                    serow_tls_seal_room(&st, fits + 1) <= room)
+                    wrong++;
+            }
+    check(wrong == 0, "serow_tls_seal_fits: the most that fits, for any record size (%d wrong)", wrong);
+}
+
 int main(void)
 {
     if (gnutls_global_init() < 0)
         DIE("gnutls_global_init");
+    check_seal_fits();
     make_credentials();
     const struct suite suites[] = {
         {"TLS 1.3 AES-128-GCM", "NORMAL:-VERS-ALL:+VERS-TLS1.3:-CIPHER-ALL:+AES-128-GCM",

@@ -9,6 +9,8 @@ use warnings;
 #
 #   use Serow::Test::Chromium;
 #   my $browser = Serow::Test::Chromium->start;       # dies without chromium
+#   Serow::Test::Chromium->start(home => $dir);       # HOME: its NSS database
+#                                                     # ($dir/.pki/nssdb), the CAs it trusts
 #   my $page = $browser->new_page;                    # a tab, attached
 #   $browser->send($page, 'Page.navigate', { url => $url });
 #   my $value = $browser->evaluate($page, 'document.title');
@@ -35,7 +37,7 @@ use constant TIMEOUT => Serow::Test::Components::CHROMIUM_TIMEOUT();
 sub binary { find_command('chromium', '/usr/bin') }
 
 sub start {
-    my ($class) = @_;
+    my ($class, %o) = @_;
     my $binary = binary() or die "no chromium binary\n";
     my $self = $class->new('chromium');
     @$self{qw(next_id events in)} = (0, [], '');
@@ -52,6 +54,7 @@ sub start {
         open(STDOUT, '>', '/dev/null');
         open(STDERR, '>', "$dir/stderr.log");
         delete $ENV{LD_PRELOAD}; # tools/test-sanitized's libasan is for perl
+        $ENV{HOME} = $o{home} if defined $o{home};
         # --no-sandbox: as root Chromium refuses its sandbox, and a container
         # often cannot give it one (Components' headless_chromium does the
         # same); the pages are the test's own.
