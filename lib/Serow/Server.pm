@@ -113,13 +113,19 @@ sub open_publish_listener {
     my $options = $self->{options};
     my $address = $options->{publish_listen} // return;
     # (Serow::Listener names --listen in its errors.)
-    my $l = eval {
-        die "--listen: '$address' is a socket path, not HOST:PORT\n"
-            if defined Serow::Listener->parse_address($address)->{path};
-        Serow::Listener->open_address($address, backlog => $options->{backlog});
-    } or die $@ =~ s/\A--listen:/--publish-listen:/r;
+    my $l = eval { Serow::Listener->open_address($address, backlog => $options->{backlog}) }
+        or die $@ =~ s/\A--listen:/--publish-listen:/r;
     @$l{qw(owned publish)} = (1, 1); # ours to shut on a stop, as --listen's
     return $l;
+}
+
+# --publish-listen's address checked before any address is bound: a TCP
+# address (the endpoint's --publish-allow reads the peer's IP).
+sub check_publish_listen {
+    my ($self, $options) = @_;
+    my $address = $options->{publish_listen} // return;
+    my $parsed = eval { Serow::Listener->parse_address($address) } or die $@ =~ s/\A--listen:/--publish-listen:/r;
+    die "--publish-listen: '$address' is a socket path, not HOST:PORT\n" if defined $parsed->{path};
 }
 
 # What $app is when it is no PSGI app ("'42'", "undef", "a HASH reference"),
@@ -205,6 +211,7 @@ sub start_master {
     Serow::Metrics->check_options($options);
     Serow::Holding->check_options($options);
     $self->check_log_options($options);
+    $self->check_publish_listen($options);
     Serow::AddressList->new('--publish-allow', @{ $options->{publish_allow} || [] }); # refused here, not by each worker
     Serow::Publish::Redis->parse($options->{publish_redis}) if defined $options->{publish_redis}; # (as well)
     # What is published must have connections held to reach: --publish-listen

@@ -3,6 +3,7 @@ use warnings;
 use Test::More;
 use lib 't/lib';
 use Serow::Options ();
+use Net::EmptyPort ();
 use Serow::Test ();
 
 # Option mistakes are errors that say what is wrong, whichever way the
@@ -81,7 +82,8 @@ subtest 'arguments after the app are refused' => sub {
 };
 
 subtest 'an app that does not load is an error' => sub {
-    my ($status, $text) = serow("$ROOT/t/no-such-app.psgi");
+    # (bound first, on a free port: the default 5000 may be anyone's)
+    my ($status, $text) = serow('--listen', '127.0.0.1:' . Net::EmptyPort::empty_port(), "$ROOT/t/no-such-app.psgi");
     is $status, 2;
     like $text, qr/cannot load .*no-such-app\.psgi/;
 };
