@@ -90,11 +90,7 @@ my %RUN = map { $_ => 1 } @scenarios;
 my $DIR = File::Temp->newdir('serow-tls-XXXXXX', TMPDIR => 1);
 chmod 0755, "$DIR";
 my ($CERT, $KEY) = ("$DIR/cert.pem", "$DIR/key.pem");
-system('openssl', 'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
-    '-days', 2, '-subj', '/CN=localhost', '-keyout', $KEY, '-out', $CERT, '-loglevel', 'error') == 0
-    or system("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 "
-        . "-subj /CN=localhost -keyout $KEY -out $CERT 2>/dev/null") == 0
-    or die "bench/tls-run: openssl could not make a certificate\n";
+make_certificate($CERT, $KEY);
 chmod 0644, $KEY;    # the servers run as this user; some drop to nobody first
 my $FILE = "$DIR/big.bin";
 make_file($FILE, $opt{'file-mib'} << 20);
@@ -439,12 +435,18 @@ sub idle {
 sub med { my ($scenario, $server, $key) = @_; median(map { $_->{$key} } @{ $R{$scenario}{$server} || [] }) }
 
 # Serow's ratio to nginx per round (the same round: the machine's speed
-# moves less within one), as "median (min-max)".
+# moves less within one).  $value: a key of the results, or a sub that
+# computes the figure from a result.
 sub round_ratios {
-    my ($scenario, $key) = @_;
-    my %n = map { $_->{round} => $_->{$key} } @{ $R{$scenario}{nginx} || [] };
-    return map { $n{ $_->{round} } ? $_->{$key} / $n{ $_->{round} } : () } @{ $R{$scenario}{serow} || [] };
+    my ($scenario, $value) = @_;
+    my $v = ref $value ? $value : sub { $_[0]{$value} };
+    my %n = map { $_->{round} => $v->($_) } @{ $R{$scenario}{nginx} || [] };
+    return map { my $s = $v->($_); $n{ $_->{round} } && defined $s ? $s / $n{ $_->{round} } : () }
+        @{ $R{$scenario}{serow} || [] };
 }
+
+# Work done per second of the server's own CPU time.
+sub per_cpu { my ($key) = @_; sub { $_[0]{server_cpu} ? $_[0]{$key} / $_[0]{server_cpu} : undef } }
 
 sub ratio_text {
     my @r = sort { $a <=> $b } @_;
@@ -493,13 +495,21 @@ sub report {
     $md .= "| keep-alive hello over TLS | >= 0.9x nginx | " . ratio_text(@hello) . " | " . verdict(0.9, 1, @hello) . " |\n" if $RUN{hello};
     my @full = round_ratios('full', 'per_sec');
     $md .= "| full handshakes per second | >= 0.9x nginx | " . ratio_text(@full) . " | " . verdict(0.9, 1, @full) . " |\n" if $RUN{full};
+    # The same by the server's own CPU time, which a busy machine moves less.
+    my @hello_cpu = round_ratios('hello', per_cpu('requests'));
+    $md .= "| the same, requests per second of server CPU | >= 0.9x nginx | " . ratio_text(@hello_cpu) . " | "
+        . verdict(0.9, 1, @hello_cpu) . " |\n" if $RUN{hello};
+    my @full_cpu = round_ratios('full', per_cpu('handshakes'));
+    $md .= "| the same, full handshakes per second of server CPU | >= 0.9x nginx | " . ratio_text(@full_cpu) . " | "
+        . verdict(0.9, 1, @full_cpu) . " |\n" if $RUN{full};
     if ($RUN{idle}) {
         my @per = map { $_->{held} ? $_->{holder_rss} * 1024 / $_->{held} : () } @{ $R{idle}{serow} || [] };
         $md .= "| idle TLS connection in Serow's holder | <= 1 KiB (RSS growth per connection) | "
             . (@per ? sprintf('%.0f bytes', median(@per)) : '-') . " | " . verdict(1024, 0, @per) . " |\n";
     }
     $md .= "\nA result within the noise: on this shared machine one run's speed moves by a third; the range\n"
-        . "is of the ratios within each round, where both servers met the same machine.\n";
+        . "is of the ratios within each round, where both servers met the same machine. Work per second of\n"
+        . "the server's own CPU time moves less with the machine's other load than work per second.\n";
 
     if ($RUN{hello}) {
         $md .= "\n## Keep-alive hello over TLS\n\nwrk, one thread, $opt{conns} connections, the 11-byte hello.\n\n";
@@ -654,6 +664,21 @@ sub write_file {
     open my $fh, '>', $file or die "$file: $!\n";
     print {$fh} $text;
     close $fh or die "$file: $!\n";
+}
+
+# An ECDSA P-256 certificate for localhost and its key (openssl's progress
+# on stderr is not wanted).
+sub make_certificate {
+    my ($cert, $key) = @_;
+    my $pid = fork // die "bench/tls-run: fork: $!\n";
+    if (!$pid) {
+        open STDERR, '>', '/dev/null';
+        { exec 'openssl', 'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
+            '-days', 2, '-subj', '/CN=localhost', '-keyout', $key, '-out', $cert }
+        POSIX::_exit(127);
+    }
+    waitpid $pid, 0;
+    die "bench/tls-run: openssl could not make a certificate\n" if $? || !-s $cert;
 }
 
 sub make_file {
