@@ -239,6 +239,46 @@ void serow_transport_forget_tls(struct serow_connection_state *cs, int fd)
         local_clear(&locals[fd]);
 }
 
+/* ---- psgix.io: the app's handle on the connection (psgi_tls_socket.c) ---- */
+
+int serow_tls_unread(struct serow_connection_state *cs, int fd, const void *data, size_t len)
+{
+    struct tls_local *l = local_of(cs, fd);
+    uint8_t *p = l != NULL ? malloc(len + l->plain_len) : NULL;
+    if (p == NULL)
+        return -1;
+    memcpy(p, data, len);
+    if (l->plain_len)
+        memcpy(p + len, l->plain + l->plain_off, l->plain_len);
+    free(l->plain);
+    l->plain = p;
+    l->plain_off = 0;
+    l->plain_len += len;
+    return 0;
+}
+
+size_t serow_tls_unread_bytes(const struct serow_connection_state *cs, int fd)
+{
+    if (fd < 0 || fd >= locals_size || locals[fd].id != cs->tls_id)
+        return 0;
+    return locals[fd].plain_len;
+}
+
+int serow_tls_move_local(const struct serow_connection_state *cs, int from_fd, int to_fd)
+{
+    if (from_fd < 0 || from_fd >= locals_size || locals[from_fd].id != cs->tls_id)
+        return 0; /* nothing kept */
+    struct tls_local moved = locals[from_fd];
+    memset(&locals[from_fd], 0, sizeof moved);
+    struct tls_local *l = local_of(cs, to_fd); /* (may move the table: moved is a copy) */
+    if (l == NULL) {
+        local_clear(&moved);
+        return -1;
+    }
+    *l = moved;
+    return 0;
+}
+
 /* Buffers every process uses for one call at a time: ciphertext read or
  * peeked (a record begun and what follows it; the longest record either
  * version allows fits), plaintext gathered for sealing, and what it is
