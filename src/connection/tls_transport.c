@@ -229,6 +229,15 @@ int serow_transport_buffered_tls(struct serow_connection_state *cs, int fd)
     return locals[fd].plain_len > 0 || locals[fd].partial_len > 0;
 }
 
+int serow_transport_handshake_writing_tls(const struct serow_connection_state *cs, int fd)
+{
+    if (cs->transport != SEROW_TRANSPORT_TLS || cs->tls_phase != SEROW_TLS_PHASE_HANDSHAKE ||
+        fd < 0 || fd >= locals_size || locals[fd].id != cs->tls_id || locals[fd].session == NULL)
+        return 0;
+    /* (1: the library's last call stopped on a write; 0: on a read) */
+    return gnutls_record_get_direction(locals[fd].session) == 1;
+}
+
 void serow_transport_forget_tls(struct serow_connection_state *cs, int fd)
 {
     if (cs->transport != SEROW_TRANSPORT_TLS)

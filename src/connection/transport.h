@@ -223,6 +223,17 @@ static inline int serow_transport_buffered(struct serow_connection_state *cs, in
     return SEROW_TRANSPORT_IS_PLAIN(cs) ? 0 : serow_transport_buffered_tls(cs, fd);
 }
 
+/* TLS: whether the handshake is held up by a write the socket did not take
+ * (the library's flight, more than the socket holds): the caller waits for
+ * the socket to be writable, not readable, and reads again, which writes on.
+ * 0 for every other transport, and once the handshake is done. */
+int serow_transport_handshake_writing_tls(const struct serow_connection_state *cs, int fd);
+static inline int serow_transport_handshake_writing(const struct serow_connection_state *cs,
+                                                    int fd)
+{
+    return SEROW_TRANSPORT_IS_PLAIN(cs) ? 0 : serow_transport_handshake_writing_tls(cs, fd);
+}
+
 /* The connection ends in this process (closed, or given to another): what
  * the transport kept beside its descriptor here goes.  Its state, if it
  * moves, stays valid. */
