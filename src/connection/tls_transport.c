@@ -430,6 +430,21 @@ static int handshake(struct serow_connection_state *cs, int fd, struct tls_local
     return 1;
 }
 
+/* ---- what was sealed, before it is sent ------------------------------------ */
+
+static void (*seal_observer)(const struct serow_connection_state *cs);
+
+void serow_tls_set_seal_observer(void (*observer)(const struct serow_connection_state *cs))
+{
+    seal_observer = observer;
+}
+
+static inline void note_sealed(const struct serow_connection_state *cs)
+{
+    if (seal_observer != NULL)
+        seal_observer(cs);
+}
+
 /* ---- reading ------------------------------------------------------------ */
 
 /* A fatal alert the record layer chose, sent once, without waiting. */
@@ -439,6 +454,8 @@ static void send_alert(struct serow_connection_state *cs, int fd)
     if (cs->tls.alert == SEROW_TLS_CLOSE_NOTIFY)
         return; /* the peer's own alert ended it */
     long n = serow_tls_seal_alert(&cs->tls, cs->tls.alert, alert, sizeof alert);
+    if (n > 0)
+        note_sealed(cs);
     if (n > 0 && send(fd, alert, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
         /* (nothing to do: the connection ends either way) */
     }
@@ -666,6 +683,7 @@ static ssize_t seal_and_send(struct serow_connection_state *cs, int fd, struct t
         errno = EPIPE;
         return -1;
     }
+    note_sealed(cs);
     size_t sent = 0;
     while (sent < (size_t)sealed) {
         ssize_t n = send(fd, scratch_out + sent, (size_t)sealed - sent,
@@ -763,7 +781,7 @@ static int tls_shutdown(struct serow_connection_state *cs, int fd)
         long n;
         if ((l == NULL || flush_out(fd, l) == 0) &&
             (n = serow_tls_seal_alert(&cs->tls, SEROW_TLS_CLOSE_NOTIFY, alert, sizeof alert)) > 0 &&
-            send(fd, alert, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+            (note_sealed(cs), send(fd, alert, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT)) < 0) {
             /* (a client gone: shut the socket all the same) */
         }
     }
