@@ -106,6 +106,25 @@ my $app = sub {
         close $io;
         return sub { };
     }
+    if ($path eq '/nonblocking') {
+        # Made non-blocking: a read with nothing there fails with EAGAIN.
+        my $io = $env->{'psgix.io'};
+        $io->blocking(0);
+        my $n = sysread($io, my $got, 100);
+        my $said = defined $n ? "read $n" : $!{EAGAIN} ? 'EAGAIN' : "error $!";
+        write_all($io, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: Upgrade\r\n\r\n$said\n");
+        my $line = '';
+        my $sel = IO::Select->new($io);
+        while ($line !~ /\n/) {
+            $io->pending or $sel->can_read or die "select: $!\n";
+            my $n = sysread($io, $line, 100, length $line);
+            next if !defined $n && $!{EAGAIN}; # (a record's rest on its way)
+            die "sysread: $!\n" unless $n;
+        }
+        write_all($io, "got $line");
+        close $io;
+        return sub { };
+    }
     if ($path eq '/keep') {
         $kept_io = $env->{'psgix.io'};
         print $kept_io "HTTP/1.1 101 Switching Protocols\r\nUpgrade: kept\r\nConnection: Upgrade\r\n\r\n";
@@ -261,6 +280,18 @@ subtest 'a line echo after an Upgrade: readline and print; bye, and the client\'
     ($rest, $notify) = read_to_end($sock);
     is $rest, "the end\n", 'the app saw the client\'s close_notify as the end, and wrote after it';
     ok $notify, 'then closed with its own close_notify';
+};
+
+subtest 'non-blocking: EAGAIN with nothing there, select to wait' => sub {
+    my ($sock, $response, $buf) = upgrade('/nonblocking', Upgrade => 'x', Connection => 'Upgrade');
+    ok $sock, 'the 101 came' or return diag $response;
+    read_until($sock, \$buf, sub { $buf =~ /\n/ });
+    is $buf, "EAGAIN\n", 'the app\'s read with nothing there failed with EAGAIN';
+    $buf = '';
+    write_all($sock, "hello\n");
+    my ($rest, $notify) = read_to_end($sock);
+    is $rest, "got hello\n", 'its read after select got the line';
+    ok $notify, 'then close_notify';
 };
 
 subtest 'a handle the app keeps after its request: the connection is the app\'s' => sub {
