@@ -145,13 +145,14 @@ size_t serow_answer_and_shut(struct serow_connection_state *carried, int fd, int
                              int head_request, const struct response_header *id_header)
 {
     char buf[4096];
+    struct serow_connection_state as_they_are = {.transport = SEROW_TRANSPORT_PLAIN};
     for (size_t drained = 0; drained < ANSWER_DRAIN_BYTES;) {
-        /* (TLS: the records as they are, not opened: nothing read is used,
-         * and the master's copy of the state reads from where the app
-         * started, behind what the worker read since) */
-        ssize_t n = carried->transport == SEROW_TRANSPORT_TLS
-                        ? recv(fd, buf, sizeof(buf), MSG_DONTWAIT)
-                        : serow_transport_recv(carried, fd, buf, sizeof(buf), MSG_DONTWAIT);
+        /* (TLS: the records as they are, through the plain transport, not
+         * opened: nothing read is used, and the master's copy of the state
+         * reads from where the app started, behind what the worker read) */
+        ssize_t n = serow_transport_recv(carried->transport == SEROW_TRANSPORT_TLS ? &as_they_are
+                                                                                  : carried,
+                                         fd, buf, sizeof(buf), MSG_DONTWAIT);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
