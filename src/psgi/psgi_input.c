@@ -304,19 +304,21 @@ void serow_psgi_env_set_socket_opener(pTHX_ SV *code)
     keep_copy(aTHX_ &socket_opener, code);
 }
 
-static SV *open_socket_handle(pTHX_ int fd)
+SV *serow_call_socket_opener(pTHX_ SV *opener, int fd, SV *extra)
 {
     dSP;
     SV *handle = NULL;
-    if (socket_opener == NULL)
+    if (opener == NULL)
         return NULL;
     ENTER;
     SAVETMPS;
     PUSHMARK(SP);
     mXPUSHi(fd);
+    if (extra != NULL)
+        XPUSHs(extra);
     PUTBACK;
     /* No G_EVAL: it would clear the app's $@; the opener does not die. */
-    int n = call_sv(socket_opener, G_SCALAR);
+    int n = call_sv(opener, G_SCALAR);
     SPAGAIN;
     if (n == 1) {
         SV *result = POPs;
@@ -356,7 +358,7 @@ static int socket_handle_get(pTHX_ SV *sv, MAGIC *mg)
          * plaintext: psgi_tls_socket.c) */
         sock->handle = req->conn->carried.transport == SEROW_TRANSPORT_TLS
                            ? serow_tls_socket_make(aTHX_ req)
-                           : open_socket_handle(aTHX_ sock->fd);
+                           : serow_call_socket_opener(aTHX_ socket_opener, sock->fd, NULL);
         /* The handle is blocking, as Starman's is: an app written for it (a
          * WebSocket handler's plain sysread and print) would otherwise fail
          * with EAGAIN.  The duplicate shares the server's file description,

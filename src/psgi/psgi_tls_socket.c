@@ -37,6 +37,7 @@
 
 #include "connection/connection.h"
 #include "connection/tls_transport.h"
+#include "psgi/psgi_input.h"
 #include "request/request.h"
 
 struct serow_tls_socket {
@@ -66,24 +67,11 @@ SV *serow_tls_socket_make(pTHX_ struct serow_request *req)
     s->req = req;
     s->fd = -1;
     SV *tie = sv_setref_pv(newSV(0), "Serow::TLSSocket::Tie", s);
-    SV *handle = NULL;
-    dSP;
+    SV *handle;
     ENTER;
     SAVETMPS;
-    PUSHMARK(SP);
-    mXPUSHi(req->conn->fd);
-    XPUSHs(sv_2mortal(tie)); /* (the handle's tie holds it from here) */
-    PUTBACK;
-    /* No G_EVAL: it would clear the app's $@; the opener does not die. */
-    int n = call_sv(opener, G_SCALAR);
-    SPAGAIN;
-    if (n == 1) {
-        SV *result = POPs;
-        if (SvROK(result))
-            handle = newSVsv(result);
-    }
-    PUTBACK;
-    FREETMPS;
+    handle = serow_call_socket_opener(aTHX_ opener, req->conn->fd, sv_2mortal(tie));
+    FREETMPS; /* (the handle's tie holds the tie object from here) */
     LEAVE;
     /* (without a handle the tie object went with the temporaries, and
      * serow_tls_socket_free with it) */
