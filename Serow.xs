@@ -3,7 +3,7 @@
  * event loop (src/worker/worker_loop.c) and the request it serves
  * (src/psgi/psgi_request.c); the other packages' glue is in the files it
  * INCLUDEs at its end (xs/writer.xsh, xs/shared.xsh, xs/process.xsh,
- * xs/publish.xsh, xs/holding.xsh).
+ * xs/publish.xsh, xs/holding.xsh, xs/tls_socket.xsh).
  * Glue only: it converts arguments and calls src/, which decides.
  */
 #define PERL_NO_GET_CONTEXT
@@ -14,6 +14,7 @@
 #include "perl.h"
 #include "XSUB.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -33,6 +34,7 @@
 #include "worker/worker_loop.h"
 #include "psgi/psgi_env.h"
 #include "psgi/psgi_input.h"
+#include "psgi/psgi_tls_socket.h"
 #include "psgi/psgi_request.h"
 #include "psgi/psgi_response.h"
 #include "psgi/psgi_hold.h"
@@ -44,6 +46,9 @@ typedef struct worker_loop *Serow__Loop;
 /* The request a Serow::Loop's methods act on: the one the loop serves for
  * the embedding. */
 #define REQUEST(loop) serow_worker_loop_request(loop)
+/* A Serow::TLSSocket::Tie's C struct, or NULL once freed (xs/tls_socket.xsh). */
+#define TLS_SOCKET(self) \
+    (SvROK(self) ? INT2PTR(struct serow_tls_socket *, SvIV(SvRV(self))) : NULL)
 typedef struct shared_state *Serow__Shared;
 
 /* The Serow::Loop package, for the typemap's quick check of the object. */
@@ -321,6 +326,12 @@ loop_set_socket_opener(const char *class, SV *code)
     serow_psgi_env_set_socket_opener(aTHX_ code);
 
 void
+loop_set_tls_socket_opener(const char *class, SV *code)
+  CODE:
+    PERL_UNUSED_VAR(class);
+    serow_tls_socket_set_opener(aTHX_ code);
+
+void
 loop_set_triple_responder(const char *class, SV *code)
   CODE:
     PERL_UNUSED_VAR(class);
@@ -462,3 +473,5 @@ INCLUDE: xs/process.xsh
 INCLUDE: xs/publish.xsh
 
 INCLUDE: xs/holding.xsh
+
+INCLUDE: xs/tls_socket.xsh

@@ -7,6 +7,7 @@ use Scalar::Util ();
 
 use Serow ();
 use Serow::Writer ();
+use Serow::TLSSocket ();
 use Serow::Log ();
 use Serow::Metrics ();
 # Loaded here, in the master: a worker that switched to --user may no longer
@@ -46,6 +47,16 @@ Serow::Loop->set_socket_opener(sub {
     my ($fd) = @_;
     open(my $io, '+<&', $fd) or return undef;
     return $io;
+});
+
+# On a TLS connection psgix.io is a Serow::TLSSocket: a handle on a
+# duplicate of the socket too (for fileno, select and event loops), tied to
+# the transport, which reads and writes the plaintext.
+Serow::Loop->set_tls_socket_opener(sub {
+    my ($fd, $tie) = @_;
+    open(my $io, '+<&', $fd) or return undef;
+    tie *$io, 'Serow::TLSSocket::Tie', $tie;
+    return bless $io, 'Serow::TLSSocket';
 });
 
 # psgi.input of every request without a body: one empty in-memory handle,

@@ -84,6 +84,8 @@ struct connection {
     unsigned long requests_served;
     unsigned pipelined_in_a_row; /* requests answered in a row with the next one buffered */
     int32_t slot;              /* its slot in the shared table, or -1 */
+    int watching_writes;       /* TLS: epoll waits for it to be writable, not readable: its
+                                * handshake is held up by a write (worker_intake.c) */
     void *perl_io;             /* the psgix.io handle (an SV*), made on demand */
 };
 

@@ -511,6 +511,15 @@ int serow_transport_buffered_tls(struct serow_connection_state *cs, int fd)
     return locals[fd].plain_len > 0 || locals[fd].partial_len > 0;
 }
 
+int serow_transport_handshake_writing_tls(const struct serow_connection_state *cs, int fd)
+{
+    if (cs->transport != SEROW_TRANSPORT_TLS || cs->tls_phase != SEROW_TLS_PHASE_HANDSHAKE ||
+        fd < 0 || fd >= locals_size || locals[fd].id != cs->tls_id || locals[fd].session == NULL)
+        return 0;
+    /* (1: the library's last call stopped on a write; 0: on a read) */
+    return gnutls_record_get_direction(locals[fd].session) == 1;
+}
+
 void serow_transport_forget_tls(struct serow_connection_state *cs, int fd)
 {
     if (cs->transport != SEROW_TRANSPORT_TLS)
@@ -519,6 +528,46 @@ void serow_transport_forget_tls(struct serow_connection_state *cs, int fd)
         serow_tls_forget_keys(&cs->tls);
     if (fd >= 0 && fd < locals_size && locals[fd].id == cs->tls_id)
         local_clear(&locals[fd]);
+}
+
+/* ---- psgix.io: the app's handle on the connection (psgi_tls_socket.c) ---- */
+
+int serow_tls_unread(struct serow_connection_state *cs, int fd, const void *data, size_t len)
+{
+    struct tls_local *l = local_of(cs, fd);
+    uint8_t *p = l != NULL ? malloc(len + l->plain_len) : NULL;
+    if (p == NULL)
+        return -1;
+    memcpy(p, data, len);
+    if (l->plain_len)
+        memcpy(p + len, l->plain + l->plain_off, l->plain_len);
+    free(l->plain);
+    l->plain = p;
+    l->plain_off = 0;
+    l->plain_len += len;
+    return 0;
+}
+
+size_t serow_tls_unread_bytes(const struct serow_connection_state *cs, int fd)
+{
+    if (fd < 0 || fd >= locals_size || locals[fd].id != cs->tls_id)
+        return 0;
+    return locals[fd].plain_len;
+}
+
+int serow_tls_move_local(const struct serow_connection_state *cs, int from_fd, int to_fd)
+{
+    if (from_fd < 0 || from_fd >= locals_size || locals[from_fd].id != cs->tls_id)
+        return 0; /* nothing kept */
+    struct tls_local moved = locals[from_fd];
+    memset(&locals[from_fd], 0, sizeof moved);
+    struct tls_local *l = local_of(cs, to_fd); /* (may move the table: moved is a copy) */
+    if (l == NULL) {
+        local_clear(&moved);
+        return -1;
+    }
+    *l = moved;
+    return 0;
 }
 
 /* Buffers every process uses for one call at a time: ciphertext read or
@@ -669,6 +718,21 @@ static int handshake(struct serow_connection_state *cs, int fd, struct tls_local
     return 1;
 }
 
+/* ---- what was sealed, before it is sent ------------------------------------ */
+
+static void (*seal_observer)(const struct serow_connection_state *cs);
+
+void serow_tls_set_seal_observer(void (*observer)(const struct serow_connection_state *cs))
+{
+    seal_observer = observer;
+}
+
+static inline void note_sealed(const struct serow_connection_state *cs)
+{
+    if (seal_observer != NULL)
+        seal_observer(cs);
+}
+
 /* ---- reading ------------------------------------------------------------ */
 
 /* A fatal alert the record layer chose, sent once, without waiting. */
@@ -678,6 +742,8 @@ static void send_alert(struct serow_connection_state *cs, int fd)
     if (cs->tls.alert == SEROW_TLS_CLOSE_NOTIFY)
         return; /* the peer's own alert ended it */
     long n = serow_tls_seal_alert(&cs->tls, cs->tls.alert, alert, sizeof alert);
+    if (n > 0)
+        note_sealed(cs);
     if (n > 0 && send(fd, alert, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
         /* (nothing to do: the connection ends either way) */
     }
@@ -910,6 +976,7 @@ static ssize_t seal_and_send(struct serow_connection_state *cs, int fd, struct t
         errno = EPIPE;
         return -1;
     }
+    note_sealed(cs);
     size_t sent = 0;
     while (sent < (size_t)sealed) {
         ssize_t n = send(fd, scratch_out + sent, (size_t)sealed - sent,
@@ -1007,7 +1074,7 @@ static int tls_shutdown(struct serow_connection_state *cs, int fd)
         long n;
         if ((l == NULL || flush_out(fd, l) == 0) &&
             (n = serow_tls_seal_alert(&cs->tls, SEROW_TLS_CLOSE_NOTIFY, alert, sizeof alert)) > 0 &&
-            send(fd, alert, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+            (note_sealed(cs), send(fd, alert, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT)) < 0) {
             /* (a client gone: shut the socket all the same) */
         }
     }

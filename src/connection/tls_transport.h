@@ -45,6 +45,22 @@ int serow_tls_configured(void);
  * handshake is still to come. */
 void serow_tls_accepted(struct serow_connection_state *cs);
 
+/* Called in this process after records are sealed from cs and before they
+ * are sent (NULL: nothing is): so that a copy of the state kept elsewhere
+ * is never behind a record on the wire.  The worker keeps there the state
+ * the master seals its 503 from (request_timeout.c). */
+void serow_tls_set_seal_observer(void (*observer)(const struct serow_connection_state *cs));
+
+/* psgix.io (psgi_tls_socket.c).  Plaintext the caller read from the
+ * connection on fd and did not use, given back to be read again before
+ * what follows (0, or -1 without memory); the plaintext opened and not read
+ * yet; and what the process keeps beside the connection moved from one of
+ * its descriptors to another (a duplicate: the app's handle takes the
+ * connection; 0, or -1 without memory, when what was kept is lost). */
+int serow_tls_unread(struct serow_connection_state *cs, int fd, const void *data, size_t len);
+size_t serow_tls_unread_bytes(const struct serow_connection_state *cs, int fd);
+int serow_tls_move_local(const struct serow_connection_state *cs, int from_fd, int to_fd);
+
 extern const struct serow_transport_ops serow_tls_transport_ops;
 
 #endif

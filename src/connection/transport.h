@@ -13,10 +13,11 @@
  * the descriptor), and a test-only one that reads and writes a few bytes at
  * a time (below).
  *
- * The one connection that bypasses the seam is the app's psgix.io: a Perl
- * handle on a duplicate of the descriptor (psgi_input.c), which reads and
- * writes the socket's raw bytes.  Under TLS it would see the records, not
- * the plaintext: such a connection gets no psgix.io.  Waiting for readiness
+ * The one connection that bypasses the seam is the app's psgix.io on a
+ * plain connection: a Perl handle on a duplicate of the descriptor
+ * (psgi_input.c), which reads and writes the socket's raw bytes.  Under TLS
+ * it would see the records, so there psgix.io is a handle tied to the
+ * transport (psgi_tls_socket.c).  Waiting for readiness
  * (epoll, poll) and what the kernel says of the socket (TCP_INFO,
  * getpeername) are not reads: they stay on the descriptor.  (With TLS, bytes
  * decrypted and not yet taken may wait in the transport, where epoll cannot
@@ -220,6 +221,17 @@ int serow_transport_buffered_tls(struct serow_connection_state *cs, int fd);
 static inline int serow_transport_buffered(struct serow_connection_state *cs, int fd)
 {
     return SEROW_TRANSPORT_IS_PLAIN(cs) ? 0 : serow_transport_buffered_tls(cs, fd);
+}
+
+/* TLS: whether the handshake is held up by a write the socket did not take
+ * (the library's flight, more than the socket holds): the caller waits for
+ * the socket to be writable, not readable, and reads again, which writes on.
+ * 0 for every other transport, and once the handshake is done. */
+int serow_transport_handshake_writing_tls(const struct serow_connection_state *cs, int fd);
+static inline int serow_transport_handshake_writing(const struct serow_connection_state *cs,
+                                                    int fd)
+{
+    return SEROW_TRANSPORT_IS_PLAIN(cs) ? 0 : serow_transport_handshake_writing_tls(cs, fd);
 }
 
 /* The connection ends in this process (closed, or given to another): what

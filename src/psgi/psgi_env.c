@@ -768,16 +768,15 @@ HV *serow_build_psgi_env(pTHX_ struct serow_request *req)
     set_key_bytes(aTHX_ env, KEY_REMOTE_ADDR, conn->remote_addr, strlen(conn->remote_addr));
     set_integer(aTHX_ slot_value(aTHX_ env, &request_slots[KEY_REMOTE_PORT]), conn->remote_port);
 
-    /* TLS: the scheme is https, HTTPS on (as CGI servers set it), and no
-     * psgix.io, whose raw socket would carry records, not the plaintext.
-     * (The constant slot of psgi.url_scheme is reset for the next request,
-     * as when an app changes it.) */
+    /* TLS: the scheme is https, HTTPS on (as CGI servers set it); its
+     * psgix.io is a handle on the plaintext (psgi_tls_socket.c).  (The
+     * constant slot of psgi.url_scheme is reset for the next request, as
+     * when an app changes it.) */
     if (__builtin_expect(conn->carried.transport == SEROW_TRANSPORT_TLS, 0)) {
         (void)hv_stores(env, "psgi.url_scheme", newSVpvs("https"));
         (void)hv_stores(env, "HTTPS", newSVpvs("on"));
-    } else {
-        set_socket_handle(aTHX_ env, req);
     }
+    set_socket_handle(aTHX_ env, req);
     struct env_slot *cleanup = &request_slots[KEY_PSGIX_CLEANUP_HANDLERS];
     if (cleanup->kept != NULL) /* emptied by serow_psgi_env_retire */
         (void)slot_value(aTHX_ env, cleanup);

@@ -22,6 +22,7 @@
 #include <fcntl.h>
 
 #include "connection/connection.h"
+#include "psgi/psgi_tls_socket.h"
 #include "request/request.h"
 #include "worker/worker_loop.h"
 
@@ -303,19 +304,21 @@ void serow_psgi_env_set_socket_opener(pTHX_ SV *code)
     keep_copy(aTHX_ &socket_opener, code);
 }
 
-static SV *open_socket_handle(pTHX_ int fd)
+SV *serow_call_socket_opener(pTHX_ SV *opener, int fd, SV *extra)
 {
     dSP;
     SV *handle = NULL;
-    if (socket_opener == NULL)
+    if (opener == NULL)
         return NULL;
     ENTER;
     SAVETMPS;
     PUSHMARK(SP);
     mXPUSHi(fd);
+    if (extra != NULL)
+        XPUSHs(extra);
     PUTBACK;
     /* No G_EVAL: it would clear the app's $@; the opener does not die. */
-    int n = call_sv(socket_opener, G_SCALAR);
+    int n = call_sv(opener, G_SCALAR);
     SPAGAIN;
     if (n == 1) {
         SV *result = POPs;
@@ -351,7 +354,11 @@ static int socket_handle_get(pTHX_ SV *sv, MAGIC *mg)
     }
     struct serow_socket_lending *sock = &req->socket;
     if (sock->handle == NULL) {
-        sock->handle = open_socket_handle(aTHX_ sock->fd);
+        /* (TLS: a handle tied to the transport, which reads and writes the
+         * plaintext: psgi_tls_socket.c) */
+        sock->handle = req->conn->carried.transport == SEROW_TRANSPORT_TLS
+                           ? serow_tls_socket_make(aTHX_ req)
+                           : serow_call_socket_opener(aTHX_ socket_opener, sock->fd, NULL);
         /* The handle is blocking, as Starman's is: an app written for it (a
          * WebSocket handler's plain sysread and print) would otherwise fail
          * with EAGAIN.  The duplicate shares the server's file description,
@@ -421,6 +428,8 @@ SV *serow_psgi_env_take_socket_handle(pTHX_ struct serow_request *req)
 void serow_psgi_env_request_done(pTHX_ struct serow_request *req)
 {
     struct serow_socket_lending *sock = &req->socket;
+    if (sock->tls != NULL)
+        serow_tls_socket_detach(req);
     /* (a connection that is over, or the app's now: left as it is) */
     sock->lent = 0;
     if (sock->handle) {

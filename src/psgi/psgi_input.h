@@ -43,6 +43,11 @@ int serow_input_read_body(pTHX_ struct serow_request *req, SV *buffer, size_t ma
  * descriptor and returns a handle on a duplicate of it (or undef). */
 void serow_psgi_env_set_socket_opener(pTHX_ SV *code);
 
+/* Calls opener (Perl code) with fd, and extra when not NULL: the handle
+ * it returns (a new reference), or NULL when it returned no reference.
+ * (The TLS psgix.io's opener too: psgi_tls_socket.c.) */
+SV *serow_call_socket_opener(pTHX_ SV *opener, int fd, SV *extra);
+
 /* The server is about to use req's connection again (a response, an error,
  * the end of the request): when the app's psgix.io made it blocking, it is
  * made non-blocking again, as the worker loop's I/O and timeouts need. */

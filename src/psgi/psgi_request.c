@@ -29,6 +29,7 @@
 #include "psgi/psgi_hold.h"
 #include "psgi/psgi_input.h"
 #include "psgi/psgi_response.h"
+#include "psgi/psgi_tls_socket.h"
 #include "request/request_accounting.h"
 #include "http/response_writer.h"
 #include <unistd.h>
@@ -165,6 +166,8 @@ static int socket_kept_by_app(pTHX_ struct serow_request *req, HV *env)
     if (env != NULL)
         (void)hv_deletes(env, "psgix.io", G_DISCARD);
     int kept = SvROK(handle) && SvREFCNT(SvRV(handle)) > 1;
+    if (kept)
+        (void)serow_tls_socket_take_connection(req); /* (TLS: the handle's from now) */
     SvREFCNT_dec(handle); /* ours: closes the duplicate unless the app holds it */
     return kept;
 }

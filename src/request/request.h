@@ -90,6 +90,7 @@ struct serow_socket_lending {
     struct sv *value;     /* the env's psgix.io value, held while the request lives:
                            * its magic points here, and is unhooked at the end */
     int lent;             /* the socket is blocking, for the app's handle */
+    struct serow_tls_socket *tls; /* TLS: the handle's own part (psgi_tls_socket.c) */
 };
 
 /* A psgi.streaming response's callback at work (psgi_request.c): the

@@ -145,8 +145,14 @@ size_t serow_answer_and_shut(struct serow_connection_state *carried, int fd, int
                              int head_request, const struct response_header *id_header)
 {
     char buf[4096];
+    struct serow_connection_state as_they_are = {.transport = SEROW_TRANSPORT_PLAIN};
     for (size_t drained = 0; drained < ANSWER_DRAIN_BYTES;) {
-        ssize_t n = serow_transport_recv(carried, fd, buf, sizeof(buf), MSG_DONTWAIT);
+        /* (TLS: the records as they are, through the plain transport, not
+         * opened: nothing read is used, and the master's copy of the state
+         * reads from where the app started, behind what the worker read) */
+        ssize_t n = serow_transport_recv(carried->transport == SEROW_TRANSPORT_TLS ? &as_they_are
+                                                                                  : carried,
+                                         fd, buf, sizeof(buf), MSG_DONTWAIT);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
@@ -274,15 +280,18 @@ int serow_answer_app_connection(struct shared_state *shared, uint32_t worker_ind
     struct response_header id = {id_name, id_name_len, w->request_id,
                                  id_name_len && id_len < REQUEST_ID_MAX ? id_len : 0};
     struct serow_connection_state carried = w->app_carried;
-    if (carried.transport >= SEROW_TRANSPORT_KINDS)
-        carried.transport = SEROW_TRANSPORT_PLAIN; /* (not trusted either) */
-    if (carried.transport == SEROW_TRANSPORT_TLS) {
-        /* The copy is the state when the app started: had the worker sealed
-         * anything since (a 100 Continue), a 503 sealed from it would reuse
-         * a nonce.  The connection is closed unanswered. */
+    if (carried.transport >= SEROW_TRANSPORT_KINDS ||
+        (carried.transport == SEROW_TRANSPORT_TLS &&
+         carried.tls_phase != SEROW_TLS_PHASE_RECORDS)) {
+        /* The worker died while it wrote the copy (request_timeout.c: the
+         * copy of a TLS state is marked so while it is written), or the
+         * slot makes no sense: a 503 from it could reuse a nonce.  The
+         * connection is closed unanswered. */
         close(fd);
         return 0;
     }
+    /* (TLS: the copy is the state after the last records the worker sealed,
+     * taken before they were sent: request_timeout.c) */
     size_t body = serow_answer_and_shut(&carried, fd, 503,
                                         strncmp(w->current_request, "HEAD ", 5) == 0,
                                         id.value_len ? &id : NULL);

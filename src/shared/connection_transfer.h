@@ -56,8 +56,8 @@ void serow_wake_worker(struct shared_state *shared, struct worker_handle *handle
 
 /* Answers fd with the server's error page for status (Connection: close; no
  * body for a HEAD request) and shuts its sending side, after reading what
- * the client sent so far (without waiting), through its transport (carried:
- * transport.h): the caller closes it.  For a connection nobody else writes
+ * the client sent so far (without waiting: through its transport, carried:
+ * transport.h; TLS records are discarded unopened): the caller closes it.  For a connection nobody else writes
  * on.  id_header: --request-id-header's (NULL: none).  Returns the page's
  * body bytes (for the access log). */
 size_t serow_answer_and_shut(struct serow_connection_state *carried, int fd, int status,

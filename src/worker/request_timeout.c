@@ -21,7 +21,14 @@
  * the master takes that connection before the kill and answers it 503
  * after, if none did and the app still runs that request; with an
  * access log, the worker also copies there what that 503's line needs
- * (serow_request_accounting_publish_for_master).
+ * (serow_request_accounting_publish_for_master).  A TLS connection's state
+ * is copied there too (app_carried), and again each time records are
+ * sealed for it while the app runs (a 100 Continue, a 1xx, a fatal alert
+ * after a bad record of its body), before they are sent: the master seals
+ * its 503 from it, and a copy behind a record on the wire would make it
+ * reuse a nonce.  While a copy is being written its transport says
+ * SEROW_TRANSPORT_KINDS, which the master takes as "do not answer": a
+ * worker killed in the middle leaves no torn state that could be used.
  *
  * Owns: the timer (one per worker: the app runs for one request at a time)
  * and that verdict; when the app began to run is its request's
@@ -36,13 +43,41 @@
 #include <signal.h>
 #include <string.h>
 
+#include "connection/tls_transport.h" /* serow_tls_set_seal_observer */
 #include "request/request_accounting.h" /* the master's access log line */
 #include "shared/request_metrics.h" /* serow_metrics_clock_ns */
+
+/* The loop whose app timer runs in this process (one per worker). */
+static struct worker_loop *timed_loop;
+
+/* The slot's copy of the state of the connection the app answers becomes
+ * cs (a TLS one): never a torn one, for the master that reads it once we
+ * are dead. */
+static void publish_state(struct worker_slot *slot, const struct serow_connection_state *cs)
+{
+    __atomic_store_n(&slot->app_carried.transport, SEROW_TRANSPORT_KINDS, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE); /* (the mark before the bytes) */
+    memcpy((char *)&slot->app_carried + sizeof cs->transport, (const char *)cs + sizeof cs->transport,
+           sizeof *cs - sizeof cs->transport);
+    __atomic_store_n(&slot->app_carried.transport, cs->transport, __ATOMIC_RELEASE);
+}
+
+/* serow_tls_set_seal_observer's: records sealed for the connection whose
+ * request the app runs, not sent yet. */
+static void state_sealed(const struct serow_connection_state *cs)
+{
+    struct worker_loop *loop = timed_loop;
+    struct serow_request *r = loop ? loop->app_timer.running : NULL;
+    if (r != NULL && r->conn != NULL && cs == &r->conn->carried && loop->slot != NULL)
+        publish_state(loop->slot, cs);
+}
 
 int serow_app_timer_init(struct worker_loop *loop, double seconds)
 {
     if (seconds <= 0)
         return 0;
+    timed_loop = loop;
+    serow_tls_set_seal_observer(state_sealed);
     struct sigevent ev;
     memset(&ev, 0, sizeof(ev));
     ev.sigev_notify = SIGEV_SIGNAL;
@@ -55,6 +90,10 @@ int serow_app_timer_init(struct worker_loop *loop, double seconds)
 
 void serow_app_timer_free(struct worker_loop *loop)
 {
+    if (timed_loop == loop) {
+        serow_tls_set_seal_observer(NULL);
+        timed_loop = NULL;
+    }
     if (loop->app_timer.limit_ns != 0)
         timer_delete(loop->app_timer.id);
     loop->app_timer.limit_ns = 0;
@@ -88,9 +127,11 @@ void serow_worker_loop_app_timer_start(struct serow_request *r)
          * (its fd first: app_since_ms says the pair is valid). */
         serow_request_accounting_publish_for_master(r);
         atomic_store(&loop->slot->app_fd, r->conn ? r->conn->fd : -1);
-        if (r->conn)
+        if (r->conn && SEROW_TRANSPORT_IS_PLAIN(&r->conn->carried))
             /* (app_since_ms below publishes it) */
             serow_connection_state_copy(&loop->slot->app_carried, &r->conn->carried);
+        else if (r->conn)
+            publish_state(loop->slot, &r->conn->carried);
         atomic_store(&loop->slot->app_answered, answered(r));
         atomic_store(&loop->slot->app_since_ms, serow_shared_clock_ms());
     }

@@ -40,7 +40,7 @@ int serow_track_connection(struct worker_loop *loop, struct connection *conn)
         loop->connections = grown;
         loop->connections_size = size;
     }
-    struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP, .data.u64 = (uint64_t)conn->fd};
+    struct epoll_event ev = {.events = SEROW_CONNECTION_EVENTS, .data.u64 = (uint64_t)conn->fd};
     /* EEXIST: an entry for this very socket under this number is left (epoll
      * forgets one only with the socket's last copy; serow_forget_connection
      * removes its own, but a copy inherited across a fork may not be): set it

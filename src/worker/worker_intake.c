@@ -196,6 +196,23 @@ static inline __attribute__((always_inline)) ssize_t recv_head_start(struct conn
     return n;
 }
 
+/* TLS: a handshake held up by a write (the library's flight, more than the
+ * socket took) waits for the socket to drain, not for input: the client
+ * sends nothing more until it has the whole flight.  Watched for that alone:
+ * the library reads nothing until its write is done, so input left waiting
+ * (a TLS 1.3 client's ChangeCipherSpec) would wake the worker over and over.
+ * Otherwise, and once the handshake is done, for input again. */
+static void watch_handshake(struct worker_loop *loop, struct connection *conn)
+{
+    int writing = serow_transport_handshake_writing(&conn->carried, conn->fd);
+    if (writing == conn->watching_writes)
+        return;
+    struct epoll_event ev = {.events = writing ? EPOLLOUT : SEROW_CONNECTION_EVENTS,
+                             .data.u64 = (uint64_t)conn->fd};
+    if (epoll_ctl(loop->epoll_fd, EPOLL_CTL_MOD, conn->fd, &ev) == 0)
+        conn->watching_writes = writing;
+}
+
 /* Reads what the socket has (through its transport: transport.h).  Returns
  * -1 when the connection was closed.  Woken by epoll, a read shorter than
  * the room it had says that the socket is most likely empty: epoll says when
@@ -222,6 +239,9 @@ static inline __attribute__((always_inline)) int read_connection(struct worker_l
                         ? recv_head_start(conn, conn->buffer, room, flags)
                         : serow_transport_recv(&conn->carried, conn->fd,
                                                conn->buffer + conn->buffer_len, room, flags);
+        if (__builtin_expect(conn->watching_writes, 0) ||
+            (n < 0 && !SEROW_TRANSPORT_IS_PLAIN(&conn->carried)))
+            watch_handshake(loop, conn); /* (a TLS handshake: which way it waits) */
         if (n > 0 && conn->body_preread) {
             conn->buffer_len += (size_t)n;
             serow_examine_buffered_body(loop, conn);

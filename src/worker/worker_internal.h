@@ -48,6 +48,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -330,6 +331,11 @@ int serow_slot_claim(struct worker_loop *loop, struct connection *conn);
 void serow_park_again_if_nothing_came(struct worker_loop *loop, struct connection *conn);
 
 /* ---- worker_connections.c ----------------------------------------------- */
+
+/* What epoll waits for on a client connection: input, and the client's end
+ * (a TLS handshake held up by a write waits for EPOLLOUT instead:
+ * worker_intake.c). */
+#define SEROW_CONNECTION_EVENTS (EPOLLIN | EPOLLRDHUP)
 
 int serow_track_connection(struct worker_loop *loop, struct connection *conn);
 void serow_forget_connection(struct worker_loop *loop, struct connection *conn);

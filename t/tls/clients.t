@@ -14,7 +14,7 @@ use Serow::Test::TLS qw(test_pki tls_options tls_connect tls_request);
 # upload with Expect: 100-continue, a chunked one, a file body sent through
 # the transport's sendfile, a streamed body), openssl s_client with each
 # cipher in TLS 1.3 and 1.2 (and close_notify at the end), LWP over
-# IO::Socket::SSL; the env (https, HTTPS=on, no psgix.io); plain HTTP to
+# IO::Socket::SSL; the env (https, HTTPS=on, psgix.io); plain HTTP to
 # the TLS port (nginx's 400); a client that never finishes its handshake.
 
 need_debian_packages(qw(openssl curl libio-socket-ssl-perl libnet-ssleay-perl libwww-perl
@@ -88,8 +88,8 @@ subtest 'curl: several URLs on one connection, and the env' => sub {
     my @seen = answers($out);
     is_deeply [map { $_->{path} } @seen], [qw(/one /two /three)], 'three answers';
     is scalar(() = $err =~ /Re-using existing connection/g), 2, 'on one connection';
-    is_deeply [map { "$_->{scheme} $_->{https} $_->{io}" } @seen], [('https on 0') x 3],
-        'psgi.url_scheme https, HTTPS on, no psgix.io';
+    is_deeply [map { "$_->{scheme} $_->{https} $_->{io}" } @seen], [('https on 1') x 3],
+        'psgi.url_scheme https, HTTPS on, psgix.io (t/tls/psgix_io.t)';
 };
 
 for my $version ('--tlsv1.3', '--tls-max') {
