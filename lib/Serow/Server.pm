@@ -252,11 +252,15 @@ sub open_error_log {
 # an address serves TLS and that both files are named.)
 sub configure_tls {
     my ($self, $options) = @_;
-    for my $name (qw(ssl_cert ssl_key)) {
+    for my $name (grep { defined $options->{$_} } qw(ssl_cert ssl_key ssl_client_ca)) {
         my $file = $options->{$name};
         open(my $fh, '<', $file) or die '--' . ($name =~ tr/_/-/r) . ": cannot read $file: $!\n";
     }
     Serow::tls_configure($options->{ssl_cert}, $options->{ssl_key}, $options->{ssl_priorities});
+    # --ssl-verify-client: the CA, and a table of the clients' certificates
+    # that every process shares, sized by the connections open at once.
+    Serow::tls_configure_clients($options->{ssl_verify_client}, $options->{ssl_client_ca},
+        $options->{max_keepalive_connections}) if $options->{ssl_verify_client} ne 'off';
 }
 
 # Where a listener is, as a URL (or the path of a UNIX socket).

@@ -37,6 +37,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "connection/tls_peer.h"
 #include "log/log.h"
 
 /* ---- the credentials, set once before the forks --------------------------- */
@@ -150,6 +151,12 @@ out:
     }
     gnutls_free(cert.data);
     return rc;
+}
+
+int serow_tls_configure_clients(const char *mode, const char *ca_file,
+                                unsigned long max_connections, char *err, size_t err_size)
+{
+    return serow_tls_peer_configure(credentials, mode, ca_file, max_connections, err, err_size);
 }
 
 int serow_tls_configured(void)
@@ -340,7 +347,7 @@ static int handshake(struct serow_connection_state *cs, int fd, struct tls_local
             gnutls_credentials_set(l->session, GNUTLS_CRD_CERTIFICATE, credentials) < 0 ||
             gnutls_alpn_set_protocols(l->session, &http11, 1, GNUTLS_ALPN_SERVER_PRECEDENCE) < 0)
             return handshake_failed(cs, l, "the session could not be set up");
-        gnutls_certificate_server_set_request(l->session, GNUTLS_CERT_IGNORE);
+        serow_tls_peer_ask(l->session); /* --ssl-verify-client */
         gnutls_session_set_ptr(l->session, &cs->tls);
         gnutls_session_set_keylog_function(l->session, serow_tls_keylog);
         gnutls_transport_set_int(l->session, fd);
@@ -375,6 +382,14 @@ static int handshake(struct serow_connection_state *cs, int fd, struct tls_local
     }
     if (serow_tls_export(l->session, &cs->tls) < 0)
         return handshake_failed(cs, l, "the session's state could not be exported");
+    /* what the env says of the session and of the client's certificate,
+     * kept where any process that serves the connection reads it */
+    const char *why;
+    gnutls_alert_description_t alert;
+    if (serow_tls_peer_record(l->session, cs, fd, &why, &alert) < 0) {
+        gnutls_alert_send(l->session, GNUTLS_AL_FATAL, alert);
+        return handshake_failed(cs, l, why);
+    }
     gnutls_deinit(l->session);
     l->session = NULL;
     cs->tls_phase = SEROW_TLS_PHASE_RECORDS;

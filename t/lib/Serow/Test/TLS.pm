@@ -17,7 +17,7 @@ use Serow::Test::Common qw(READ_TIMEOUT);
 use Serow::Test::Client qw(parse_response_head);
 use Serow::Test::Process qw(run_command);
 
-our @EXPORT_OK = qw(test_pki tls_connect tls_request tls_read_response tls_options);
+our @EXPORT_OK = qw(test_pki client_cert tls_connect tls_request tls_read_response tls_options);
 
 # A CA and a certificate for localhost and 127.0.0.1 signed by it, with
 # ECDSA P-256 keys: { dir, ca, cert, key, other_key } (other_key: a key of
@@ -38,6 +38,30 @@ sub test_pki {
         '-out', "$dir/other.key");
     return { dir => $dir, ca => "$dir/ca.pem", cert => "$dir/server.pem", key => "$dir/server.key",
              other_key => "$dir/other.key" };
+}
+
+# A client certificate (mutual TLS) with an ECDSA P-256 key, signed by
+# $pki's CA, or with other_ca => 1 by a second CA of the same name the
+# server does not know: { cert, key, subject }.  %opts: subject (openssl's
+# -subj form, UTF-8; '+' joins the members of one RDN, '\+' is a plus in a
+# value), serial (hex).  The files are $name.pem and $name.key in $pki's dir.
+sub client_cert {
+    my ($pki, $name, %opts) = @_;
+    my $dir = $pki->{dir};
+    my @ec = ('-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes');
+    my $ca = $opts{other_ca} ? 'other-ca' : 'ca';
+    _openssl('req', '-x509', @ec, '-keyout', "$dir/$ca.key", '-out', "$dir/$ca.pem", '-days', 2,
+        '-subj', '/CN=Serow test CA') unless -e "$dir/$ca.pem";
+    my $subject = $opts{subject} // "/CN=$name";
+    _openssl('req', @ec, '-utf8', '-multivalue-rdn', '-keyout', "$dir/$name.key",
+        '-out', "$dir/$name.csr", '-subj', $subject);
+    open(my $ext, '>', "$dir/client-ext") or die "$dir/client-ext: $!";
+    print $ext "extendedKeyUsage=clientAuth\n";
+    close $ext;
+    _openssl('x509', '-req', '-in', "$dir/$name.csr", '-CA', "$dir/$ca.pem", '-CAkey', "$dir/$ca.key",
+        '-set_serial', '0x' . ($opts{serial} // '01'), '-out', "$dir/$name.pem", '-days', 2,
+        '-extfile', "$dir/client-ext");
+    return { cert => "$dir/$name.pem", key => "$dir/$name.key", subject => $subject };
 }
 
 sub _openssl {
