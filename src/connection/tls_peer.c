@@ -107,6 +107,10 @@ int serow_tls_peer_configure(gnutls_certificate_credentials_t credentials, const
         unsigned long n = max_connections + max_connections / 8 + 64;
         if (n > RECORDS_MAX)
             n = RECORDS_MAX;
+        /* (tests only: a table small enough to fill) */
+        const char *test = getenv("SEROW_TEST_TLS_PEER_RECORDS");
+        if (test != NULL && strtoul(test, NULL, 10) > 0 && strtoul(test, NULL, 10) < n)
+            n = strtoul(test, NULL, 10);
         size_t bitmap = ((n + 63) / 64 * 8 + RECORD_SIZE - 1) / RECORD_SIZE * RECORD_SIZE;
         void *map = mmap(NULL, bitmap + n * RECORD_SIZE, PROT_READ | PROT_WRITE,
                          MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -249,6 +253,9 @@ static unsigned long sweep(void)
         }
     }
     free(live);
+    if (freed)
+        serow_log_info("TLS: %lu record(s) of client certificates whose connections ended without "
+                       "letting them go (a process that died?) swept from the full table", freed);
     return freed;
 }
 
@@ -469,7 +476,8 @@ int serow_tls_peer_record(gnutls_session_t session, struct serow_connection_stat
         return 0;
     unsigned count = 0;
     const gnutls_datum_t *chain = gnutls_certificate_get_peers(session, &count);
-    *alert = GNUTLS_A_CERTIFICATE_REQUIRED;
+    *alert = cs->tls.version == SEROW_TLS_1_3 ? GNUTLS_A_CERTIFICATE_REQUIRED
+                                              : GNUTLS_A_HANDSHAKE_FAILURE;
     if (chain == NULL || count == 0) {
         *why = "the client sent no certificate";
         return mode == SEROW_VERIFY_CLIENT_ON ? -1 : 0;

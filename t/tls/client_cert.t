@@ -28,6 +28,7 @@ my $inside = "$dir/inside"; # made while the slow request runs
 my $json = JSON::PP->new->canonical; # (bytes in, bytes out: no ->utf8)
 my $app = sub {
     my ($env) = @_;
+    kill 'KILL', $$ if $env->{PATH_INFO} eq '/die'; # (its worker, with its connections)
     if ($env->{PATH_INFO} eq '/block') {
         open(my $mark, '>', $inside) or die $!;
         close $mark;
@@ -217,10 +218,10 @@ sub moves {
     $check->($_, 'first') for sort keys %$conns;
     for my $round (1 .. 8) {
         last if $wrong;
-        # (two of three connections share a worker: one of them blocks it)
-        my @names = sort keys %$conns;
-        my ($blocker) = grep { my $n = $_; grep { $_ ne $n && $last{$_} == $last{$n} } @names }
-                        $round % 2 ? @names : reverse @names;
+        # (two of three connections share a worker: the one of them that
+        # moved more blocks it, and the other moves)
+        my @names = sort { ($moved{$b} // 0) <=> ($moved{$a} // 0) || $a cmp $b } keys %$conns;
+        my ($blocker) = grep { my $n = $_; grep { $_ ne $n && $last{$_} == $last{$n} } @names } @names;
         $blocker //= $names[0];
         syswrite $conns->{$blocker}, "GET /block HTTP/1.1\r\nHost: localhost\r\n\r\n";
         wait_until(sub { -e $inside }) or BAIL_OUT('the slow request never started');
@@ -276,6 +277,31 @@ subtest 'optional_no_ca: any certificate, its check said to the app' => sub {
     my %conns = map { $_ => connect_as($server, $_ =~ /mallory/ ? $mallory : $alice) } qw(alice mallory mallory2);
     ok !grep({ !$_ } values %conns), 'three kept connections' or diag $@;
     moves($server, \%conns);
+    is $server->stop, 0, 'clean stop';
+};
+
+subtest 'a full table is swept of the records of connections gone without a word' => sub {
+    # Three records: three kept connections fill the table, and a fourth
+    # handshake with a certificate is refused.  Then each of the three asks
+    # for the death of its worker (SIGKILL: the connection ends with it, and
+    # nothing lets its record go), and the next handshakes find the table
+    # full of records whose sockets are gone: swept, they make room.
+    local $ENV{SEROW_TEST_TLS_PEER_RECORDS} = 3;
+    my $server = start('on', '--ssl-client-ca', $pki->{ca});
+    my @kept = map { connect_as($server, $bob) } 1 .. 3;
+    is scalar(grep { my $env = ask($_); $env && $env->{SSL_CLIENT_VERIFY} eq 'SUCCESS' } grep { $_ } @kept), 3,
+        'three kept connections with a certificate';
+    my ($env) = curl_env($server, $alice);
+    ok !$env, 'a fourth: no handshake, the table is full';
+    ok $server->wait_for_log(qr/no room in the table of client certificates/), '... and the log says why';
+    for my $sock (@kept) {
+        ok !ask($sock, '/die'), 'a connection ends with its worker, killed';
+    }
+    for my $i (1 .. 4) {
+        ($env) = curl_env($server, $alice);
+        env_is($env // {}, 'alice', "handshake $i after");
+    }
+    ok $server->wait_for_log(qr/3 record\(s\) of client certificates .* swept/), 'the sweep made room';
     is $server->stop, 0, 'clean stop';
 };
 
