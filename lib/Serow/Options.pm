@@ -24,6 +24,7 @@ my @OPTIONS = (
     ssl_verify_client => ['choice', 'off', 'ask TLS clients for a certificate (mutual TLS), as nginx\'s ssl_verify_client: on (a client without a valid one has no handshake), optional (none, or a valid one), optional_no_ca (none, or any one: the app sees its check in SSL_CLIENT_VERIFY), or off; the app gets SSL_CLIENT_* (docs/tls.md)', 'MODE',
         [qw(off on optional optional_no_ca)]],
     ssl_client_ca => ['string', undef, 'the CA certificates (PEM) that client certificates are checked against, read at start before privileges drop; needed by --ssl-verify-client on and optional', 'FILE'],
+    ssl_crl => ['string', undef, 'revoked client certificates: a CRL (PEM) of a CA of --ssl-client-ca, read at start; a certificate it lists fails its check', 'FILE'],
     socket_mode => ['mode', undef, 'permissions of UNIX sockets Serow creates, in octal (e.g. 0660)'],
     backlog => ['int', 1024, 'listen queue length'],
     workers => ['count', 4, 'worker processes'],
@@ -268,7 +269,7 @@ sub _check_together {
             . ": needs --" . _dashed($_) . "\n" for qw(ssl_cert ssl_key);
     } else {
         defined $opts->{$_} and die "--" . _dashed($_) . ": no address serves TLS (--enable-ssl, or :ssl after a --listen address)\n"
-            for qw(ssl_cert ssl_key ssl_priorities ssl_client_ca);
+            for qw(ssl_cert ssl_key ssl_priorities ssl_client_ca ssl_crl);
         $opts->{ssl_verify_client} eq 'off'
             or die "--ssl-verify-client: no address serves TLS (--enable-ssl, or :ssl after a --listen address)\n";
     }
@@ -289,6 +290,8 @@ sub _check_client_certificates {
         if ($mode eq 'on' || $mode eq 'optional') && !defined $opts->{ssl_client_ca};
     die "--ssl-client-ca: needs --ssl-verify-client on, optional or optional_no_ca\n"
         if $mode eq 'off' && defined $opts->{ssl_client_ca};
+    die "--ssl-crl: needs --ssl-client-ca (the CA whose revoked certificates it lists)\n"
+        if defined $opts->{ssl_crl} && !defined $opts->{ssl_client_ca};
 }
 
 # One --listen address from --host and --port (Starman's and plackup's way),

@@ -245,14 +245,14 @@ sub open_error_log {
     Serow::Log->open_file($path) or die "--error-log: cannot open $path: $!\n";
 }
 
-# --ssl-cert, --ssl-key, --ssl-priorities: read here, in the master before
+# --ssl-cert, --ssl-key, --ssl-priorities (and --ssl-client-ca, --ssl-crl): read here, in the master before
 # any process is forked (so before privileges drop: a key only root may
 # read works), and kept for every process; a file that cannot be used stops
 # the start with the option and the problem.  (Options.pm made sure that
 # an address serves TLS and that both files are named.)
 sub configure_tls {
     my ($self, $options) = @_;
-    for my $name (grep { defined $options->{$_} } qw(ssl_cert ssl_key ssl_client_ca)) {
+    for my $name (grep { defined $options->{$_} } qw(ssl_cert ssl_key ssl_client_ca ssl_crl)) {
         my $file = $options->{$name};
         open(my $fh, '<', $file) or die '--' . ($name =~ tr/_/-/r) . ": cannot read $file: $!\n";
     }
@@ -260,7 +260,8 @@ sub configure_tls {
     # --ssl-verify-client: the CA, and a table of the clients' certificates
     # that every process shares, sized by the connections open at once.
     Serow::tls_configure_clients($options->{ssl_verify_client}, $options->{ssl_client_ca},
-        $options->{max_keepalive_connections}) if $options->{ssl_verify_client} ne 'off';
+        $options->{ssl_crl}, $options->{max_keepalive_connections})
+        if $options->{ssl_verify_client} ne 'off';
 }
 
 # Where a listener is, as a URL (or the path of a UNIX socket).

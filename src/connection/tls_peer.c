@@ -79,9 +79,40 @@ static int refuse(char *err, size_t err_size, const char *format, const char *a,
     return -1;
 }
 
+/* 0 when crl_file holds CRLs (PEM), each signed by a CA of ca_file: GnuTLS
+ * would take one of another CA and never use it. */
+static int crls_signed_by(const char *crl_file, const char *ca_file)
+{
+    gnutls_datum_t crl_pem = {NULL, 0}, ca_pem = {NULL, 0};
+    gnutls_x509_crl_t *crls = NULL;
+    gnutls_x509_crt_t *cas = NULL;
+    unsigned crl_count = 0, ca_count = 0;
+    int rc = -1;
+    if (gnutls_load_file(crl_file, &crl_pem) < 0 || gnutls_load_file(ca_file, &ca_pem) < 0 ||
+        gnutls_x509_crl_list_import2(&crls, &crl_count, &crl_pem, GNUTLS_X509_FMT_PEM, 0) < 0 ||
+        gnutls_x509_crt_list_import2(&cas, &ca_count, &ca_pem, GNUTLS_X509_FMT_PEM, 0) < 0)
+        goto out;
+    rc = crl_count > 0 ? 0 : -1;
+    for (unsigned i = 0; i < crl_count; i++) {
+        unsigned status = 0;
+        if (gnutls_x509_crl_verify(crls[i], cas, ca_count, 0, &status) < 0 || status != 0)
+            rc = -1;
+    }
+out:
+    for (unsigned i = 0; i < crl_count; i++)
+        gnutls_x509_crl_deinit(crls[i]);
+    for (unsigned i = 0; i < ca_count; i++)
+        gnutls_x509_crt_deinit(cas[i]);
+    gnutls_free(crls);
+    gnutls_free(cas);
+    gnutls_free(crl_pem.data);
+    gnutls_free(ca_pem.data);
+    return rc;
+}
+
 int serow_tls_peer_configure(gnutls_certificate_credentials_t credentials, const char *given,
-                             const char *ca_file, unsigned long max_connections, char *err,
-                             size_t err_size)
+                             const char *ca_file, const char *crl_file,
+                             unsigned long max_connections, char *err, size_t err_size)
 {
     static const char *const modes[] = {"off", "on", "optional", "optional_no_ca"};
     int m = -1;
@@ -102,6 +133,15 @@ int serow_tls_peer_configure(gnutls_certificate_credentials_t credentials, const
                           ca_file, r < 0 ? gnutls_strerror(r) : "none found");
     } else if (m != SEROW_VERIFY_CLIENT_OPTIONAL_NO_CA) {
         return refuse(err, err_size, "--ssl-verify-client: %s needs --ssl-client-ca%s", given, "");
+    }
+    if (crl_file != NULL && (ca_file == NULL || crls_signed_by(crl_file, ca_file) < 0))
+        return refuse(err, err_size, "--ssl-crl: %s holds no PEM CRL, or one that no CA of "
+                      "--ssl-client-ca signed (it would revoke nothing)%s", crl_file, "");
+    if (crl_file != NULL) {
+        int r = gnutls_certificate_set_x509_crl_file(credentials, crl_file, GNUTLS_X509_FMT_PEM);
+        if (r <= 0)
+            return refuse(err, err_size, "--ssl-crl: %s cannot be used (%s)", crl_file,
+                          r < 0 ? gnutls_strerror(r) : "no CRL");
     }
     if (records == NULL) {
         unsigned long n = max_connections + max_connections / 8 + 64;

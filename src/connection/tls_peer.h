@@ -36,13 +36,13 @@ enum serow_verify_client {
 
 /* The master, once, before it forks (after serow_tls_configure, whose
  * credentials get the CA): the mode ("off", "on", "optional",
- * "optional_no_ca"), the CA file (NULL for none: optional_no_ca only) and
- * the table, with room for about max_connections connections with a
- * certificate at once.  0, or -1 with what is wrong in err, starting with
- * the option it is about. */
+ * "optional_no_ca"), the CA file (NULL for none: optional_no_ca only), a
+ * CRL file of that CA's (NULL: none) and the table, with room for about
+ * max_connections connections with a certificate at once.  0, or -1 with
+ * what is wrong in err, starting with the option it is about. */
 int serow_tls_peer_configure(gnutls_certificate_credentials_t credentials, const char *mode,
-                             const char *ca_file, unsigned long max_connections, char *err,
-                             size_t err_size);
+                             const char *ca_file, const char *crl_file,
+                             unsigned long max_connections, char *err, size_t err_size);
 
 /* A server session about to start its handshake: the certificate asked for
  * and checked as the mode says. */

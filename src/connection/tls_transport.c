@@ -153,10 +153,11 @@ out:
     return rc;
 }
 
-int serow_tls_configure_clients(const char *mode, const char *ca_file,
+int serow_tls_configure_clients(const char *mode, const char *ca_file, const char *crl_file,
                                 unsigned long max_connections, char *err, size_t err_size)
 {
-    return serow_tls_peer_configure(credentials, mode, ca_file, max_connections, err, err_size);
+    return serow_tls_peer_configure(credentials, mode, ca_file, crl_file, max_connections, err,
+                                    err_size);
 }
 
 int serow_tls_configured(void)

@@ -32,10 +32,11 @@
 int serow_tls_configure(const char *cert_file, const char *key_file, const char *priorities,
                         char *err, size_t err_size);
 
-/* --ssl-verify-client MODE, --ssl-client-ca FILE (NULL: none), for about
- * max_connections open at once (tls_peer.h); after serow_tls_configure.
- * 0, or -1 with what is wrong in err, starting with the option. */
-int serow_tls_configure_clients(const char *mode, const char *ca_file,
+/* --ssl-verify-client MODE, --ssl-client-ca FILE, --ssl-crl FILE (NULL:
+ * none), for about max_connections open at once (tls_peer.h); after
+ * serow_tls_configure.  0, or -1 with what is wrong in err, starting with
+ * the option. */
+int serow_tls_configure_clients(const char *mode, const char *ca_file, const char *crl_file,
                                 unsigned long max_connections, char *err, size_t err_size);
 
 /* Whether serow_tls_configure succeeded in this process (or its parent). */

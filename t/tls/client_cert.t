@@ -7,7 +7,7 @@ use JSON::PP ();
 use POSIX ();
 use Serow::Test qw(need_debian_packages run_serow start_server wait_until);
 use Serow::Test::Process qw(run_command);
-use Serow::Test::TLS qw(test_pki client_cert tls_options tls_connect tls_request);
+use Serow::Test::TLS qw(test_pki client_cert revoked tls_options tls_connect tls_request);
 
 # Client certificates (mutual TLS, --ssl-verify-client): the handshake
 # refuses what the mode refuses, and the env has what mod_ssl and nginx
@@ -133,7 +133,7 @@ sub start {
 }
 
 subtest 'refused at start' => sub {
-    my @tls = (tls_options($pki));
+    my @tls = (tls_options($pki), '--listen', '127.0.0.1:0'); # (never bound: refused before)
     my $garbage = "$dir/garbage.pem";
     open(my $fh, '>', $garbage) or die; print $fh "not PEM\n"; close $fh;
     for my $case (
@@ -151,9 +151,9 @@ subtest 'refused at start' => sub {
         is $status, 2, "@$argv: serow exits with status 2";
         like $text, $message, '... saying why';
     }
-    my ($status, $text) = run_serow('--ssl-verify-client', 'optional_no_ca', 'eg/hello.psgi');
+    my ($status, $text) = run_serow('--listen', '127.0.0.1:0', '--ssl-verify-client', 'optional_no_ca', 'eg/hello.psgi');
     like $text, qr/--ssl-verify-client: no address serves TLS/, 'without TLS: refused';
-    ($status, $text) = run_serow('--ssl-client-ca', $pki->{ca}, 'eg/hello.psgi');
+    ($status, $text) = run_serow('--listen', '127.0.0.1:0', '--ssl-client-ca', $pki->{ca}, 'eg/hello.psgi');
     like $text, qr/--ssl-client-ca: no address serves TLS/, '... and the CA too';
 };
 
@@ -277,6 +277,28 @@ subtest 'optional_no_ca: any certificate, its check said to the app' => sub {
     my %conns = map { $_ => connect_as($server, $_ =~ /mallory/ ? $mallory : $alice) } qw(alice mallory mallory2);
     ok !grep({ !$_ } values %conns), 'three kept connections' or diag $@;
     moves($server, \%conns);
+    is $server->stop, 0, 'clean stop';
+};
+
+subtest '--ssl-crl: a revoked certificate fails its check' => sub {
+    my $crl = revoked($pki, $bob);
+    my ($status, $text) = run_serow(tls_options($pki), '--listen', '127.0.0.1:0', '--ssl-verify-client', 'optional_no_ca',
+        '--ssl-crl', $crl, 'eg/hello.psgi');
+    like $text, qr/--ssl-crl: needs --ssl-client-ca/, 'without --ssl-client-ca: refused';
+    ($status, $text) = run_serow(tls_options($pki), '--listen', '127.0.0.1:0', '--ssl-verify-client', 'optional_no_ca',
+        '--ssl-client-ca', "$pki->{dir}/other-ca.pem", '--ssl-crl', $crl, 'eg/hello.psgi');
+    like $text, qr/--ssl-crl: \S+crl\.pem holds no PEM CRL, or one that no CA of --ssl-client-ca signed/,
+        "a CRL of another CA: refused";
+
+    my $server = start('on', '--ssl-client-ca', $pki->{ca}, '--ssl-crl', $crl);
+    my ($env) = curl_env($server, $bob);
+    ok !$env, 'on: a revoked certificate has no handshake';
+    ($env) = curl_env($server, $alice);
+    env_is($env // {}, 'alice', 'on: one the CRL does not list');
+    is $server->stop, 0, 'clean stop';
+    $server = start('optional_no_ca', '--ssl-client-ca', $pki->{ca}, '--ssl-crl', $crl);
+    ($env) = curl_env($server, $bob);
+    is $env && $env->{SSL_CLIENT_VERIFY}, 'FAILED:certificate revoked', 'optional_no_ca: FAILED:certificate revoked';
     is $server->stop, 0, 'clean stop';
 };
 

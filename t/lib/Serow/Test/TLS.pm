@@ -17,7 +17,7 @@ use Serow::Test::Common qw(READ_TIMEOUT);
 use Serow::Test::Client qw(parse_response_head);
 use Serow::Test::Process qw(run_command);
 
-our @EXPORT_OK = qw(test_pki client_cert tls_connect tls_request tls_read_response tls_options);
+our @EXPORT_OK = qw(test_pki client_cert revoked tls_connect tls_request tls_read_response tls_options);
 
 # A CA and a certificate for localhost and 127.0.0.1 signed by it, with
 # ECDSA P-256 keys: { dir, ca, cert, key, other_key } (other_key: a key of
@@ -62,6 +62,23 @@ sub client_cert {
         '-set_serial', '0x' . ($opts{serial} // '01'), '-out', "$dir/$name.pem", '-days', 2,
         '-extfile', "$dir/client-ext");
     return { cert => "$dir/$name.pem", key => "$dir/$name.key", subject => $subject };
+}
+
+# A CRL (PEM) of $pki's CA that revokes the certificates @certs (client_cert's):
+# its file.
+sub revoked {
+    my ($pki, @certs) = @_;
+    my $dir = $pki->{dir};
+    open(my $index, '>', "$dir/index.txt") or die "$dir/index.txt: $!";
+    close $index;
+    open(my $conf, '>', "$dir/ca.conf") or die "$dir/ca.conf: $!";
+    print $conf "[ca]\ndefault_ca = test\n[test]\ndatabase = $dir/index.txt\n"
+        . "default_md = sha256\ndefault_crl_days = 2\n";
+    close $conf;
+    my @ca = ('-config', "$dir/ca.conf", '-keyfile', "$dir/ca.key", '-cert', $pki->{ca});
+    _openssl('ca', @ca, '-revoke', $_->{cert}) for @certs;
+    _openssl('ca', @ca, '-gencrl', '-out', "$dir/crl.pem");
+    return "$dir/crl.pem";
 }
 
 sub _openssl {
