@@ -106,6 +106,18 @@ tls_configure(SV *cert_files, SV *key_files, SV *priorities, int tickets)
                             tickets, err, sizeof err) != 0)
         croak("%s\n", err);
 
+void
+tls_configure_clients(const char *mode, SV *ca_file, SV *crl_file, double max_connections)
+  CODE:
+    /* --ssl-verify-client, --ssl-client-ca, --ssl-crl: in the master, after
+     * tls_configure, before the forks (the table of client certificates is
+     * shared by every process it forks).  Dies naming the option. */
+    char err[1024];
+    if (serow_tls_configure_clients(mode, SvOK(ca_file) ? SvPV_nolen(ca_file) : NULL,
+                                    SvOK(crl_file) ? SvPV_nolen(crl_file) : NULL,
+                                    (unsigned long)max_connections, err, sizeof err) != 0)
+        croak("%s\n", err);
+
 double
 open_file_limit()
   CODE:

@@ -22,6 +22,10 @@ my @OPTIONS = (
     ssl_key => ['list', [], 'the private key (PEM, no passphrase) of an --ssl-cert: the first --ssl-key is the first certificate\'s, the second the second\'s', 'FILE'],
     ssl_session_tickets => ['choice', 'on', 'session tickets, whose key every worker shares, so that a client resumes its TLS session on any worker (off: every connection makes a full handshake)', 'on|off', [qw(on off)]],
     ssl_priorities => ['string', undef, 'the TLS versions, ciphers and key exchanges, as a GnuTLS priority string (default: Mozilla\'s intermediate profile: TLS 1.2 and 1.3, ECDHE, AES-GCM and ChaCha20-Poly1305; a cipher other than those three, or a version below TLS 1.2, is refused)', 'STRING'],
+    ssl_verify_client => ['choice', 'off', 'ask TLS clients for a certificate (mutual TLS), as nginx\'s ssl_verify_client: on (a client without a valid one has no handshake), optional (none, or a valid one), optional_no_ca (none, or any one: the app sees its check in SSL_CLIENT_VERIFY), or off; the app gets SSL_CLIENT_* (docs/tls.md)', 'MODE',
+        [qw(off on optional optional_no_ca)]],
+    ssl_client_ca => ['string', undef, 'the CA certificates (PEM) that client certificates are checked against, read at start before privileges drop; needed by --ssl-verify-client on and optional', 'FILE'],
+    ssl_crl => ['string', undef, 'revoked client certificates: a CRL (PEM) of a CA of --ssl-client-ca, read at start; a certificate it lists fails its check', 'FILE'],
     socket_mode => ['mode', undef, 'permissions of UNIX sockets Serow creates, in octal (e.g. 0660)'],
     backlog => ['int', 1024, 'listen queue length'],
     workers => ['count', 4, 'worker processes'],
@@ -268,13 +272,29 @@ sub _check_together {
         $certs == $keys or die "--ssl-key: $keys for $certs --ssl-cert: give one key for each certificate, in the same order\n";
     } else {
         (ref $opts->{$_} ? @{ $opts->{$_} } : defined $opts->{$_}) and die "--" . _dashed($_) . ": no address serves TLS (--enable-ssl, or :ssl after a --listen address)\n"
-            for qw(ssl_cert ssl_key ssl_priorities);
+            for qw(ssl_cert ssl_key ssl_priorities ssl_client_ca ssl_crl);
+        $opts->{ssl_verify_client} eq 'off'
+            or die "--ssl-verify-client: no address serves TLS (--enable-ssl, or :ssl after a --listen address)\n";
     }
+    _check_client_certificates($opts);
     if (defined $opts->{min_requests}) {
         $opts->{max_requests} or die "--min-requests: needs --max-requests (the highest limit a worker draws)\n";
         $opts->{min_requests} <= $opts->{max_requests}
             or die "--min-requests: $opts->{min_requests} is above --max-requests $opts->{max_requests}\n";
     }
+}
+
+# --ssl-verify-client and --ssl-client-ca: a mode that checks certificates
+# needs the CA to check them against, and a CA is for a mode that asks.
+sub _check_client_certificates {
+    my ($opts) = @_;
+    my $mode = $opts->{ssl_verify_client};
+    die "--ssl-verify-client: $mode needs --ssl-client-ca (the CA that client certificates are checked against)\n"
+        if ($mode eq 'on' || $mode eq 'optional') && !defined $opts->{ssl_client_ca};
+    die "--ssl-client-ca: needs --ssl-verify-client on, optional or optional_no_ca\n"
+        if $mode eq 'off' && defined $opts->{ssl_client_ca};
+    die "--ssl-crl: needs --ssl-client-ca (the CA whose revoked certificates it lists)\n"
+        if defined $opts->{ssl_crl} && !defined $opts->{ssl_client_ca};
 }
 
 # One --listen address from --host and --port (Starman's and plackup's way),

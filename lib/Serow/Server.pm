@@ -255,18 +255,26 @@ sub open_error_log {
 }
 
 # --ssl-cert, --ssl-key (pairs, the first the default), --ssl-priorities,
-# --ssl-session-tickets: read here, in the master before any process is
-# forked (so before privileges drop: a key only root may read works), and
-# kept for every process; a file that cannot be used stops the start with
-# the option and the problem.  (Options.pm made sure that an address serves
-# TLS and that each certificate has its key.)
+# --ssl-session-tickets, --ssl-verify-client, --ssl-client-ca, --ssl-crl:
+# read here, in the master before any process is forked (so before
+# privileges drop: a key only root may read works), and kept for every
+# process; a file that cannot be used stops the start with the option and
+# the problem.  (Options.pm made sure that an address serves TLS and that
+# each certificate has its key.)
 sub configure_tls {
     my ($self, $options) = @_;
-    for my $name (qw(ssl_cert ssl_key)) {
-        for my $file (@{ $options->{$name} }) {
+    for my $name (qw(ssl_cert ssl_key ssl_client_ca ssl_crl)) {
+        for my $file (ref $options->{$name} ? @{ $options->{$name} } : $options->{$name} // ()) {
             open(my $fh, '<', $file) or die '--' . ($name =~ tr/_/-/r) . ": cannot read $file: $!\n";
         }
     }
+    # --ssl-verify-client: the files whose CA and CRL tls_configure reads
+    # into every set of credentials, and (once) a table of the clients'
+    # certificates that every process shares, sized by the connections
+    # open at once.
+    Serow::tls_configure_clients($options->{ssl_verify_client}, $options->{ssl_client_ca},
+        $options->{ssl_crl}, $options->{max_keepalive_connections})
+        if $options->{ssl_verify_client} ne 'off';
     Serow::tls_configure($options->{ssl_cert}, $options->{ssl_key}, $options->{ssl_priorities},
         $options->{ssl_session_tickets} eq 'on' ? 1 : 0);
 }

@@ -37,6 +37,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "connection/tls_peer.h"
 #include "log/log.h"
 
 /* ---- the credentials, set before the forks --------------------------------- */
@@ -387,6 +388,12 @@ int serow_tls_configure(const char *const *cert_files, const char *const *key_fi
             goto out;
     if (pairs > 1 && sni_build(&names, p, pairs, creds, cert_files, key_files, err, err_size) < 0)
         goto out;
+    /* --ssl-client-ca, --ssl-crl: in every set a session may get */
+    if (serow_tls_peer_trust(creds, err, err_size) < 0)
+        goto out;
+    for (size_t i = 0; i < names.n_groups; i++)
+        if (serow_tls_peer_trust(names.groups[i], err, err_size) < 0)
+            goto out;
     if ((r = gnutls_priority_init(&prio, given, &where)) < 0) {
         refuse(err, err_size, "--ssl-priorities: '%s' is not a GnuTLS priority string (at '%s')",
                given, where ? where : "");
@@ -432,6 +439,12 @@ out:
             pair_clear(&p[i]);
     free(p);
     return rc;
+}
+
+int serow_tls_configure_clients(const char *mode, const char *ca_file, const char *crl_file,
+                                unsigned long max_connections, char *err, size_t err_size)
+{
+    return serow_tls_peer_configure(mode, ca_file, crl_file, max_connections, err, err_size);
 }
 
 int serow_tls_configured(void)
@@ -673,7 +686,7 @@ static int handshake(struct serow_connection_state *cs, int fd, struct tls_local
             (ticket_key.data && gnutls_session_ticket_enable_server(l->session, &ticket_key) < 0) ||
             gnutls_alpn_set_protocols(l->session, &http11, 1, GNUTLS_ALPN_SERVER_PRECEDENCE) < 0)
             return handshake_failed(cs, l, "the session could not be set up");
-        gnutls_certificate_server_set_request(l->session, GNUTLS_CERT_IGNORE);
+        serow_tls_peer_ask(l->session); /* --ssl-verify-client */
         if (sni.n_names)
             gnutls_handshake_set_post_client_hello_function(l->session, choose_by_sni);
         gnutls_session_set_ptr(l->session, &cs->tls);
@@ -712,6 +725,14 @@ static int handshake(struct serow_connection_state *cs, int fd, struct tls_local
     }
     if (serow_tls_export(l->session, &cs->tls) < 0)
         return handshake_failed(cs, l, "the session's state could not be exported");
+    /* what the env says of the session and of the client's certificate,
+     * kept where any process that serves the connection reads it */
+    const char *why;
+    gnutls_alert_description_t alert;
+    if (serow_tls_peer_record(l->session, cs, fd, &why, &alert) < 0) {
+        gnutls_alert_send(l->session, GNUTLS_AL_FATAL, alert);
+        return handshake_failed(cs, l, why);
+    }
     gnutls_deinit(l->session);
     l->session = NULL;
     cs->tls_phase = SEROW_TLS_PHASE_RECORDS;

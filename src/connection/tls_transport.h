@@ -38,6 +38,14 @@ int serow_tls_configure(const char *const *cert_files, const char *const *key_fi
                         size_t pairs, const char *priorities, int tickets, char *err,
                         size_t err_size);
 
+/* --ssl-verify-client MODE, --ssl-client-ca FILE, --ssl-crl FILE (NULL:
+ * none), for about max_connections open at once (tls_peer.h); before
+ * serow_tls_configure, whose credentials get the CA and the CRL, at start
+ * and on each HUP.  0, or -1 with what is wrong in err, starting with
+ * the option. */
+int serow_tls_configure_clients(const char *mode, const char *ca_file, const char *crl_file,
+                                unsigned long max_connections, char *err, size_t err_size);
+
 /* Whether serow_tls_configure succeeded in this process (or its parent). */
 int serow_tls_configured(void);
 

@@ -70,8 +70,10 @@ enum serow_tls_phase {
  */
 struct serow_connection_state {
     uint32_t transport; /* enum serow_transport_kind */
-    uint16_t tls_phase; /* TLS: enum serow_tls_phase */
-    uint16_t unused;
+    uint8_t tls_phase;  /* TLS: enum serow_tls_phase */
+    uint8_t tls_suite;  /* TLS: its protocol and cipher, for the env (tls_peer.c); 0: not yet */
+    uint16_t tls_peer;  /* TLS with --ssl-verify-client: 1 + the index of the record of its
+                         * client's certificate (tls_peer.c); 0: none */
     uint64_t tls_id;    /* TLS: this connection among those a process has had on its
                          * descriptor number (what the process keeps beside it is
                          * keyed by both: tls_transport.c) */
@@ -242,6 +244,16 @@ static inline void serow_transport_forget(struct serow_connection_state *cs, int
 {
     if (!SEROW_TRANSPORT_IS_PLAIN(cs))
         serow_transport_forget_tls(cs, fd);
+}
+
+/* The connection is closed for good, by this process (not handed on): what
+ * it has beside its state in memory every process shares goes with it
+ * (TLS: the record of its client's certificate, tls_peer.c). */
+void serow_transport_closed_tls(const struct serow_connection_state *cs);
+static inline void serow_transport_closed(const struct serow_connection_state *cs)
+{
+    if (__builtin_expect(cs->transport == SEROW_TRANSPORT_TLS, 0) && cs->tls_peer != 0)
+        serow_transport_closed_tls(cs);
 }
 
 #endif

@@ -242,6 +242,7 @@ static void close_held(struct holder *h, struct held_connection *c)
     if (!SEROW_TRANSPORT_IS_PLAIN(&c->info.carried)) {
         serow_transport_shutdown(&c->info.carried, fd); /* TLS: close_notify */
         serow_transport_forget(&c->info.carried, fd);
+        serow_transport_closed(&c->info.carried);
     }
     unhold(h, c);
     close_unheld(h, fd);

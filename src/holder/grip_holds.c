@@ -167,6 +167,7 @@ static void forget(struct serow_grip_holds *g, struct grip_conn *c)
 static void close_conn(struct serow_grip_holds *g, struct grip_conn *c)
 {
     int fd = c->fd;
+    serow_transport_closed(&c->info.carried);
     forget(g, c);
     close(fd);
     atomic_fetch_sub(&g->shared->open_connections, 1);

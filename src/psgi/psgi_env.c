@@ -21,6 +21,7 @@
 
 #include "psgi/psgi_input.h"
 #include "connection/connection.h"
+#include "connection/tls_peer.h"
 #include "request/request.h"
 #include "worker/worker_loop.h"
 
@@ -609,6 +610,19 @@ void serow_psgi_env_set_template(pTHX_ HV *template)
     build_slot_table();
 }
 
+/* TLS: mod_ssl's SSL_* variables (tls_peer.c), new entries each request
+ * (dropped when the env is reused, as any key without a slot). */
+static __attribute__((noinline)) void store_tls_vars(pTHX_ HV *env,
+                                                     const struct serow_connection_state *cs)
+{
+    struct serow_tls_var vars[SEROW_TLS_VARS_MAX];
+    char scratch[32];
+    size_t n = serow_tls_env_vars(cs, vars, scratch);
+    for (size_t i = 0; i < n; i++)
+        (void)hv_store(env, vars[i].name, (I32)vars[i].name_len,
+                       newSVpvn(vars[i].value, vars[i].len), 0);
+}
+
 /* PATH_INFO is the decoded path; a '%' not followed by two hex digits stays. */
 static void set_decoded_path(pTHX_ SV *sv, const char *path, size_t len)
 {
@@ -775,6 +789,7 @@ HV *serow_build_psgi_env(pTHX_ struct serow_request *req)
     if (__builtin_expect(conn->carried.transport == SEROW_TRANSPORT_TLS, 0)) {
         (void)hv_stores(env, "psgi.url_scheme", newSVpvs("https"));
         (void)hv_stores(env, "HTTPS", newSVpvs("on"));
+        store_tls_vars(aTHX_ env, &conn->carried);
     }
     set_socket_handle(aTHX_ env, req);
     struct env_slot *cleanup = &request_slots[KEY_PSGIX_CLEANUP_HANDLERS];

@@ -85,6 +85,7 @@ void serow_close_connection(struct worker_loop *loop, struct connection *conn)
         serow_transport_shutdown(&conn->carried, conn->fd);
     if (loop->shared)
         atomic_fetch_sub(&loop->shared->open_connections, 1);
+    serow_transport_closed(&conn->carried);
     serow_forget_connection(loop, conn);
 }
 

@@ -16,7 +16,7 @@ use Serow::Test::CProgram ();
 Serow::Test::CProgram::test_program(name => 'stuck_answer',
     sources => [qw(t/process/stuck_answer.c src/shared/connection_transfer.c src/shared/shared_state.c
                    src/log/access_log.c src/log/access_log_format.c src/http/response_writer.c src/http/http_parser.c
-                   src/connection/transport.c src/connection/tls_transport.c src/connection/tls_record.c
+                   src/connection/transport.c src/connection/tls_transport.c src/connection/tls_peer.c src/connection/tls_record.c
                    src/log/log.c)],
     libs => ['-lgnutls']);
 

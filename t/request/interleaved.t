@@ -18,7 +18,7 @@ Serow::Test::CProgram::test_program(name => 'interleaved',
                    src/worker/worker_slots.c src/worker/request_timeout.c
                    src/request/request_accounting.c src/log/request_id.c src/log/access_log.c
                    src/log/access_log_format.c src/log/log.c src/shared/request_metrics.c
-                   src/connection/transport.c src/connection/tls_transport.c src/connection/tls_record.c
+                   src/connection/transport.c src/connection/tls_transport.c src/connection/tls_peer.c src/connection/tls_record.c
                    src/shared/connection_transfer.c src/shared/shared_state.c src/shared/holding_channel.c
                    src/connection/connection.c src/connection/fd_passing.c
                    src/http/http_parser.c src/http/response_writer.c)],

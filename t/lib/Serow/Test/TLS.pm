@@ -18,7 +18,7 @@ use Serow::Test::Common qw(READ_TIMEOUT);
 use Serow::Test::Client qw(parse_response_head);
 use Serow::Test::Process qw(run_command);
 
-our @EXPORT_OK = qw(test_pki test_cert tls_connect tls_request tls_read_response tls_options run_client);
+our @EXPORT_OK = qw(test_pki test_cert tls_connect tls_request tls_read_response tls_options run_client client_cert revoked);
 
 # A CA and a certificate for localhost and 127.0.0.1 signed by it, with
 # ECDSA P-256 keys: { dir, ca, cert, key, other_key } (other_key: a key of
@@ -80,6 +80,47 @@ sub run_client {
     open(my $fh, '<', $out->filename) or die "$out: $!";
     local $/;
     return ($status, scalar <$fh> // '');
+}
+
+# A client certificate (mutual TLS) with an ECDSA P-256 key, signed by
+# $pki's CA, or with other_ca => 1 by a second CA of the same name the
+# server does not know: { cert, key, subject }.  %opts: subject (openssl's
+# -subj form, UTF-8; '+' joins the members of one RDN, '\+' is a plus in a
+# value), serial (hex).  The files are $name.pem and $name.key in $pki's dir.
+sub client_cert {
+    my ($pki, $name, %opts) = @_;
+    my $dir = $pki->{dir};
+    my @ec = ('-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes');
+    my $ca = $opts{other_ca} ? 'other-ca' : 'ca';
+    _openssl('req', '-x509', @ec, '-keyout', "$dir/$ca.key", '-out', "$dir/$ca.pem", '-days', 2,
+        '-subj', '/CN=Serow test CA') unless -e "$dir/$ca.pem";
+    my $subject = $opts{subject} // "/CN=$name";
+    _openssl('req', @ec, '-utf8', '-multivalue-rdn', '-keyout', "$dir/$name.key",
+        '-out', "$dir/$name.csr", '-subj', $subject);
+    open(my $ext, '>', "$dir/client-ext") or die "$dir/client-ext: $!";
+    print $ext "extendedKeyUsage=clientAuth\n";
+    close $ext;
+    _openssl('x509', '-req', '-in', "$dir/$name.csr", '-CA', "$dir/$ca.pem", '-CAkey', "$dir/$ca.key",
+        '-set_serial', '0x' . ($opts{serial} // '01'), '-out', "$dir/$name.pem", '-days', 2,
+        '-extfile', "$dir/client-ext");
+    return { cert => "$dir/$name.pem", key => "$dir/$name.key", subject => $subject };
+}
+
+# A CRL (PEM) of $pki's CA that revokes the certificates @certs (client_cert's):
+# its file.
+sub revoked {
+    my ($pki, @certs) = @_;
+    my $dir = $pki->{dir};
+    open(my $index, '>', "$dir/index.txt") or die "$dir/index.txt: $!";
+    close $index;
+    open(my $conf, '>', "$dir/ca.conf") or die "$dir/ca.conf: $!";
+    print $conf "[ca]\ndefault_ca = test\n[test]\ndatabase = $dir/index.txt\n"
+        . "default_md = sha256\ndefault_crl_days = 2\n";
+    close $conf;
+    my @ca = ('-config', "$dir/ca.conf", '-keyfile', "$dir/ca.key", '-cert', $pki->{ca});
+    _openssl('ca', @ca, '-revoke', $_->{cert}) for @certs;
+    _openssl('ca', @ca, '-gencrl', '-out', "$dir/crl.pem");
+    return "$dir/crl.pem";
 }
 
 sub _openssl {
