@@ -7,7 +7,7 @@ use JSON::PP ();
 use POSIX ();
 use Serow::Test qw(need_debian_packages run_serow start_server wait_until);
 use Serow::Test::Process qw(run_command);
-use Serow::Test::TLS qw(test_pki client_cert revoked tls_options tls_connect tls_request);
+use Serow::Test::TLS qw(test_pki test_cert client_cert revoked tls_options tls_connect tls_request);
 
 # Client certificates (mutual TLS, --ssl-verify-client): the handshake
 # refuses what the mode refuses, and the env has what mod_ssl and nginx
@@ -324,6 +324,73 @@ subtest 'a full table is swept of the records of connections gone without a word
         env_is($env // {}, 'alice', "handshake $i after");
     }
     ok $server->wait_for_log(qr/3 record\(s\) of client certificates .* swept/), 'the sweep made room';
+    is $server->stop, 0, 'clean stop';
+};
+
+# openssl s_client with $c's certificate, one request with Connection: close;
+# @more: -sess_out FILE, -sess_in FILE.  (the env, whether it resumed).
+sub s_client_env {
+    my ($server, $c, @more) = @_;
+    my ($out) = run_with_input("GET /env HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+        'openssl', 's_client', '-connect', '127.0.0.1:' . $server->port, '-servername', 'localhost',
+        '-CAfile', $pki->{ca}, '-cert', $c->{cert}, '-key', $c->{key}, '-ign_eof', @more);
+    # (the body has no newline: s_client's own lines may follow it)
+    my ($body) = $out =~ /^(\{.*?"pid":\d+\})/m;
+    return ($body ? $json->decode($body) : undef, $out =~ /^Reused, TLSv1\.[23]/m ? 1 : 0);
+}
+
+subtest 'a resumed session: the same certificate in the env' => sub {
+    for my $version ('-tls1_3', '-tls1_2') {
+        my $server = start('on', '--ssl-client-ca', $pki->{ca});
+        my ($env, $reused) = s_client_env($server, $alice, $version, '-sess_out', "$dir/session");
+        env_is($env // {}, 'alice', "$version: a full handshake");
+        ok !$reused, '  (not resumed)';
+        ($env, $reused) = s_client_env($server, $alice, $version, '-sess_in', "$dir/session");
+        ok $reused, "$version: the session resumed";
+        env_is($env // {}, 'alice', "$version: resumed");
+        is $server->stop, 0, 'clean stop';
+    }
+};
+
+subtest 'several certificates (SNI): a client certificate checked under each name' => sub {
+    my $other = test_cert($pki, 'other', 'other.example', ['other.example']);
+    my $server = start('on', '--ssl-client-ca', $pki->{ca}, '--ssl-cert', $other->{cert}, '--ssl-key', $other->{key});
+    for my $name ('localhost', 'other.example') {
+        my ($out, $err, $status) = run_with_input('', 'curl', '-sS', '--max-time', Serow::Test::READ_TIMEOUT,
+            '--cacert', $pki->{ca}, '--resolve', "$name:" . $server->port . ':127.0.0.1',
+            '--cert', $alice->{cert}, '--key', $alice->{key}, "https://$name:" . $server->port . '/env');
+        env_is($status == 0 && $out =~ /^\{/ ? $json->decode($out) : {}, 'alice', "curl to $name") or diag $err;
+        ($out, $err, $status) = run_with_input('', 'curl', '-sS', '--max-time', Serow::Test::READ_TIMEOUT,
+            '--cacert', $pki->{ca}, '--resolve', "$name:" . $server->port . ':127.0.0.1',
+            "https://$name:" . $server->port . '/env');
+        isnt $status, 0, "curl to $name without a certificate: no handshake";
+    }
+    is $server->stop, 0, 'clean stop';
+};
+
+sub copy_file {
+    my ($from, $to) = @_;
+    open(my $in, '<', $from) or die "$from: $!";
+    open(my $out, '>', $to) or die "$to: $!";
+    print $out do { local $/; <$in> };
+    close $out or die "$to: $!";
+}
+
+subtest 'HUP reads the CA and the CRL again' => sub {
+    my $crl = "$dir/hup-crl.pem";
+    copy_file(revoked($pki), $crl);
+    my $server = start('optional_no_ca', '--ssl-client-ca', $pki->{ca}, '--ssl-crl', $crl);
+    my ($env) = curl_env($server, $bob);
+    is $env && $env->{SSL_CLIENT_VERIFY}, 'SUCCESS', 'bob, before: SUCCESS';
+    copy_file(revoked($pki, $bob), "$crl.new");
+    rename "$crl.new", $crl or die "rename: $!";
+    my %old = map { $_ => 1 } $server->worker_pids;
+    my $mark = $server->log_mark;
+    $server->signal('HUP');
+    ok $server->wait_for_log(qr/TLS: read \S+ again/, undef, $mark), 'the files read again';
+    ok wait_until(sub { my @now = $server->worker_pids; @now && !grep { $old{$_} } @now }), 'the new workers';
+    ($env) = curl_env($server, $bob);
+    is $env && $env->{SSL_CLIENT_VERIFY}, 'FAILED:certificate revoked', 'bob, after HUP with the new CRL: revoked';
     is $server->stop, 0, 'clean stop';
 };
 
