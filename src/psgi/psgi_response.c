@@ -54,6 +54,7 @@ void serow_reset_psgi_response(struct serow_request *req)
     response->body_given = 0;
     response->body_sent = 0;
     response->failed = 0;
+    response->at_once = 0;
     response->app_framing_error = NULL;
     response->hold = 0;
     response->held_len = 0;
@@ -224,6 +225,7 @@ static int status_of(pTHX_ SV *status)
 
 static int write_all(struct serow_request *req, struct iovec *iov, int count);
 static int write_soon(struct serow_request *req, struct iovec *iov, int count);
+static int send_held(struct serow_request *req);
 static int flush_head(struct serow_request *req, int more_follows);
 
 /* The head still waiting, as the first iovec of the next write (returns 1),
@@ -363,6 +365,12 @@ static int prepare_head(pTHX_ struct serow_request *req, SV *status_sv, SV *head
     return RESPONSE_OK;
 }
 
+int serow_psgi_response_at_once(struct serow_request *req)
+{
+    req->response.at_once = 1;
+    return send_held(req);
+}
+
 void serow_psgi_response_client_gone(struct serow_request *req)
 {
     struct serow_response *response = &req->response;
@@ -383,6 +391,8 @@ static int write_all(struct serow_request *req, struct iovec *iov, int count)
  * the app goes on writing (worker_output.c's serow_worker_loop_write_soon). */
 static int write_soon(struct serow_request *req, struct iovec *iov, int count)
 {
+    if (req->response.at_once)
+        return write_all(req, iov, count);
     if (serow_worker_loop_write_soon(req, iov, count) != 0) {
         serow_psgi_response_client_gone(req);
         return RESPONSE_CLIENT_GONE;

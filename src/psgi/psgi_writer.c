@@ -161,6 +161,9 @@ int serow_writer_client_gone(pTHX_ SV *self)
     if (writer->closed || !serow_worker_loop_client_hung_up(writer->req, 0))
         return 0;
     writer->told_gone = 1;
+    /* (its writes go at once from now: the next one or two find it gone,
+     * as they did before the writes were gathered) */
+    serow_psgi_response_at_once(writer->req);
     return 1;
 }
 
