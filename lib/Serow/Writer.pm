@@ -12,10 +12,12 @@ use Serow (); # the methods (XS)
 # write (dropped once the client has gone), send (as write, but returns false
 # once the client has gone), close, closed, gone (whether the client has gone
 # or hung up), given (the body bytes written so far), abandon (the request is
-# over: the writer does nothing more) and poll_cb.  Each write goes out at
-# once, in one writev (a chunk of its own for HTTP/1.1 when the app gave no
-# Content-Length), with one exception: the header of a compressed body
-# written on its own (see compression_header_size in
+# over: the writer does nothing more) and poll_cb.  Each write is a chunk
+# of its own for HTTP/1.1 when the app gave no Content-Length, gathered with
+# the next ones while the app goes on writing and sent within a millisecond
+# or two when it stops (serow_worker_loop_write_soon in
+# src/worker/worker_output.c); the header of a compressed body written on
+# its own waits for the next write (see compression_header_size in
 # src/psgi/psgi_response.c).  This file is its manual.
 
 1;
@@ -31,7 +33,12 @@ Serow::Writer - the streaming writer of a psgi.streaming response
 
 =item write($data)
 
-Sends C<$data> now, as one chunk when the body is chunked. Once the client
+Sends C<$data>, as one chunk when the body is chunked. Writes that follow
+each other closely leave together (one system call, one TLS record);
+when the app stops writing (it sleeps, blocks in a call or computes)
+without closing, what it wrote reaches the client within about two
+milliseconds all the same, sent by a thread of the worker's. A write is
+never cut by this: it waits whole, or goes whole. Once the client
 has gone away (a write failed: it closed the connection, or read nothing
 for C<--write-timeout>), writes are dropped without a word, as Starman and
 nginx drop them: a client closing a tab is no error of the app's. The
@@ -45,7 +52,7 @@ or C<deflate>, first writes that together are no longer than that coding's
 header (10 bytes for gzip, 2 for deflate's zlib header) are held and sent
 with the next write, or at C<close>. Such bytes cannot be decoded on their
 own, so nothing a client could use waits; the head of the response waits
-with them. Any other write, small or not, leaves at once: a server-sent
+with them. Any other write, small or not, leaves as above: a server-sent
 event followed by a pause reaches the client during the pause.
 
 =item gone
@@ -67,7 +74,7 @@ As C<write>, but returns false once the client has gone.
 
 =item close
 
-Ends the body (after sending held bytes).
+Ends the body: what is held goes out at once, with the end.
 
 =item poll_cb($cb)
 

@@ -363,10 +363,10 @@ static int socket_handle_get(pTHX_ SV *sv, MAGIC *mg)
          * WebSocket handler's plain sysread and print) would otherwise fail
          * with EAGAIN.  The duplicate shares the server's file description,
          * O_NONBLOCK included: serow_socket_back_to_server undoes it. */
-        if (sock->handle && set_nonblocking(sock->fd, 0) == 0)
-            sock->lent = 1;
         if (sock->handle)
             serow_worker_loop_socket_lent(req); /* it may answer on it itself */
+        if (sock->handle && set_nonblocking(sock->fd, 0) == 0)
+            sock->lent = 1;
     }
     sv_setsv(sv, sock->handle ? sock->handle : &PL_sv_undef);
     return 0;

@@ -4,8 +4,9 @@
  * Owns: the response part of a request (struct serow_response in
  * request.h: its progress and the buffer its head is formatted in) and the
  * iovec buffer of array bodies.  What a head says is
- * response_writer.c's; writing goes through worker_output.c; when the
- * request ends is psgi_request.c's.
+ * response_writer.c's; writing goes through worker_output.c (a streamed
+ * body's pieces gathered there: write_soon); when the request ends is
+ * psgi_request.c's.
  */
 #define PERL_NO_GET_CONTEXT
 #include "psgi/psgi_response.h"
@@ -53,6 +54,7 @@ void serow_reset_psgi_response(struct serow_request *req)
     response->body_given = 0;
     response->body_sent = 0;
     response->failed = 0;
+    response->at_once = 0;
     response->app_framing_error = NULL;
     response->hold = 0;
     response->held_len = 0;
@@ -222,6 +224,8 @@ static int status_of(pTHX_ SV *status)
  * how); here they are sent. */
 
 static int write_all(struct serow_request *req, struct iovec *iov, int count);
+static int write_soon(struct serow_request *req, struct iovec *iov, int count);
+static int send_held(struct serow_request *req);
 static int flush_head(struct serow_request *req, int more_follows);
 
 /* The head still waiting, as the first iovec of the next write (returns 1),
@@ -260,7 +264,7 @@ static int send_app_chunks(struct serow_request *req, const char *data, size_t l
         if (iov[count].iov_len > 0) {
             response->body_sent += iov[count++].iov_len;
             response->head_len = 0;
-            int r = write_all(req, iov, count);
+            int r = write_soon(req, iov, count);
             if (r != RESPONSE_OK)
                 return r;
         }
@@ -285,9 +289,11 @@ static void end_app_chunks(struct serow_response *response)
  * header (RFC 1950 2.2, 2 bytes).  First writes of a streamed body that
  * together are no longer than that hold nothing a client could decode, so
  * they are held until the next write (or the end of the body): that delays
- * nothing, and saves the header a chunk (and a packet) of its own.  Every
- * other write goes out at once: a server-sent event or a long-poll answer is
- * never held. */
+ * nothing, and saves the header a chunk of its own.  Every other write is a
+ * chunk of its own, as the app wrote it (gathered with the next ones into
+ * one writev while the app goes on writing, and sent within a tick of the
+ * flusher's when it stops: worker_output.c), so a server-sent event or a
+ * long-poll answer is never cut or kept back. */
 
 /* Plans and formats the head into the response's head buffer.  parts: the
  * whole body when it is known (an array), else NULL. */
@@ -359,6 +365,12 @@ static int prepare_head(pTHX_ struct serow_request *req, SV *status_sv, SV *head
     return RESPONSE_OK;
 }
 
+int serow_psgi_response_at_once(struct serow_request *req)
+{
+    req->response.at_once = 1;
+    return send_held(req);
+}
+
 void serow_psgi_response_client_gone(struct serow_request *req)
 {
     struct serow_response *response = &req->response;
@@ -369,6 +381,29 @@ void serow_psgi_response_client_gone(struct serow_request *req)
 static int write_all(struct serow_request *req, struct iovec *iov, int count)
 {
     if (serow_worker_loop_write(req, iov, count) != 0) {
+        serow_psgi_response_client_gone(req);
+        return RESPONSE_CLIENT_GONE;
+    }
+    return RESPONSE_OK;
+}
+
+/* A piece of a streamed body: gathered with the pieces that follow while
+ * the app goes on writing (worker_output.c's serow_worker_loop_write_soon). */
+static int write_soon(struct serow_request *req, struct iovec *iov, int count)
+{
+    if (req->response.at_once)
+        return write_all(req, iov, count);
+    if (serow_worker_loop_write_soon(req, iov, count) != 0) {
+        serow_psgi_response_client_gone(req);
+        return RESPONSE_CLIENT_GONE;
+    }
+    return RESPONSE_OK;
+}
+
+/* What write_soon holds, sent: the body has ended. */
+static int send_held(struct serow_request *req)
+{
+    if (serow_worker_loop_send_held(req) != 0) {
         serow_psgi_response_client_gone(req);
         return RESPONSE_CLIENT_GONE;
     }
@@ -595,7 +630,7 @@ int serow_write_psgi_body(pTHX_ struct serow_request *req, const char *data, siz
         iov[count++].iov_len = 2;
     }
     response->body_sent += len;
-    return write_all(req, iov, count);
+    return write_soon(req, iov, count);
 }
 
 int serow_flush_psgi_head(pTHX_ struct serow_request *req)
@@ -715,7 +750,8 @@ int serow_finish_psgi_body(pTHX_ struct serow_request *req)
         return write_all(req, iov, count);
     }
     end_app_chunks(response);
-    return flush_head(req, 0);
+    r = flush_head(req, 0);
+    return r == RESPONSE_OK ? send_held(req) : r;
 }
 
 int serow_send_informational_response(pTHX_ struct serow_request *req, SV *status_sv, SV *headers,

@@ -55,6 +55,12 @@ uint64_t serow_psgi_body_given(const struct serow_request *req);
  * SEROW_STATUS_CLIENT_GONE.  The write paths here say so themselves. */
 void serow_psgi_response_client_gone(struct serow_request *req);
 
+/* From now on each body write of req's response goes out at once, not
+ * gathered (what is held goes now): its app was told the client hung up,
+ * and a write finds a client gone only once it goes.  RESPONSE_OK, or
+ * RESPONSE_CLIENT_GONE. */
+int serow_psgi_response_at_once(struct serow_request *req);
+
 /* psgix.informational: a 1xx response before the final one. */
 int serow_send_informational_response(pTHX_ struct serow_request *req, SV *status, SV *headers,
                                 SV **bad_header);

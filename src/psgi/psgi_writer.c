@@ -26,9 +26,12 @@
  * this file can add (its vtable's address is the mark): no hash to look up,
  * no method of Perl's per write, and no scalar of Perl's taken for a writer
  * (a string blessed into Serow::Writer, a copy of a writer's scalar).
- * Each write goes out at once, in one writev with its chunk framing (and
- * the head, on the first): nothing waits in the server for a next write,
- * except the first bytes of a compressed body (see serow_compression_header_size). */
+ * Each write is one chunk with its framing (the head before the first),
+ * gathered with the writes that follow while the app goes on writing, and
+ * sent by the worker's flusher thread within a millisecond or two when it
+ * stops (worker_output.c: serow_worker_loop_write_soon); close sends at
+ * once.  The first bytes of a compressed body wait for the next write (see
+ * serow_compression_header_size). */
 
 struct serow_writer {
     struct serow_request *req; /* NULL once abandoned */
@@ -158,6 +161,9 @@ int serow_writer_client_gone(pTHX_ SV *self)
     if (writer->closed || !serow_worker_loop_client_hung_up(writer->req, 0))
         return 0;
     writer->told_gone = 1;
+    /* (its writes go at once from now: the next one or two find it gone,
+     * as they did before the writes were gathered) */
+    serow_psgi_response_at_once(writer->req);
     return 1;
 }
 

@@ -57,6 +57,9 @@ struct serow_response {
     uint64_t body_given;  /* body bytes the app gave */
     uint64_t body_sent;   /* body bytes sent: never more than a Content-Length */
     int failed;           /* a write failed: the client is gone or too slow */
+    int at_once;          /* each body write goes out at once, not gathered (the
+                           * app was told its client hung up: a write finds it gone
+                           * as early as it can) */
     size_t head_len;      /* formatted head not yet written: it goes out with the
                            * first body bytes, in the same writev */
     /* A body the app framed itself (framing.app_chunked): read with the

@@ -21,8 +21,9 @@
  *   request_timeout.c       --request-timeout: the app's timer, and what the
  *                           slot says of the request the app runs
  *   worker_output.c         writing to a request's connection: writev,
- *                           sendfile, waiting to write, error pages sent
- *                           without waiting
+ *                           sendfile, waiting to write, a stream's writes
+ *                           gathered (and its flusher thread), error pages
+ *                           sent without waiting
  *   worker_connections.c    the table of connections: track, forget, close,
  *                           lingering close
  *   worker_parking.c        where an idle connection waits: parked here,

@@ -549,6 +549,9 @@ int serow_worker_loop_may_keep_alive(const struct serow_request *r)
 static struct connection *end_serving(struct worker_loop *loop, struct serow_request *r)
 {
     struct connection *conn = r->conn;
+    /* (what an app that died or returned mid-stream wrote, before the
+     * connection goes anywhere) */
+    serow_worker_loop_send_held(r);
     serow_request_accounting_end(r);
     serow_serving_remove(loop, r);
     announce_done(loop);

@@ -141,6 +141,19 @@ size_t serow_worker_loop_body_read_size(const struct serow_request *r, size_t ma
  * final response has started once it is called. */
 int serow_worker_loop_write(struct serow_request *r, struct iovec *iov, int iovcnt);
 
+/* As serow_worker_loop_write, for a piece of a streamed body: held while
+ * the app goes on writing, and sent with what follows it, or by the
+ * worker's flusher thread once the app has written nothing more for a
+ * moment (a millisecond or two: worker_output.c says how, and why it is
+ * safe).  A piece is held whole or sent whole.  0, or -1 when the client
+ * is gone (found by this write, or by the flusher's since the last). */
+int serow_worker_loop_write_soon(struct serow_request *r, struct iovec *iov, int iovcnt);
+
+/* Sends what serow_worker_loop_write_soon holds, waiting as a write does:
+ * at the end of a body, and before any other use of the connection.  0, or
+ * -1 when r's client is gone. */
+int serow_worker_loop_send_held(struct serow_request *r);
+
 /* Writes an interim response (a 1xx: 100 Continue, psgix.informational's)
  * to r's connection, as serow_worker_loop_write (0, or -1).  No part of the
  * final response: that has still not started once it is out.  While it
@@ -163,7 +176,9 @@ int serow_worker_loop_sendfile(struct serow_request *r, int file_fd, uint64_t of
 void serow_worker_loop_response_starts(struct serow_request *r);
 
 /* The app has r's socket (psgix.io): it may answer on it itself, and the
- * master's 503 could land among its bytes (the slot says so). */
+ * master's 503 could land among its bytes (the slot says so).  What a
+ * streamed body's writes held goes first; called before the socket is made
+ * blocking for the app. */
 void serow_worker_loop_socket_lent(struct serow_request *r);
 
 /* Whether the client of r has closed the connection (or its sending side:

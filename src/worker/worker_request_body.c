@@ -195,6 +195,7 @@ static double body_wait_left(const struct serow_request *r)
 static int read_more_body(struct serow_request *r)
 {
     struct connection *conn = r->conn;
+    serow_worker_loop_send_held(r); /* (no write in flight while the transport reads) */
     for (;;) {
         size_t room = serow_connection_reserve(conn, r->head_len + CONNECTION_READ_SIZE);
         if (room == 0)
