@@ -172,6 +172,8 @@ struct shared_grip_counts {
     _Atomic uint64_t drops;         /* held connections closed past --hold-max-pending */
     _Atomic uint64_t replay_gaps;   /* prev-ids not among the kept items */
     _Atomic uint64_t refused;       /* holds refused: --max-held-connections, a bad hold */
+    _Atomic uint32_t websockets;    /* WebSocket connections held (websocket_holds.c) */
+    _Atomic uint64_t websocket_protocol_errors; /* clients closed for breaking RFC 6455 */
 };
 
 /* The holder's link to Redis (--publish-redis, redis_link.h), copied

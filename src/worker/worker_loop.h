@@ -249,4 +249,8 @@ enum {
 };
 int serow_worker_loop_take_master_requests(struct worker_loop *loop);
 
+/* Holding is on: a WebSocket upgrade goes to the connection holder, not
+ * the app (worker_websocket.c; set with --grip's set-up, psgi_hold.c). */
+extern int serow_websocket_to_holder;
+
 #endif
