@@ -817,13 +817,15 @@ int serow_run_connection_holder(struct shared_state *shared, int ready_channel, 
             return -1;
         }
         struct serow_ws_settings ws = {.max_message = SEROW_WS_MAX_MESSAGE,
-                                       .max_pending = settings->grip.max_pending};
+                                       .max_pending = settings->grip.max_pending,
+                                       .store = serow_grip_holds_store(h->grip)};
         h->ws = serow_ws_holds_new(shared, h->epoll_fd, &ws, ws_dispatch, h);
         if (h->ws == NULL) {
             serow_grip_holds_free(h->grip);
             free(h);
             return -1;
         }
+        serow_grip_holds_deliver_elsewhere(h->grip, serow_ws_holds_deliver, h->ws);
         if (settings->redis_host[0]) {
             h->redis = serow_redis_relay_new(shared, h->epoll_fd, h->grip, settings->redis_host,
                                              settings->redis_port, settings->redis_prefix,
@@ -904,7 +906,10 @@ int serow_run_connection_holder(struct shared_state *shared, int ready_channel, 
     while (h->oldest)
         close_held(h, h->oldest);
     serow_redis_relay_free(h->redis);
-    serow_ws_holds_free(h->ws);
+    if (h->ws) {
+        serow_grip_holds_deliver_elsewhere(h->grip, NULL, NULL);
+        serow_ws_holds_free(h->ws);
+    }
     if (h->grip)
         end_holds(h);
     serow_grip_holds_free(h->grip);

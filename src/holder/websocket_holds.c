@@ -26,11 +26,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "holder/channel_store.h"
 #include "http/http_parser.h"
 #include "http/http_response_head.h"
 #include "http/websocket_events.h"
 #include "http/websocket_frame.h"
 #include "log/log.h"
+#include "shared/holder_message.h"
 
 /* Bytes read from a client at a time; at least a whole control frame. */
 #define READ_CHUNK (64u << 10)
@@ -97,6 +99,7 @@ struct ws_conn {
     uint8_t client_gone;      /* nothing more is written to it either */
     uint8_t close_sent;       /* our close frame is queued */
     uint8_t closing;          /* ends once events are delivered and output is out */
+    uint8_t subscribed;       /* it subscribed to a channel in the store */
     uint32_t watching;        /* the client's epoll events now */
     uint32_t app_watching;
     char prefix[SEROW_WSE_MAX_PREFIX];
@@ -186,6 +189,8 @@ static void close_app(struct serow_ws_holds *ws, struct ws_conn *c)
 
 static void end(struct serow_ws_holds *ws, struct ws_conn *c)
 {
+    if (c->subscribed)
+        serow_channels_unsubscribe_all(ws->settings.store, (uint32_t)c->fd);
     close_app(ws, c);
     epoll_ctl(ws->epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
     ws->by_fd[c->fd] = NULL;
@@ -427,6 +432,34 @@ static void start_request(struct serow_ws_holds *ws, struct ws_conn *c)
 static const char SWITCHING[] = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
                                 "Connection: Upgrade\r\nSec-WebSocket-Accept: ";
 
+/* A control message of the app's (GRIP on): subscriptions; the others
+ * Pushpin knows are not served here yet, and ignored. */
+static void control(struct serow_ws_holds *ws, struct ws_conn *c, const uint8_t *json, size_t len)
+{
+    struct serow_wse_control ctl;
+    if (!serow_wse_parse_control(json, len, &ctl)) {
+        serow_log_warn("connection holder: a WebSocket's control message refused (%s)", ctl.fail_why);
+        return;
+    }
+    if (ws->settings.store == NULL || c->client_done)
+        return;
+    if (ctl.type == SEROW_WSC_SUBSCRIBE) {
+        const struct serow_delivery *d; /* (none: no prev-id, no replay) */
+        size_t count;
+        int r = serow_channels_subscribe(ws->settings.store, (uint32_t)c->fd, ctl.channel,
+                                         ctl.channel_len, NULL, 0, &d, &count);
+        if (r < 0) {
+            serow_log_warn("connection holder: a WebSocket's subscription to %.*s refused (%d)",
+                           (int)ctl.channel_len, ctl.channel, r);
+            atomic_fetch_add(&ws->shared->grip.refused, 1);
+        } else {
+            c->subscribed = 1;
+        }
+    } else if (ctl.type == SEROW_WSC_UNSUBSCRIBE) {
+        serow_channels_unsubscribe(ws->settings.store, (uint32_t)c->fd, ctl.channel, ctl.channel_len);
+    }
+}
+
 /* The app's events, sent as frames.  -1 when the connection is to end. */
 static int app_events(struct serow_ws_holds *ws, struct ws_conn *c, const uint8_t *p, size_t len)
 {
@@ -452,7 +485,8 @@ static int app_events(struct serow_ws_holds *ws, struct ws_conn *c, const uint8_
                 queue_frame(ws, c, ev.type == SEROW_WSE_TEXT ? SEROW_WS_OP_TEXT : SEROW_WS_OP_BINARY,
                             body, body_len) != 0)
                 return -1;
-            /* (control messages: subscriptions are not served yet) */
+            if (meaning == SEROW_WSE_CONTROL)
+                control(ws, c, body, body_len);
             break;
         }
         case SEROW_WSE_PING:
@@ -728,6 +762,41 @@ refused:
     free(c);
     close(fd);
     atomic_fetch_sub(&ws->shared->open_connections, 1);
+}
+
+static const unsigned ws_opcodes[] = {[SEROW_WS_TEXT] = SEROW_WS_OP_TEXT, [SEROW_WS_BINARY] = SEROW_WS_OP_BINARY,
+                                      [SEROW_WS_PING] = SEROW_WS_OP_PING, [SEROW_WS_PONG] = SEROW_WS_OP_PONG};
+
+void serow_ws_holds_deliver(void *arg, const struct serow_delivery *d)
+{
+    struct serow_ws_holds *ws = arg;
+    int fd = (int)d->subscriber;
+    struct ws_conn *c = fd < ws->size ? ws->by_fd[fd] : NULL;
+    if (c == NULL || !c->opened || c->client_gone || c->close_sent ||
+        !(d->item->formats & SEROW_FORMAT_WS_MESSAGE))
+        return;
+    /* (the store reads only a stream's fields for every delivery; a
+     * message's are read from the kept bytes) */
+    static struct serow_publish_item item;
+    enum serow_holder_message_type type;
+    const char *body, *error;
+    size_t body_len;
+    if (serow_holder_frame(d->item->bytes, d->item->len, &type, &body, &body_len) <= 0 ||
+        serow_publish_decode(body, body_len, &item, &error) != 0)
+        return;
+    atomic_fetch_add(&ws->shared->grip.deliveries, 1);
+    serow_channels_delivered(ws->settings.store, d);
+    if (item.ws.action == SEROW_ACTION_CLOSE) {
+        queue_close(c, item.ws.close_code, NULL, 0);
+        c->client_done = c->closing = 1; /* (the app hears nothing more: as Pushpin) */
+    } else if (item.ws.type < sizeof(ws_opcodes) / sizeof(ws_opcodes[0]) &&
+               queue_frame(ws, c, ws_opcodes[item.ws.type], (const uint8_t *)item.ws.content.p,
+                           item.ws.content.len) != 0) {
+        atomic_fetch_add(&ws->shared->grip.drops, 1);
+        serow_channels_dropped(ws->settings.store, d->subscriber);
+        client_gone(c, 1);
+    }
+    settle(ws, c);
 }
 
 void serow_ws_holds_free(struct serow_ws_holds *ws)

@@ -34,9 +34,13 @@
 /* The largest data message a client may send, all its frames (1009 past it). */
 #define SEROW_WS_MAX_MESSAGE (1u << 20)
 
+struct serow_channels;
+struct serow_delivery;
+
 struct serow_ws_settings {
     uint64_t max_message;  /* SEROW_WS_MAX_MESSAGE */
     size_t max_pending;    /* --hold-max-pending: bytes queued for one client */
+    struct serow_channels *store; /* grip_holds.c's: subscriptions (c:{"type":"subscribe"}) */
 };
 
 /* A request to the app, written into fd: the loop passes it to a free
@@ -55,6 +59,10 @@ void serow_ws_holds_add(struct serow_ws_holds *ws, const struct serow_holding_he
                         const char *request_head, size_t len);
 /* epoll said something of a descriptor tagged SEROW_WS_TAG or SEROW_WS_APP_TAG. */
 void serow_ws_holds_event(struct serow_ws_holds *ws, uint64_t tag, uint32_t events);
+/* A published item for a subscriber that may be one of ours (a
+ * serow_grip_elsewhere: ws is the struct serow_ws_holds): its ws-message
+ * format, as a frame. */
+void serow_ws_holds_deliver(void *ws, const struct serow_delivery *d);
 uint32_t serow_ws_holds_count(const struct serow_ws_holds *ws);
 /* Closes every WebSocket (the holder stops), with 1001 where it can. */
 void serow_ws_holds_free(struct serow_ws_holds *ws);

@@ -9,7 +9,7 @@ use Time::HiRes ();
 use Serow::Test qw(start_server raw_connect read_until_close read_until_match wait_until
     find_command need_debian_packages READ_TIMEOUT);
 use Serow::WebSocket::Events qw(decode_websocket_events encode_websocket_events
-    websocket_response_headers);
+    websocket_response_headers websocket_control_message);
 
 # With holding on, a WebSocket lives in the connection holder and each of its
 # messages goes to whichever worker is free, as a WebSocket-over-HTTP POST
@@ -28,9 +28,17 @@ my $client_script = 't/websocket/ws_client.py';
 my $app = sub {
     my ($env) = @_;
     my $type = $env->{CONTENT_TYPE} // '';
-    return [200, ['Content-Type' => 'text/plain'], ["plain $$"]]
-        unless $type eq 'application/websocket-events';
+    if ($type ne 'application/websocket-events') {
+        Serow::Holding::publish({ channel => 'room', ws_message => { content => 'to all' } })
+            if $env->{PATH_INFO} eq '/publish';
+        return [200, ['Content-Type' => 'text/plain'], ["plain $$"]];
+    }
     return [403, ['Content-Type' => 'text/plain'], ["not here\n"]] if $env->{PATH_INFO} eq '/deny';
+    if ($env->{PATH_INFO} eq '/room') {
+        # GRIP on: subscribed to "room" at the OPEN
+        return [200, websocket_response_headers(grip => 1),
+            [encode_websocket_events(['OPEN'], ['TEXT', websocket_control_message('subscribe', channel => 'room')])]];
+    }
     my $body = '';
     while ($env->{'psgi.input'}->read(my $chunk, 65536)) { $body .= $chunk }
     my @out;
@@ -59,7 +67,7 @@ my $app = sub {
 
 sub client {
     my ($server, @args) = @_;
-    my $url = 'ws://127.0.0.1:' . $server->port . '/chat';
+    my $url = 'ws://127.0.0.1:' . $server->port . ($args[0] eq 'subscribers' ? '/room' : '/chat');
     open my $out, '-|', $python, $client_script, $args[0], $url, @args[1 .. $#args]
         or die "cannot run $python: $!";
     my $json = do { local $/; <$out> };
@@ -163,5 +171,10 @@ my $one = start_server(app => $app, options => ['--workers', 1, '--grip']);
 $one->wait_until_serving('/');
 my $many = client($one, 'many', 20);
 is $many->{echoed}, 20, 'one worker: 20 WebSocket clients at once all get their echoes';
+
+# ---- publishes ------------------------------------------------------------
+
+my $room = client($server, 'subscribers', 50, $server->url . '/publish');
+is $room->{received}, 50, "50 WebSockets subscribed by the app's control message: one publish reaches each";
 
 done_testing;

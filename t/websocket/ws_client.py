@@ -64,6 +64,19 @@ async def many(url, n):
     return {"echoed": sum(results)}
 
 
+async def subscribers(url, n, publish_url):
+    """n clients subscribed by the app, then one publish (an HTTP GET that
+    publishes) that each must receive."""
+    import urllib.request
+    clients = [await websockets.connect(url) for _ in range(n)]
+    await asyncio.get_running_loop().run_in_executor(
+        None, lambda: urllib.request.urlopen(publish_url, timeout=TIMEOUT).read())
+    got = await asyncio.gather(*(c.recv() for c in clients))
+    for c in clients:
+        await c.close()
+    return {"received": sum(1 for m in got if m == "to all"), "first": got[0] if got else None}
+
+
 def main():
     command, url, *args = sys.argv[1:]
     if command == "echo":
@@ -72,6 +85,8 @@ def main():
         job = server_close(url)
     elif command == "two":
         job = two(url, args[0])
+    elif command == "subscribers":
+        job = subscribers(url, int(args[0]), args[1])
     else:
         job = many(url, int(args[0]))
     print(json.dumps(asyncio.run(asyncio.wait_for(job, TIMEOUT))))
