@@ -5,6 +5,7 @@ use lib 't/lib';
 use File::Temp ();
 use IO::Select;
 use JSON::PP ();
+use Net::EmptyPort ();
 use Time::HiRes ();
 use Serow::Test qw(start_server raw_connect read_until_close read_until_match wait_until
     find_command need_debian_packages READ_TIMEOUT);
@@ -176,5 +177,12 @@ is $many->{echoed}, 20, 'one worker: 20 WebSocket clients at once all get their 
 
 my $room = client($server, 'subscribers', 50, $server->url . '/publish');
 is $room->{received}, 50, "50 WebSockets subscribed by the app's control message: one publish reaches each";
+
+my $publish_port = Net::EmptyPort::empty_port();
+my $endpoint = start_server(app => $app,
+    options => ['--workers', 1, '--grip', '--publish-listen', "127.0.0.1:$publish_port"]);
+$endpoint->wait_until_serving('/');
+$room = client($endpoint, 'subscribers', 5, "http://127.0.0.1:$publish_port/publish/");
+is $room->{received}, 5, 'a ws-message from the publish endpoint reaches each subscriber';
 
 done_testing;

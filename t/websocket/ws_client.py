@@ -69,8 +69,12 @@ async def subscribers(url, n, publish_url):
     publishes) that each must receive."""
     import urllib.request
     clients = [await websockets.connect(url) for _ in range(n)]
+    body = None
+    if publish_url.endswith("/publish/"):  # the publish endpoint (--publish-listen)
+        body = json.dumps({"items": [{"channel": "room", "ws-message": {"content": "to all"}}]}).encode()
+    request = urllib.request.Request(publish_url, data=body, headers={"Content-Type": "application/json"})
     await asyncio.get_running_loop().run_in_executor(
-        None, lambda: urllib.request.urlopen(publish_url, timeout=TIMEOUT).read())
+        None, lambda: urllib.request.urlopen(request, timeout=TIMEOUT).read())
     got = await asyncio.gather(*(c.recv() for c in clients))
     for c in clients:
         await c.close()
