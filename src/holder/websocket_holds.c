@@ -208,10 +208,16 @@ static void end(struct serow_ws_holds *ws, struct ws_conn *c)
 
 /* ---- the client's side -------------------------------------------------- */
 
+/* Events enough wait for the next request: the client is not read on. */
+static inline int gathered_enough(const struct ws_conn *c)
+{
+    return buf_size(&c->events) + buf_size(&c->message) >= EVENTS_BOUND;
+}
+
 static void watch(struct serow_ws_holds *ws, struct ws_conn *c)
 {
     uint32_t want = 0;
-    if (c->opened && !c->client_done && buf_size(&c->events) + buf_size(&c->message) < EVENTS_BOUND)
+    if (c->opened && !c->client_done && !gathered_enough(c))
         want |= EPOLLIN;
     if (!c->client_gone && buf_size(&c->out))
         want |= EPOLLOUT;
@@ -326,11 +332,40 @@ static int client_piece(struct serow_ws_holds *ws, struct ws_conn *c, const stru
     return 0;
 }
 
-static void start_request(struct serow_ws_holds *ws, struct ws_conn *c);
-
-static void client_readable(struct serow_ws_holds *ws, struct ws_conn *c)
+/* Reads the frames buffered, as far as the events gathered may grow. */
+static void read_buffered(struct serow_ws_holds *ws, struct ws_conn *c)
 {
-    while (!c->client_done && buf_size(&c->events) + buf_size(&c->message) < EVENTS_BOUND) {
+    while (buf_size(&c->in) && !c->client_done && !gathered_enough(c)) {
+        size_t used = 0;
+        struct serow_ws_piece piece;
+        int r = serow_ws_read(&c->reader, buf_data(&c->in), buf_size(&c->in), &used, &piece);
+        buf_take(&c->in, used);
+        if (r == SEROW_WS_MORE)
+            return;
+        if (r == SEROW_WS_FAIL) {
+            atomic_fetch_add(&ws->shared->grip.websocket_protocol_errors, 1);
+            serow_log_debug("connection holder: a WebSocket client broke a rule (%s): closed with %u",
+                            c->reader.fail_why, (unsigned)c->reader.fail_code);
+            queue_close(c, c->reader.fail_code, NULL, 0);
+            client_gone(c, 0);
+            return;
+        }
+        if (client_piece(ws, c, &piece) != 0) {
+            client_gone(c, 1);
+            return;
+        }
+    }
+}
+
+/* The client's bytes: read while the events gathered leave room (past
+ * that the socket is not watched for input: the client waits, and the
+ * bytes buffered here are read once a request took the events). */
+static void client_readable(struct serow_ws_holds *ws, struct ws_conn *c, int can_recv)
+{
+    for (;;) {
+        read_buffered(ws, c);
+        if (!can_recv || c->client_done || gathered_enough(c))
+            return;
         if (buf_add(&c->in, NULL, READ_CHUNK) != 0) {
             client_gone(c, 1);
             return;
@@ -338,32 +373,12 @@ static void client_readable(struct serow_ws_holds *ws, struct ws_conn *c)
         c->in.len -= READ_CHUNK;
         ssize_t n = recv(c->fd, c->in.p + c->in.len, READ_CHUNK, MSG_DONTWAIT);
         if (n < 0 && (errno == EAGAIN || errno == EINTR))
-            break;
+            return;
         if (n <= 0) {
             client_gone(c, 1);
             return;
         }
         c->in.len += (size_t)n;
-        while (buf_size(&c->in) && !c->client_done) {
-            size_t used = 0;
-            struct serow_ws_piece piece;
-            int r = serow_ws_read(&c->reader, buf_data(&c->in), buf_size(&c->in), &used, &piece);
-            buf_take(&c->in, used);
-            if (r == SEROW_WS_MORE)
-                break;
-            if (r == SEROW_WS_FAIL) {
-                atomic_fetch_add(&ws->shared->grip.websocket_protocol_errors, 1);
-                serow_log_debug("connection holder: a WebSocket client broke a rule (%s): closed with %u",
-                                c->reader.fail_why, (unsigned)c->reader.fail_code);
-                queue_close(c, c->reader.fail_code, NULL, 0);
-                client_gone(c, 0);
-                break;
-            }
-            if (client_piece(ws, c, &piece) != 0) {
-                client_gone(c, 1);
-                return;
-            }
-        }
     }
 }
 
@@ -617,6 +632,10 @@ static void app_readable(struct serow_ws_holds *ws, struct ws_conn *c)
 static void settle(struct serow_ws_holds *ws, struct ws_conn *c)
 {
     start_request(ws, c);
+    if (c->opened && buf_size(&c->in) && !c->client_done && !gathered_enough(c)) {
+        client_readable(ws, c, 0); /* (what waited for the last request to go) */
+        start_request(ws, c);
+    }
     if (!c->client_gone && flush_out(c) != 0)
         client_gone(c, 1);
     if (c->closing && c->app_fd < 0) {
@@ -649,7 +668,7 @@ void serow_ws_holds_event(struct serow_ws_holds *ws, uint64_t tag, uint32_t even
             return;
         if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
             if (c->opened && !c->client_done)
-                client_readable(ws, c);
+                client_readable(ws, c, 1);
             else if (events & (EPOLLHUP | EPOLLERR))
                 client_gone(c, 1);
         }

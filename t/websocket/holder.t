@@ -26,6 +26,8 @@ unless ($python) {
 }
 my $client_script = 't/websocket/ws_client.py';
 
+my $record_dir = File::Temp->newdir;
+
 my $app = sub {
     my ($env) = @_;
     my $type = $env->{CONTENT_TYPE} // '';
@@ -61,6 +63,8 @@ my $app = sub {
             push @out, [$t, $c];
         } elsif ($t eq 'CLOSE') {
             push @out, ['CLOSE', $c];
+        } elsif ($t eq 'DISCONNECT') {
+            open my $fh, '>', "$record_dir/disconnected" or die $!;
         }
     }
     return [200, websocket_response_headers(), [encode_websocket_events(@out)]];
@@ -88,6 +92,10 @@ is $echo->{fragmented}, "fragmented \x{e9}t\x{e9}", 'a message in three frames e
 ok $echo->{big}, 'a 100 KiB message echoed';
 ok $echo->{pong}, 'a ping answered';
 is $echo->{close_code}, 4000, "the client's close echoed with its code";
+
+my $burst = client($server, 'burst', 300);
+is $burst->{count}, 300, '300 messages of 1 KiB sent at once: all echoed';
+ok $burst->{in_order}, '... in order';
 
 my $closed = client($server, 'server_close');
 is $closed->{code}, 4001, "the app's close reaches the client with its code";
@@ -127,6 +135,10 @@ like $head, qr{\AHTTP/1\.1 400 }, '400 without Connection: upgrade';
 my ($sock, $deny) = upgrade('/deny');
 like $deny, qr{\AHTTP/1\.1 403 }, "the app's refusal of OPEN reaches the client";
 like scalar(read_until_close($sock, buffer => \$deny)), qr/not here/, '... with its body';
+
+my ($gone) = upgrade('/chat');
+close $gone;
+ok wait_until(sub { -e "$record_dir/disconnected" }), 'a client that goes without a close: the app hears DISCONNECT';
 
 # ---- hostile frames -------------------------------------------------------
 

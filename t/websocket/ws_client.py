@@ -32,6 +32,17 @@ async def echo(url):
     return seen
 
 
+async def burst(url, n):
+    """n messages sent at once, more than the holder gathers while a request
+    is in flight: all echoed, in order."""
+    async with websockets.connect(url) as ws:
+        sent = ["%04d " % i + "x" * 1000 for i in range(n)]
+        for m in sent:
+            await ws.send(m)
+        got = [await ws.recv() for _ in range(n)]
+    return {"in_order": got == sent, "count": len(got)}
+
+
 async def server_close(url):
     async with websockets.connect(url) as ws:
         await ws.send("close 4001")
@@ -89,6 +100,8 @@ def main():
         job = server_close(url)
     elif command == "two":
         job = two(url, args[0])
+    elif command == "burst":
+        job = burst(url, int(args[0]))
     elif command == "subscribers":
         job = subscribers(url, int(args[0]), args[1])
     else:
