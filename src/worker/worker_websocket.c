@@ -14,6 +14,7 @@
 #endif
 #include "worker/worker_internal.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
@@ -23,6 +24,34 @@
 #include "shared/holding_channel.h"
 
 int serow_websocket_to_holder;
+
+/* --websocket-psgix-io's path prefixes */
+static struct {
+    char *p;
+    size_t len;
+} psgix_io[SEROW_WEBSOCKET_MAX_PSGIX_IO];
+static size_t psgix_io_count;
+
+int serow_websocket_psgix_io_add(const char *prefix, size_t len)
+{
+    if (psgix_io_count == SEROW_WEBSOCKET_MAX_PSGIX_IO)
+        return -1;
+    char *copy = malloc(len + 1);
+    if (copy == NULL)
+        return -1;
+    memcpy(copy, prefix, len);
+    psgix_io[psgix_io_count].p = copy;
+    psgix_io[psgix_io_count++].len = len;
+    return 0;
+}
+
+static int left_to_app(const struct http_request_head *head)
+{
+    for (size_t i = 0; i < psgix_io_count; i++)
+        if (head->path_len >= psgix_io[i].len && memcmp(head->path, psgix_io[i].p, psgix_io[i].len) == 0)
+            return 1;
+    return 0;
+}
 
 /* Whether a comma-separated list of tokens (Upgrade, Connection) has token. */
 static int list_has(const struct http_header *h, const char *token)
@@ -91,8 +120,9 @@ int serow_websocket_upgrade(struct worker_loop *loop, struct connection *conn,
                             const struct http_request_head *head, size_t head_len)
 {
     if (!any_has(head, "Upgrade", "websocket") || loop->handback_channel < 0 ||
-        !SEROW_TRANSPORT_IS_PLAIN(&conn->carried))
-        return 0; /* not a WebSocket (or over TLS, not yet the holder's): the app's */
+        !SEROW_TRANSPORT_IS_PLAIN(&conn->carried) || left_to_app(head))
+        return 0; /* not a WebSocket, over TLS (not yet the holder's), or
+                   * --websocket-psgix-io: the app's */
     const struct http_header *version = serow_find_header(head, "Sec-WebSocket-Version", 21);
     if (head->method_len != 3 || memcmp(head->method, "GET", 3) != 0 ||
         !any_has(head, "Connection", "upgrade") || serow_find_header(head, "Host", 4) == NULL ||

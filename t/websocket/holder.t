@@ -113,9 +113,10 @@ isnt $pid_a, $pid_b, 'a message is served by the free worker while the other is 
 
 sub upgrade {
     my ($path, %headers) = @_;
+    my $on = delete $headers{server} // $server;
     my %h = ('Upgrade' => 'websocket', 'Connection' => 'Upgrade',
         'Sec-WebSocket-Key' => 'dGhlIHNhbXBsZSBub25jZQ==', 'Sec-WebSocket-Version' => 13, %headers);
-    my $sock = raw_connect($server);
+    my $sock = raw_connect($on);
     syswrite $sock, "GET $path HTTP/1.1\r\nHost: x\r\n"
         . join('', map { defined $h{$_} ? "$_: $h{$_}\r\n" : '' } sort keys %h) . "\r\n";
     my $head = read_until_match($sock, qr/\r\n\r\n/);
@@ -192,9 +193,20 @@ is $room->{received}, 50, "50 WebSockets subscribed by the app's control message
 
 my $publish_port = Net::EmptyPort::empty_port();
 my $endpoint = start_server(app => $app,
-    options => ['--workers', 1, '--grip', '--publish-listen', "127.0.0.1:$publish_port"]);
+    options => ['--workers', 1, '--grip', '--publish-listen', "127.0.0.1:$publish_port",
+        '--websocket-psgix-io', '/raw/', '--websocket-psgix-io', '/other']);
 $endpoint->wait_until_serving('/');
 $room = client($endpoint, 'subscribers', 5, "http://127.0.0.1:$publish_port/publish/");
 is $room->{received}, 5, 'a ws-message from the publish endpoint reaches each subscriber';
+
+# --websocket-psgix-io: those paths' upgrades are the app's
+my ($raw_sock, $raw) = upgrade('/raw/chat', server => $endpoint);
+like $raw, qr{\AHTTP/1\.1 200 }, '--websocket-psgix-io /raw/: an upgrade to /raw/chat goes to the app';
+$raw .= read_until_match($raw_sock, qr/plain \d+/) unless $raw =~ /plain \d+/;
+like $raw, qr/plain \d+/, '... which answers it';
+(undef, $raw) = upgrade('/other', server => $endpoint);
+like $raw, qr{\AHTTP/1\.1 200 }, '... and one to the second prefix given';
+(undef, $raw) = upgrade('/chat', server => $endpoint);
+like $raw, qr{\AHTTP/1\.1 101 }, '... others to the holder';
 
 done_testing;
