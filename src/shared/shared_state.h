@@ -335,6 +335,8 @@ struct serow_shared_totals {
     uint64_t requests_shed;
     uint32_t grip_held, grip_subscriptions;
     uint64_t grip_publishes, grip_deliveries, grip_drops, grip_replay_gaps, grip_refused;
+    uint32_t websockets;
+    uint64_t websocket_protocol_errors;
     uint32_t redis_configured, redis_up;
     uint64_t redis_received, redis_rejected, redis_published, redis_lost, redis_gaps, redis_reconnects;
     struct shared_worker_counts workers;

@@ -8,7 +8,8 @@ use JSON::PP ();
 use Net::EmptyPort ();
 use Time::HiRes ();
 use Serow::Test qw(start_server raw_connect read_until_close read_until_match wait_until
-    find_command need_debian_packages READ_TIMEOUT);
+    find_command need_debian_packages http_get);
+use Serow::Test::Prometheus ();
 use Serow::WebSocket::Events qw(decode_websocket_events encode_websocket_events
     websocket_response_headers websocket_control_message);
 
@@ -82,7 +83,7 @@ sub client {
     return $seen // {};
 }
 
-my $server = start_server(app => $app, options => ['--workers', 2, '--grip']);
+my $server = start_server(app => $app, options => ['--workers', 2, '--grip', '--metrics-path', '/metrics']);
 $server->wait_until_serving('/');
 
 my $echo = client($server, 'echo');
@@ -178,6 +179,19 @@ is hostile(frame(1, "\xc0\xaf")), 1007, 'text that is not UTF-8: 1007';
 is hostile(chr(0x82) . chr(0xff) . pack('Q>', 2 << 20) . "\0\0\0\0"), 1009,
     'a message over the limit: 1009, before its payload';
 is hostile(frame(0, 'continuation')), 1002, 'a continuation with no message: 1002';
+
+sub metric {
+    my ($name) = @_;
+    my $res = http_get($server, '/metrics');
+    return undef unless $res && $res->{status} == 200;
+    return Serow::Test::Prometheus::value(Serow::Test::Prometheus::parse($res->{body}), $name);
+}
+is metric('serow_websocket_protocol_errors_total'), 5, 'the five counted (serow_websocket_protocol_errors_total)';
+my ($open_sock) = upgrade('/chat');
+ok wait_until(sub { (metric('serow_websocket_connections') // -1) == 1 }),
+    'a WebSocket open: serow_websocket_connections 1';
+close $open_sock;
+ok wait_until(sub { (metric('serow_websocket_connections') // -1) == 0 }), '... 0 once it went';
 
 # ---- no worker pinned -----------------------------------------------------
 
