@@ -853,6 +853,11 @@ int serow_run_connection_holder(struct shared_state *shared, int ready_channel, 
             if (due >= 0 && (timeout < 0 || due < timeout))
                 timeout = due;
         }
+        if (h->ws) {
+            int due = serow_ws_holds_timers(h->ws, before);
+            if (due >= 0 && (timeout < 0 || due < timeout))
+                timeout = due;
+        }
         if (h->redis) {
             int due = serow_redis_relay_timers(h->redis, before);
             if (due >= 0 && (timeout < 0 || due < timeout))

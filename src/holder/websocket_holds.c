@@ -40,6 +40,9 @@ _Static_assert(READ_CHUNK >= SEROW_WS_MAX_HEAD + SEROW_WS_MAX_CONTROL_PAYLOAD, "
 /* Events gathered while a request is in flight, past which the client is
  * not read until they go (one message more than this at most). */
 #define EVENTS_BOUND (64u << 10)
+/* The client's time to answer the app's close frame (section 7.1.1: then
+ * the server closes the TCP connection), after which it is closed anyway. */
+#define CLOSE_WAIT_MS 5000
 /* Headers of the upgrade request passed on with each event request. */
 #define MAX_REQUEST_HEADERS 100
 
@@ -100,6 +103,7 @@ struct ws_conn {
     uint8_t close_sent;       /* our close frame is queued */
     uint8_t closing;          /* ends once events are delivered and output is out */
     uint8_t subscribed;       /* it subscribed to a channel in the store */
+    uint64_t close_by_ms;     /* the app closed: the client's close frame is due by then; 0: none */
     uint32_t watching;        /* the client's epoll events now */
     uint32_t app_watching;
     char prefix[SEROW_WSE_MAX_PREFIX];
@@ -127,6 +131,7 @@ struct serow_ws_holds {
     struct ws_conn **by_app;  /* by the descriptor of the request in flight */
     int size;
     uint32_t count;
+    uint32_t awaiting_close;  /* connections with a close_by_ms */
     uint64_t next_id;
 };
 
@@ -191,6 +196,8 @@ static void end(struct serow_ws_holds *ws, struct ws_conn *c)
 {
     if (c->subscribed)
         serow_channels_unsubscribe_all(ws->settings.store, (uint32_t)c->fd);
+    if (c->close_by_ms)
+        ws->awaiting_close--;
     close_app(ws, c);
     epoll_ctl(ws->epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
     ws->by_fd[c->fd] = NULL;
@@ -512,6 +519,10 @@ static int app_events(struct serow_ws_holds *ws, struct ws_conn *c, const uint8_
             break;
         case SEROW_WSE_CLOSE:
             queue_close(c, ev.close_code, ev.reason, ev.reason_len);
+            if (!c->client_done && !c->close_by_ms) {
+                c->close_by_ms = serow_shared_clock_ms() + CLOSE_WAIT_MS;
+                ws->awaiting_close++;
+            }
             break;
         case SEROW_WSE_DISCONNECT:
             c->client_done = 1;
@@ -816,6 +827,26 @@ void serow_ws_holds_deliver(void *arg, const struct serow_delivery *d)
         client_gone(c, 1);
     }
     settle(ws, c);
+}
+
+int serow_ws_holds_timers(struct serow_ws_holds *ws, uint64_t now_ms)
+{
+    if (ws == NULL || ws->awaiting_close == 0)
+        return -1;
+    /* (a walk over every connection, only while some close is awaited) */
+    int64_t next = -1;
+    for (int fd = 0; fd < ws->size; fd++) {
+        struct ws_conn *c = ws->by_fd[fd];
+        if (c == NULL || !c->close_by_ms)
+            continue;
+        if (c->close_by_ms <= now_ms) {
+            c->client_done = c->client_gone = c->closing = 1;
+            settle(ws, c);
+        } else if (next < 0 || (int64_t)(c->close_by_ms - now_ms) < next) {
+            next = (int64_t)(c->close_by_ms - now_ms);
+        }
+    }
+    return (int)next;
 }
 
 void serow_ws_holds_free(struct serow_ws_holds *ws)

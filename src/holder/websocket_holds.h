@@ -63,6 +63,9 @@ void serow_ws_holds_event(struct serow_ws_holds *ws, uint64_t tag, uint32_t even
  * serow_grip_elsewhere: ws is the struct serow_ws_holds): its ws-message
  * format, as a frame. */
 void serow_ws_holds_deliver(void *ws, const struct serow_delivery *d);
+/* Closes the connections whose client did not answer the app's close in
+ * time; the ms until the next is due (-1: none). */
+int serow_ws_holds_timers(struct serow_ws_holds *ws, uint64_t now_ms);
 uint32_t serow_ws_holds_count(const struct serow_ws_holds *ws);
 /* Closes every WebSocket (the holder stops), with 1001 where it can. */
 void serow_ws_holds_free(struct serow_ws_holds *ws);

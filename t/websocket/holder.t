@@ -180,6 +180,16 @@ is hostile(chr(0x82) . chr(0xff) . pack('Q>', 2 << 20) . "\0\0\0\0"), 1009,
     'a message over the limit: 1009, before its payload';
 is hostile(frame(0, 'continuation')), 1002, 'a continuation with no message: 1002';
 
+# The app closes, the client never answers: closed all the same.
+{
+    my ($sock, $head) = upgrade('/chat');
+    (my $after = $head) =~ s/\A.*?\r\n\r\n//s;
+    syswrite $sock, frame(1, 'close 4002');
+    my ($bytes, $ended) = read_until_close($sock, buffer => \$after);
+    is close_code_of($bytes), 4002, "the app's close frame";
+    ok $ended, 'a client that does not answer it is closed after a while';
+}
+
 sub metric {
     my ($name) = @_;
     my $res = http_get($server, '/metrics');
