@@ -26,6 +26,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "connection/transport.h"
 #include "holder/channel_store.h"
 #include "http/http_parser.h"
 #include "http/http_response_head.h"
@@ -239,7 +240,8 @@ static void watch(struct serow_ws_holds *ws, struct ws_conn *c)
 static int flush_out(struct ws_conn *c)
 {
     while (buf_size(&c->out)) {
-        ssize_t n = send(c->fd, buf_data(&c->out), buf_size(&c->out), MSG_NOSIGNAL | MSG_DONTWAIT);
+        ssize_t n = serow_transport_send(&c->info.carried, c->fd, buf_data(&c->out), buf_size(&c->out),
+                                         MSG_DONTWAIT);
         if (n > 0) {
             buf_take(&c->out, (size_t)n);
             continue;
@@ -378,7 +380,8 @@ static void client_readable(struct serow_ws_holds *ws, struct ws_conn *c, int ca
             return;
         }
         c->in.len -= READ_CHUNK;
-        ssize_t n = recv(c->fd, c->in.p + c->in.len, READ_CHUNK, MSG_DONTWAIT);
+        ssize_t n = serow_transport_recv(&c->info.carried, c->fd, c->in.p + c->in.len, READ_CHUNK,
+                                         MSG_DONTWAIT);
         if (n < 0 && (errno == EAGAIN || errno == EINTR))
             return;
         if (n <= 0) {
@@ -404,8 +407,8 @@ static void watch_app(struct serow_ws_holds *ws, struct ws_conn *c)
 static void write_request(struct ws_conn *c)
 {
     while (buf_size(&c->request)) {
-        ssize_t n = send(c->app_fd, buf_data(&c->request), buf_size(&c->request),
-                         MSG_NOSIGNAL | MSG_DONTWAIT);
+        /* (write and read: the socket pair is no client's, and non-blocking) */
+        ssize_t n = write(c->app_fd, buf_data(&c->request), buf_size(&c->request));
         if (n > 0)
             buf_take(&c->request, (size_t)n);
         else if (!(n < 0 && errno == EINTR))
@@ -619,7 +622,7 @@ static void app_readable(struct serow_ws_holds *ws, struct ws_conn *c)
         if (buf_add(&c->response, NULL, READ_CHUNK) != 0)
             break;
         c->response.len -= READ_CHUNK;
-        ssize_t n = recv(c->app_fd, c->response.p + c->response.len, READ_CHUNK, MSG_DONTWAIT);
+        ssize_t n = read(c->app_fd, c->response.p + c->response.len, READ_CHUNK);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && errno == EAGAIN)
