@@ -45,7 +45,7 @@ _Static_assert(READ_CHUNK >= SEROW_WS_MAX_HEAD + SEROW_WS_MAX_CONTROL_PAYLOAD, "
  * the server closes the TCP connection), after which it is closed anyway. */
 #define CLOSE_WAIT_MS 5000
 /* Headers of the upgrade request passed on with each event request. */
-#define MAX_REQUEST_HEADERS 100
+#define MAX_REQUEST_HEADERS 10000 /* (an upgrade with more is closed) */
 
 struct buf {
     uint8_t *p;
