@@ -32,6 +32,17 @@ _setup(int on, int channel, unsigned max_channels, UV max_item)
   CODE:
     serow_psgi_hold_setup(on, channel, max_channels, (size_t)max_item);
 
+# --websocket-psgix-io: the path prefixes whose upgrades stay the app's.
+void
+_websocket_psgix_io(...)
+  CODE:
+    for (I32 i = 0; i < items; i++) {
+        STRLEN len;
+        const char *p = SvPV(ST(i), len);
+        if (serow_websocket_psgix_io_add(p, len) != 0)
+            croak("--websocket-psgix-io: more than %d path prefixes\n", SEROW_WEBSOCKET_MAX_PSGIX_IO);
+    }
+
 # The bounds of --hold-max-channels and --publish-max-item (Serow::Holding->check_options).
 UV
 MAX_CHANNELS()

@@ -134,6 +134,12 @@ my @SINGLE = (
     [serow_holds_refused_total => counter =>
         'Holds refused by the holder (--max-held-connections, subscriptions per connection).',
         'grip_refused'],
+    [serow_websocket_connections => gauge =>
+        'WebSocket connections held by the connection holder (--grip), with no worker.',
+        'websockets'],
+    [serow_websocket_protocol_errors_total => counter =>
+        'WebSocket clients closed for breaking RFC 6455 (1002, 1007, 1009).',
+        'websocket_protocol_errors'],
     [serow_uptime_seconds => gauge => 'Seconds since the server started.', 'uptime'],
 );
 
@@ -385,6 +391,12 @@ published and delivered (replays included); the held connections closed
 because their client did not read (C<--hold-max-pending>); the
 subscriptions whose C<prev-id> was not among the kept items; the holds
 refused (C<--max-held-connections>, a bad hold).
+
+=item serow_websocket_connections, serow_websocket_protocol_errors_total
+
+With C<--grip> (F<docs/websocket.md>): the WebSocket connections the holder
+holds, and the clients it closed for breaking RFC 6455 (with 1002, 1007 or
+1009).
 
 =item serow_redis_up, serow_redis_received_total, serow_redis_rejected_total, serow_redis_published_total, serow_redis_lost_total, serow_redis_gaps_total, serow_redis_reconnects_total
 

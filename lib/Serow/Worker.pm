@@ -161,6 +161,7 @@ sub run {
         # hand-back channel (docs/holding.md)
         Serow::Holding::_setup($options->{grip} ? 1 : 0, $self->{channels}[1], $options->{hold_max_channels},
             $options->{publish_max_item});
+        Serow::Holding::_websocket_psgix_io(@{ $options->{websocket_psgix_io} || [] });
     }
     $self->open_access_log;
     $self->wrap_metrics;

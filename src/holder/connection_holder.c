@@ -34,6 +34,7 @@
 #include "holder/busy_worker.h"
 #include "holder/grip_holds.h"
 #include "holder/redis_relay.h"
+#include "holder/websocket_holds.h"
 #include "shared/holding_channel.h"
 
 #define EPOLL_BATCH 256
@@ -104,6 +105,7 @@ struct holder {
     struct serow_id_maker ids; /* --request-id-header: the ids of the 503s made here */
     struct serow_grip_holds *grip; /* connections held for GRIP (grip_holds.c) */
     struct serow_redis_relay *redis; /* --publish-redis (redis_relay.c); NULL: none */
+    struct serow_ws_holds *ws; /* WebSockets, with --grip (websocket_holds.c) */
     pid_t master_pid;
     uint64_t stop_seen_ms; /* when the loop first saw stop_requested */
 };
@@ -640,6 +642,16 @@ static void grip_back_to_idle(void *arg, int fd, const struct passed_connection 
         close_unheld(h, fd);
 }
 
+/* A WebSocket's request to the app (websocket_holds.c): held as a
+ * connection whose request has come, so that it goes to a free worker as
+ * any other does. */
+static void ws_dispatch(void *arg, int fd, const struct passed_connection *info)
+{
+    struct holder *h = arg;
+    if (hold(h, fd, info) != 0)
+        close_unheld(h, fd);
+}
+
 /* A hold or a publish from a worker (holding_channel.h). */
 static void receive_holding(struct holder *h, const char *data, size_t len, int *fds, size_t n)
 {
@@ -655,7 +667,9 @@ static void receive_holding(struct holder *h, const char *data, size_t len, int 
             close_unheld(h, fds[i]);
         return;
     }
-    if (head.has_connection)
+    if (head.has_connection == SEROW_HOLDING_WEBSOCKET)
+        serow_ws_holds_add(h->ws, &head, fds[0], message, message_len);
+    else if (head.has_connection)
         serow_grip_holds_add(h->grip, &head, fds[0], message, message_len, message + message_len);
     else if (h->redis)
         serow_redis_relay_publish(h->redis, message, message_len); /* delivered as it comes back */
@@ -803,6 +817,16 @@ int serow_run_connection_holder(struct shared_state *shared, int ready_channel, 
             free(h);
             return -1;
         }
+        struct serow_ws_settings ws = {.max_message = SEROW_WS_MAX_MESSAGE,
+                                       .max_pending = settings->grip.max_pending,
+                                       .store = serow_grip_holds_store(h->grip)};
+        h->ws = serow_ws_holds_new(shared, h->epoll_fd, &ws, ws_dispatch, h);
+        if (h->ws == NULL) {
+            serow_grip_holds_free(h->grip);
+            free(h);
+            return -1;
+        }
+        serow_grip_holds_deliver_elsewhere(h->grip, serow_ws_holds_deliver, h->ws);
         if (settings->redis_host[0]) {
             h->redis = serow_redis_relay_new(shared, h->epoll_fd, h->grip, settings->redis_host,
                                              settings->redis_port, settings->redis_prefix,
@@ -810,6 +834,7 @@ int serow_run_connection_holder(struct shared_state *shared, int ready_channel, 
             if (h->redis == NULL) {
                 serow_log_error("connection holder: cannot open the link to Redis %s:%d (prefix %s)",
                                 settings->redis_host, settings->redis_port, settings->redis_prefix);
+                serow_ws_holds_free(h->ws);
                 serow_grip_holds_free(h->grip);
                 free(h);
                 return -1;
@@ -826,6 +851,11 @@ int serow_run_connection_holder(struct shared_state *shared, int ready_channel, 
         int timeout = queue_timeout(h, choose_timeout(h, &scan), before);
         if (h->grip) {
             int due = serow_grip_holds_timers(h->grip, before);
+            if (due >= 0 && (timeout < 0 || due < timeout))
+                timeout = due;
+        }
+        if (h->ws) {
+            int due = serow_ws_holds_timers(h->ws, before);
             if (due >= 0 && (timeout < 0 || due < timeout))
                 timeout = due;
         }
@@ -853,6 +883,8 @@ int serow_run_connection_holder(struct shared_state *shared, int ready_channel, 
                 receive_handed_back(h);
             } else if (tag == TAG_READY_CHANNEL) {
                 /* flushed below */
+            } else if (tag & (SEROW_WS_TAG | SEROW_WS_APP_TAG)) {
+                serow_ws_holds_event(h->ws, tag, events[i].events);
             } else if (tag & SEROW_REDIS_TAG) {
                 serow_grip_holds_batch_begin(h->grip); /* the replies one read brought */
                 serow_redis_relay_event(h->redis, (int)(tag & 1), serow_shared_clock_ms());
@@ -880,6 +912,10 @@ int serow_run_connection_holder(struct shared_state *shared, int ready_channel, 
     while (h->oldest)
         close_held(h, h->oldest);
     serow_redis_relay_free(h->redis);
+    if (h->ws) {
+        serow_grip_holds_deliver_elsewhere(h->grip, NULL, NULL);
+        serow_ws_holds_free(h->ws);
+    }
     if (h->grip)
         end_holds(h);
     serow_grip_holds_free(h->grip);

@@ -88,6 +88,8 @@ struct serow_grip_holds {
     int *dirty;               /* descriptors of connections with deferred output */
     size_t dirty_count, dirty_cap;
     uint64_t figures_due_ms;  /* not written again before this */
+    serow_grip_elsewhere elsewhere; /* deliveries to subscribers not held here */
+    void *elsewhere_arg;
 };
 
 _Static_assert(SHARED_GRIP_CHANNEL_NAME >= SEROW_GRIP_MAX_NAME, "a channel's name fits the shared table");
@@ -517,6 +519,8 @@ static void deliver_all(struct serow_grip_holds *g, const struct serow_delivery 
         struct grip_conn *c = fd < g->by_fd_size ? g->by_fd[fd] : NULL;
         if (c != NULL)
             deliver(g, c, &d[i], replay);
+        else if (g->elsewhere)
+            g->elsewhere(g->elsewhere_arg, &d[i]);
     }
     /* One write per subscriber, after all its items are queued (each
      * subscriber appears in order; a repeat finds nothing pending). */
@@ -657,6 +661,17 @@ void serow_grip_holds_publish(struct serow_grip_holds *g, const char *message, s
     g->figures_changed = 1;
     if (r == SEROW_CHANNELS_OK)
         deliver_all(g, d, count, 0);
+}
+
+struct serow_channels *serow_grip_holds_store(struct serow_grip_holds *g)
+{
+    return g->store;
+}
+
+void serow_grip_holds_deliver_elsewhere(struct serow_grip_holds *g, serow_grip_elsewhere to, void *arg)
+{
+    g->elsewhere = to;
+    g->elsewhere_arg = arg;
 }
 
 void serow_grip_holds_batch_begin(struct serow_grip_holds *g)

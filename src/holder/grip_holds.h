@@ -64,6 +64,14 @@ int serow_grip_holds_timers(struct serow_grip_holds *g, uint64_t now_ms);
  * its output is out, and logged.  The loop then waits for the sockets to
  * take it (serow_grip_holds_event), bounded, until the count is 0. */
 void serow_grip_holds_end(struct serow_grip_holds *g);
+/* The channel store, which the holder's WebSockets subscribe in too
+ * (websocket_holds.c): a subscriber is a descriptor, theirs or ours. */
+struct serow_channels *serow_grip_holds_store(struct serow_grip_holds *g);
+/* Who takes the deliveries to subscribers that are not held here (a
+ * WebSocket's): called once for each, in the order they come. */
+struct serow_delivery;
+typedef void (*serow_grip_elsewhere)(void *arg, const struct serow_delivery *d);
+void serow_grip_holds_deliver_elsewhere(struct serow_grip_holds *g, serow_grip_elsewhere to, void *arg);
 /* Held connections now (0 for NULL: --grip off). */
 uint32_t serow_grip_holds_count(const struct serow_grip_holds *g);
 /* Closes every held connection (the holder stops). */

@@ -37,6 +37,7 @@ void serow_psgi_hold_setup(int on, int channel, unsigned channels, size_t item)
 {
     serow_grip_on = on;
     holding_channel = channel;
+    serow_websocket_to_holder = on && channel >= 0;
     max_channels = channels && channels < SEROW_GRIP_MAX_CHANNELS ? channels : SEROW_GRIP_MAX_CHANNELS;
     max_item = item ? item : SIZE_MAX;
 }

@@ -37,6 +37,8 @@ static void store_grip_counts(pTHX_ HV *hv, const struct serow_shared_totals *t)
     hv_stores(hv, "grip_drops", newSVnv((double)t->grip_drops));
     hv_stores(hv, "grip_replay_gaps", newSVnv((double)t->grip_replay_gaps));
     hv_stores(hv, "grip_refused", newSVnv((double)t->grip_refused));
+    hv_stores(hv, "websockets", newSVuv(t->websockets));
+    hv_stores(hv, "websocket_protocol_errors", newSVnv((double)t->websocket_protocol_errors));
 }
 
 /* The holder's link to Redis (--publish-redis): absent without it, so

@@ -24,13 +24,15 @@
 #include "shared/holder_message.h"
 
 #define SEROW_HOLDING_TAG 0xFFFFFFFFu
+#define SEROW_HOLDING_WEBSOCKET 2 /* has_connection: a WebSocket (worker_websocket.c) */
 /* A message in all: what one datagram of the channel takes with the
  * kernel's default socket buffer (a larger one is refused, EMSGSIZE). */
 #define SEROW_HOLDING_MAX_MESSAGE (160 * 1024)
 
 struct serow_holding_head {
     uint32_t tag;            /* SEROW_HOLDING_TAG */
-    uint8_t has_connection;  /* a hold (with its descriptor), else a publish */
+    uint8_t has_connection;  /* a hold (with its descriptor), else a publish; or
+                              * SEROW_HOLDING_WEBSOCKET: an upgrade, its message the request head */
     uint8_t keep_alive;      /* a response hold once answered may serve the next request */
     uint8_t head_request;    /* the request was HEAD: an answer has no body */
     uint8_t minor_version;   /* of the request: the answer's HTTP version */

@@ -227,6 +227,8 @@ void serow_shared_totals(struct shared_state *shared, struct serow_shared_totals
     totals->grip_drops = atomic_load(&shared->grip.drops);
     totals->grip_replay_gaps = atomic_load(&shared->grip.replay_gaps);
     totals->grip_refused = atomic_load(&shared->grip.refused);
+    totals->websockets = atomic_load(&shared->grip.websockets);
+    totals->websocket_protocol_errors = atomic_load(&shared->grip.websocket_protocol_errors);
     totals->redis_configured = atomic_load(&shared->redis.configured);
     totals->redis_up = atomic_load(&shared->redis.up);
     totals->redis_received = atomic_load(&shared->redis.received);

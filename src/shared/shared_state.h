@@ -172,6 +172,8 @@ struct shared_grip_counts {
     _Atomic uint64_t drops;         /* held connections closed past --hold-max-pending */
     _Atomic uint64_t replay_gaps;   /* prev-ids not among the kept items */
     _Atomic uint64_t refused;       /* holds refused: --max-held-connections, a bad hold */
+    _Atomic uint32_t websockets;    /* WebSocket connections held (websocket_holds.c) */
+    _Atomic uint64_t websocket_protocol_errors; /* clients closed for breaking RFC 6455 */
 };
 
 /* The holder's link to Redis (--publish-redis, redis_link.h), copied
@@ -333,6 +335,8 @@ struct serow_shared_totals {
     uint64_t requests_shed;
     uint32_t grip_held, grip_subscriptions;
     uint64_t grip_publishes, grip_deliveries, grip_drops, grip_replay_gaps, grip_refused;
+    uint32_t websockets;
+    uint64_t websocket_protocol_errors;
     uint32_t redis_configured, redis_up;
     uint64_t redis_received, redis_rejected, redis_published, redis_lost, redis_gaps, redis_reconnects;
     struct shared_worker_counts workers;

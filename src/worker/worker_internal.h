@@ -389,4 +389,12 @@ void serow_expire_timers(struct worker_loop *loop, double now);
 int serow_next_timeout_ms(struct worker_loop *loop, double now);
 void serow_cap_deadlines(struct worker_loop *loop, enum timer_list_kind kind, double deadline);
 
+/* ---- worker_websocket.c ------------------------------------------------ */
+
+/* A parsed request offering an upgrade: 1 when it was a WebSocket handshake
+ * and is done with here (handed to the holder, or refused 400 / 426), 0
+ * when the app serves it. */
+int serow_websocket_upgrade(struct worker_loop *loop, struct connection *conn,
+                            const struct http_request_head *head, size_t head_len);
+
 #endif

@@ -333,6 +333,9 @@ static int start_request(struct worker_loop *loop, struct serow_request *r,
         serow_reject_connection(loop, conn, 413, &r->head);
         return 0;
     }
+    if (__builtin_expect(r->head.upgrade, 0) && serow_websocket_to_holder &&
+        serow_websocket_upgrade(loop, conn, &r->head, (size_t)parsed))
+        return 0;
     if (serow_wait_for_small_body(loop, conn, &r->head, (size_t)parsed))
         return 0;
     serow_timer_remove(loop, conn);

@@ -264,4 +264,12 @@ enum {
 };
 int serow_worker_loop_take_master_requests(struct worker_loop *loop);
 
+/* Holding is on: a WebSocket upgrade goes to the connection holder, not
+ * the app (worker_websocket.c; set with --grip's set-up, psgi_hold.c). */
+extern int serow_websocket_to_holder;
+/* --websocket-psgix-io: upgrades to paths starting with one of these stay
+ * the app's (psgix.io).  0, or -1 past SEROW_WEBSOCKET_MAX_PSGIX_IO. */
+#define SEROW_WEBSOCKET_MAX_PSGIX_IO 32
+int serow_websocket_psgix_io_add(const char *prefix, size_t len);
+
 #endif

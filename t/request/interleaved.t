@@ -15,7 +15,7 @@ Serow::Test::CProgram::test_program(name => 'interleaved',
                    src/worker/worker_connections.c src/worker/worker_parking.c
                    src/worker/worker_request_body.c src/worker/worker_intake.c
                    src/worker/worker_gather.c src/worker/worker_timers.c
-                   src/worker/worker_slots.c src/worker/request_timeout.c
+                   src/worker/worker_slots.c src/worker/request_timeout.c src/worker/worker_websocket.c
                    src/request/request_accounting.c src/log/request_id.c src/log/access_log.c
                    src/log/access_log_format.c src/log/log.c src/shared/request_metrics.c
                    src/connection/transport.c src/connection/tls_transport.c src/connection/tls_peer.c src/connection/tls_record.c

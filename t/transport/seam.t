@@ -26,6 +26,7 @@ my %NOT_A_CLIENT = (
     'busy_worker.c'       => { read => "a worker's /proc files" },
     'connection_transfer.c' => { write => "a worker's eventfd" },
     'psgi_response.c'     => { pread => 'a file the app gave as its body' },
+    'websocket_holds.c'   => { write => 'a socket pair to a worker', read => 'a socket pair to a worker' },
 );
 # (tls_transport.c is a transport: its calls are the seam's own)
 my %TRANSPORT = map { $_ => 1 } qw(transport.c transport.h tls_transport.c);

@@ -1,0 +1,872 @@
+/*
+ * websocket_holds.c - the holder's WebSocket connections
+ * (websocket_holds.h, docs/websocket.md).
+ *
+ * Owns: each WebSocket's state: its frame reader, the message being
+ * gathered, the events waiting for the next request to the app, the one
+ * request in flight and its response, the output for the client.  The
+ * frame rules are websocket_frame.c's, the event format websocket_events.c's,
+ * a response's head http_response_head.c's.  Plain connections only (the
+ * worker hands over no TLS one yet).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "holder/websocket_holds.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <gnutls/crypto.h>
+#include <gnutls/gnutls.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "connection/transport.h"
+#include "holder/channel_store.h"
+#include "http/http_parser.h"
+#include "http/http_response_head.h"
+#include "http/websocket_events.h"
+#include "http/websocket_frame.h"
+#include "log/log.h"
+#include "shared/holder_message.h"
+
+/* Bytes read from a client at a time; at least a whole control frame. */
+#define READ_CHUNK (64u << 10)
+_Static_assert(READ_CHUNK >= SEROW_WS_MAX_HEAD + SEROW_WS_MAX_CONTROL_PAYLOAD, "a control frame fits");
+/* Events gathered while a request is in flight, past which the client is
+ * not read until they go (one message more than this at most). */
+#define EVENTS_BOUND (64u << 10)
+/* The client's time to answer the app's close frame (section 7.1.1: then
+ * the server closes the TCP connection), after which it is closed anyway. */
+#define CLOSE_WAIT_MS 5000
+/* Headers of the upgrade request passed on with each event request. */
+#define MAX_REQUEST_HEADERS 10000 /* (an upgrade with more is closed) */
+
+struct buf {
+    uint8_t *p;
+    size_t off, len, cap; /* the bytes are p[off, len) */
+};
+
+static int buf_add(struct buf *b, const void *data, size_t n)
+{
+    if (b->len + n > b->cap) {
+        if (b->off) { /* the bytes taken make room first */
+            memmove(b->p, b->p + b->off, b->len - b->off);
+            b->len -= b->off;
+            b->off = 0;
+        }
+        if (b->len + n > b->cap) {
+            size_t cap = b->cap ? b->cap : 256;
+            while (cap < b->len + n)
+                cap *= 2;
+            uint8_t *grown = realloc(b->p, cap);
+            if (grown == NULL)
+                return -1;
+            b->p = grown;
+            b->cap = cap;
+        }
+    }
+    if (data && n) /* (NULL: room reserved, written by the caller) */
+        memcpy(b->p + b->len, data, n);
+    b->len += n;
+    return 0;
+}
+
+static inline size_t buf_size(const struct buf *b) { return b->len - b->off; }
+static inline uint8_t *buf_data(const struct buf *b) { return b->p + b->off; }
+
+static void buf_take(struct buf *b, size_t n)
+{
+    b->off += n;
+    if (b->off == b->len)
+        b->off = b->len = 0;
+}
+
+static void buf_free(struct buf *b)
+{
+    free(b->p);
+    memset(b, 0, sizeof(*b));
+}
+
+struct ws_conn {
+    int fd;
+    int app_fd;               /* the request in flight: the holder's end; -1: none */
+    struct passed_connection info;
+    uint8_t opened;           /* the 101 went out */
+    uint8_t grip;             /* the app enabled GRIP (Sec-WebSocket-Extensions: grip) */
+    uint8_t client_done;      /* nothing more is read from the client */
+    uint8_t client_gone;      /* nothing more is written to it either */
+    uint8_t close_sent;       /* our close frame is queued */
+    uint8_t closing;          /* ends once events are delivered and output is out */
+    uint8_t subscribed;       /* it subscribed to a channel in the store */
+    uint64_t close_by_ms;     /* the app closed: the client's close frame is due by then; 0: none */
+    uint32_t watching;        /* the client's epoll events now */
+    uint32_t app_watching;
+    char prefix[SEROW_WSE_MAX_PREFIX];
+    size_t prefix_len;
+    struct serow_ws_reader reader;
+    struct buf in;            /* the client's bytes not read yet */
+    struct buf message;       /* the data message being gathered */
+    struct buf events;        /* events for the next request */
+    struct buf request;       /* the request in flight, what is not written yet */
+    struct buf response;      /* its response so far */
+    struct buf out;           /* for the client */
+    char *head;               /* "POST target HTTP/1.0\r\n" and the fields passed on */
+    size_t head_len;
+    char accept[32];          /* Sec-WebSocket-Accept */
+    char id[32];              /* Connection-Id */
+};
+
+struct serow_ws_holds {
+    struct shared_state *shared;
+    int epoll_fd;
+    struct serow_ws_settings settings;
+    serow_ws_dispatch dispatch;
+    void *arg;
+    struct ws_conn **by_fd;   /* by client descriptor */
+    struct ws_conn **by_app;  /* by the descriptor of the request in flight */
+    int size;
+    uint32_t count;
+    uint32_t awaiting_close;  /* connections with a close_by_ms */
+    uint64_t next_id;
+};
+
+struct serow_ws_holds *serow_ws_holds_new(struct shared_state *shared, int epoll_fd,
+                                          const struct serow_ws_settings *settings,
+                                          serow_ws_dispatch dispatch, void *arg)
+{
+    struct serow_ws_holds *ws = calloc(1, sizeof(*ws));
+    if (ws == NULL)
+        return NULL;
+    ws->shared = shared;
+    ws->epoll_fd = epoll_fd;
+    ws->settings = *settings;
+    if (!ws->settings.max_message)
+        ws->settings.max_message = SEROW_WS_MAX_MESSAGE;
+    ws->dispatch = dispatch;
+    ws->arg = arg;
+    return ws;
+}
+
+uint32_t serow_ws_holds_count(const struct serow_ws_holds *ws)
+{
+    return ws ? ws->count : 0;
+}
+
+static int room_for(struct serow_ws_holds *ws, int fd)
+{
+    if (fd < ws->size)
+        return 0;
+    int size = ws->size ? ws->size : 1024;
+    while (size <= fd)
+        size *= 2;
+    struct ws_conn **a = realloc(ws->by_fd, sizeof(*a) * (size_t)size);
+    if (a == NULL)
+        return -1;
+    ws->by_fd = a;
+    struct ws_conn **b = realloc(ws->by_app, sizeof(*b) * (size_t)size);
+    if (b == NULL)
+        return -1;
+    ws->by_app = b;
+    memset(a + ws->size, 0, sizeof(*a) * (size_t)(size - ws->size));
+    memset(b + ws->size, 0, sizeof(*b) * (size_t)(size - ws->size));
+    ws->size = size;
+    return 0;
+}
+
+/* ---- the end of a connection -------------------------------------------- */
+
+static void close_app(struct serow_ws_holds *ws, struct ws_conn *c)
+{
+    if (c->app_fd < 0)
+        return;
+    epoll_ctl(ws->epoll_fd, EPOLL_CTL_DEL, c->app_fd, NULL);
+    ws->by_app[c->app_fd] = NULL;
+    close(c->app_fd);
+    c->app_fd = -1;
+    buf_free(&c->request);
+    buf_free(&c->response);
+}
+
+static void end(struct serow_ws_holds *ws, struct ws_conn *c)
+{
+    if (c->subscribed)
+        serow_channels_unsubscribe_all(ws->settings.store, (uint32_t)c->fd);
+    if (c->close_by_ms)
+        ws->awaiting_close--;
+    close_app(ws, c);
+    epoll_ctl(ws->epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
+    ws->by_fd[c->fd] = NULL;
+    close(c->fd);
+    atomic_fetch_sub(&ws->shared->open_connections, 1);
+    ws->count--;
+    atomic_store(&ws->shared->grip.websockets, ws->count);
+    buf_free(&c->in);
+    buf_free(&c->message);
+    buf_free(&c->events);
+    buf_free(&c->out);
+    free(c->head);
+    free(c);
+}
+
+/* ---- the client's side -------------------------------------------------- */
+
+/* Events enough wait for the next request: the client is not read on. */
+static inline int gathered_enough(const struct ws_conn *c)
+{
+    return buf_size(&c->events) + buf_size(&c->message) >= EVENTS_BOUND;
+}
+
+static void watch(struct serow_ws_holds *ws, struct ws_conn *c)
+{
+    uint32_t want = 0;
+    if (c->opened && !c->client_done && !gathered_enough(c))
+        want |= EPOLLIN;
+    if (!c->client_gone && buf_size(&c->out))
+        want |= EPOLLOUT;
+    if (want != c->watching) {
+        struct epoll_event ev = {.events = want, .data.u64 = SEROW_WS_TAG | (uint64_t)c->fd};
+        epoll_ctl(ws->epoll_fd, EPOLL_CTL_MOD, c->fd, &ev);
+        c->watching = want;
+    }
+}
+
+/* Writes what the client takes of the output; -1 when it is gone. */
+static int flush_out(struct ws_conn *c)
+{
+    while (buf_size(&c->out)) {
+        ssize_t n = serow_transport_send(&c->info.carried, c->fd, buf_data(&c->out), buf_size(&c->out),
+                                         MSG_DONTWAIT);
+        if (n > 0) {
+            buf_take(&c->out, (size_t)n);
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        return n < 0 && errno == EAGAIN ? 0 : -1;
+    }
+    return 0;
+}
+
+static int queue_frame(struct serow_ws_holds *ws, struct ws_conn *c, unsigned opcode,
+                       const uint8_t *p, size_t len)
+{
+    if (c->client_gone || c->close_sent)
+        return 0;
+    uint8_t head[SEROW_WS_MAX_SERVER_HEAD];
+    size_t n = serow_ws_frame_head(head, 1, opcode, len);
+    if (buf_add(&c->out, head, n) != 0 || buf_add(&c->out, p, len) != 0)
+        return -1;
+    if (buf_size(&c->out) > ws->settings.max_pending) {
+        serow_log_debug("connection holder: a WebSocket client does not read (over "
+                        "--hold-max-pending): closed");
+        return -1;
+    }
+    return 0;
+}
+
+/* Our close frame: nothing is sent after it (section 5.5.1). */
+static void queue_close(struct ws_conn *c, unsigned code, const uint8_t *reason, size_t len)
+{
+    if (c->client_gone || c->close_sent)
+        return;
+    uint8_t frame[SEROW_WS_MAX_CONTROL_FRAME];
+    size_t n = serow_ws_close_frame(frame, serow_ws_close_code_valid(code) ? code : 0, reason, len);
+    buf_add(&c->out, frame, n);
+    c->close_sent = 1;
+}
+
+static int add_event(struct ws_conn *c, unsigned type, const uint8_t *p, size_t len, int with_content)
+{
+    size_t n = serow_wse_encode(NULL, type, p, len, with_content);
+    if (buf_add(&c->events, NULL, n) != 0)
+        return -1;
+    serow_wse_encode(c->events.p + c->events.len - n, type, p, len, with_content);
+    return 0;
+}
+
+/* The client went away, or will get nothing more: the app hears it once. */
+static void client_gone(struct ws_conn *c, int gone)
+{
+    if (!c->client_done)
+        add_event(c, SEROW_WSE_DISCONNECT, NULL, 0, 0);
+    c->client_done = 1;
+    c->closing = 1;
+    if (gone)
+        c->client_gone = 1;
+}
+
+/* One piece the reader returned. */
+static int client_piece(struct serow_ws_holds *ws, struct ws_conn *c, const struct serow_ws_piece *piece)
+{
+    switch (piece->opcode) {
+    case SEROW_WS_OP_TEXT:
+    case SEROW_WS_OP_BINARY:
+        if (c->close_sent)
+            return 0; /* (after our close, data is not the app's any more) */
+        if (buf_add(&c->message, piece->data, piece->len) != 0)
+            return -1;
+        if (piece->last) {
+            int r = add_event(c, piece->opcode == SEROW_WS_OP_TEXT ? SEROW_WSE_TEXT : SEROW_WSE_BINARY,
+                              buf_data(&c->message), buf_size(&c->message), 1);
+            buf_free(&c->message);
+            return r;
+        }
+        return 0;
+    case SEROW_WS_OP_PING:
+        /* Answered here: a round trip to the app would only delay the pong. */
+        return queue_frame(ws, c, SEROW_WS_OP_PONG, piece->data, piece->len);
+    case SEROW_WS_OP_PONG:
+        return 0;
+    case SEROW_WS_OP_CLOSE: {
+        unsigned code = piece->close_code == SEROW_WS_NO_STATUS ? 0 : piece->close_code;
+        if (!c->close_sent) {
+            /* the app hears the close; the client has its echo (section 5.5.1) */
+            size_t n = serow_wse_encode_close(NULL, code, piece->data, piece->len);
+            if (buf_add(&c->events, NULL, n) != 0)
+                return -1;
+            serow_wse_encode_close(c->events.p + c->events.len - n, code, piece->data, piece->len);
+            queue_close(c, code, piece->data, piece->len);
+        }
+        c->client_done = 1;
+        c->closing = 1;
+        return 0;
+    }
+    }
+    return 0;
+}
+
+/* Reads the frames buffered, as far as the events gathered may grow. */
+static void read_buffered(struct serow_ws_holds *ws, struct ws_conn *c)
+{
+    while (buf_size(&c->in) && !c->client_done && !gathered_enough(c)) {
+        size_t used = 0;
+        struct serow_ws_piece piece;
+        int r = serow_ws_read(&c->reader, buf_data(&c->in), buf_size(&c->in), &used, &piece);
+        buf_take(&c->in, used);
+        if (r == SEROW_WS_MORE)
+            return;
+        if (r == SEROW_WS_FAIL) {
+            atomic_fetch_add(&ws->shared->grip.websocket_protocol_errors, 1);
+            serow_log_debug("connection holder: a WebSocket client broke a rule (%s): closed with %u",
+                            c->reader.fail_why, (unsigned)c->reader.fail_code);
+            queue_close(c, c->reader.fail_code, NULL, 0);
+            client_gone(c, 0);
+            return;
+        }
+        if (client_piece(ws, c, &piece) != 0) {
+            client_gone(c, 1);
+            return;
+        }
+    }
+}
+
+/* The client's bytes: read while the events gathered leave room (past
+ * that the socket is not watched for input: the client waits, and the
+ * bytes buffered here are read once a request took the events). */
+static void client_readable(struct serow_ws_holds *ws, struct ws_conn *c, int can_recv)
+{
+    for (;;) {
+        read_buffered(ws, c);
+        if (!can_recv || c->client_done || gathered_enough(c))
+            return;
+        if (buf_add(&c->in, NULL, READ_CHUNK) != 0) {
+            client_gone(c, 1);
+            return;
+        }
+        c->in.len -= READ_CHUNK;
+        ssize_t n = serow_transport_recv(&c->info.carried, c->fd, c->in.p + c->in.len, READ_CHUNK,
+                                         MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+            return;
+        if (n <= 0) {
+            client_gone(c, 1);
+            return;
+        }
+        c->in.len += (size_t)n;
+    }
+}
+
+/* ---- the app's side ------------------------------------------------------- */
+
+static void watch_app(struct serow_ws_holds *ws, struct ws_conn *c)
+{
+    uint32_t want = EPOLLIN | (buf_size(&c->request) ? EPOLLOUT : 0);
+    if (want != c->app_watching) {
+        struct epoll_event ev = {.events = want, .data.u64 = SEROW_WS_APP_TAG | (uint64_t)c->app_fd};
+        epoll_ctl(ws->epoll_fd, EPOLL_CTL_MOD, c->app_fd, &ev);
+        c->app_watching = want;
+    }
+}
+
+static void write_request(struct ws_conn *c)
+{
+    while (buf_size(&c->request)) {
+        /* (write and read: the socket pair is no client's, and non-blocking) */
+        ssize_t n = write(c->app_fd, buf_data(&c->request), buf_size(&c->request));
+        if (n > 0)
+            buf_take(&c->request, (size_t)n);
+        else if (!(n < 0 && errno == EINTR))
+            break; /* EAGAIN: on EPOLLOUT; an error: the read finds it */
+    }
+}
+
+/* The events gathered go to the app, as a POST any free worker serves. */
+static void start_request(struct serow_ws_holds *ws, struct ws_conn *c)
+{
+    if (c->app_fd >= 0 || buf_size(&c->events) == 0)
+        return;
+    int pair[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, pair) != 0 ||
+        room_for(ws, pair[0]) != 0) {
+        serow_log_error("connection holder: no socket pair for a WebSocket's request to the app: %s",
+                        strerror(errno));
+        return; /* (tried again with the next event) */
+    }
+    char fields[256];
+    int n = snprintf(fields, sizeof(fields),
+                     "Content-Type: " SEROW_WSE_CONTENT_TYPE "\r\nContent-Length: %zu\r\n"
+                     "Connection-Id: %s\r\nSec-WebSocket-Extensions: grip\r\n\r\n",
+                     buf_size(&c->events), c->id);
+    if (buf_add(&c->request, c->head, c->head_len) != 0 || buf_add(&c->request, fields, (size_t)n) != 0 ||
+        buf_add(&c->request, buf_data(&c->events), buf_size(&c->events)) != 0) {
+        close(pair[0]);
+        close(pair[1]);
+        buf_free(&c->request);
+        return;
+    }
+    buf_free(&c->events);
+    c->app_fd = pair[0];
+    ws->by_app[pair[0]] = c;
+    write_request(c);
+    c->app_watching = EPOLLIN | (buf_size(&c->request) ? EPOLLOUT : 0);
+    struct epoll_event ev = {.events = c->app_watching, .data.u64 = SEROW_WS_APP_TAG | (uint64_t)pair[0]};
+    epoll_ctl(ws->epoll_fd, EPOLL_CTL_ADD, pair[0], &ev);
+    struct passed_connection info = c->info;
+    info.requests_served = 0;
+    info.idle_since_ms = serow_shared_clock_ms();
+    atomic_fetch_add(&ws->shared->open_connections, 1); /* (a worker counts its close) */
+    ws->dispatch(ws->arg, pair[1], &info);
+}
+
+static const char SWITCHING[] = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+                                "Connection: Upgrade\r\nSec-WebSocket-Accept: ";
+
+/* A control message of the app's (GRIP on): subscriptions; the others
+ * Pushpin knows are not served here yet, and ignored. */
+static void control(struct serow_ws_holds *ws, struct ws_conn *c, const uint8_t *json, size_t len)
+{
+    struct serow_wse_control ctl;
+    if (!serow_wse_parse_control(json, len, &ctl)) {
+        serow_log_warn("connection holder: a WebSocket's control message refused (%s)", ctl.fail_why);
+        return;
+    }
+    if (ws->settings.store == NULL || c->client_done)
+        return;
+    if (ctl.type == SEROW_WSC_SUBSCRIBE) {
+        const struct serow_delivery *d; /* (none: no prev-id, no replay) */
+        size_t count;
+        int r = serow_channels_subscribe(ws->settings.store, (uint32_t)c->fd, ctl.channel,
+                                         ctl.channel_len, NULL, 0, &d, &count);
+        if (r < 0) {
+            serow_log_warn("connection holder: a WebSocket's subscription to %.*s refused (%d)",
+                           (int)ctl.channel_len, ctl.channel, r);
+            atomic_fetch_add(&ws->shared->grip.refused, 1);
+        } else {
+            c->subscribed = 1;
+        }
+    } else if (ctl.type == SEROW_WSC_UNSUBSCRIBE) {
+        serow_channels_unsubscribe(ws->settings.store, (uint32_t)c->fd, ctl.channel, ctl.channel_len);
+    }
+}
+
+/* The app's events, sent as frames.  -1 when the connection is to end. */
+static int app_events(struct serow_ws_holds *ws, struct ws_conn *c, const uint8_t *p, size_t len)
+{
+    while (len) {
+        struct serow_wse_event ev;
+        long n = serow_wse_parse(p, len, &ev);
+        if (n <= 0) {
+            serow_log_warn("connection holder: the app's WebSocket events cannot be read (%s): "
+                           "closed with 1011", n < 0 ? ev.fail_why : "cut short");
+            queue_close(c, 1011, NULL, 0);
+            return -1;
+        }
+        p += n;
+        len -= (size_t)n;
+        const uint8_t *body;
+        size_t body_len;
+        switch (ev.type) {
+        case SEROW_WSE_TEXT:
+        case SEROW_WSE_BINARY: {
+            int meaning = serow_wse_app_message(&ev, c->grip, (const uint8_t *)c->prefix, c->prefix_len,
+                                                &body, &body_len);
+            if (meaning == SEROW_WSE_MESSAGE &&
+                queue_frame(ws, c, ev.type == SEROW_WSE_TEXT ? SEROW_WS_OP_TEXT : SEROW_WS_OP_BINARY,
+                            body, body_len) != 0)
+                return -1;
+            if (meaning == SEROW_WSE_CONTROL)
+                control(ws, c, body, body_len);
+            break;
+        }
+        case SEROW_WSE_PING:
+        case SEROW_WSE_PONG:
+            if (queue_frame(ws, c, ev.type == SEROW_WSE_PING ? SEROW_WS_OP_PING : SEROW_WS_OP_PONG,
+                            ev.content, ev.content_len) != 0)
+                return -1;
+            break;
+        case SEROW_WSE_CLOSE:
+            queue_close(c, ev.close_code, ev.reason, ev.reason_len);
+            if (!c->client_done && !c->close_by_ms) {
+                c->close_by_ms = serow_shared_clock_ms() + CLOSE_WAIT_MS;
+                ws->awaiting_close++;
+            }
+            break;
+        case SEROW_WSE_DISCONNECT:
+            c->client_done = 1;
+            c->closing = 1;
+            c->client_gone = 1;
+            return 0;
+        default:
+            break; /* OPEN again, or a type this side does not know */
+        }
+    }
+    return 0;
+}
+
+static const char BAD_GATEWAY[] = "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\n"
+                                  "Content-Length: 12\r\nConnection: close\r\n\r\nBad Gateway\n";
+
+/* The answer to the OPEN event: 101 and its events when the app accepts,
+ * else the app's response goes to the client as it is. */
+static void answer_open(struct serow_ws_holds *ws, struct ws_conn *c, const struct serow_response_head *h,
+                        long head_len)
+{
+    const uint8_t *body = buf_data(&c->response) + head_len;
+    size_t body_len = buf_size(&c->response) - (size_t)head_len;
+    const struct http_header *type = serow_response_header(h, "Content-Type");
+    int accepted = h->status == 200 && type && type->value_len >= strlen(SEROW_WSE_CONTENT_TYPE) &&
+                   strncasecmp(type->value, SEROW_WSE_CONTENT_TYPE, strlen(SEROW_WSE_CONTENT_TYPE)) == 0 &&
+                   body_len >= 6 && memcmp(body, "OPEN\r\n", 6) == 0;
+    if (!accepted) {
+        buf_add(&c->out, buf_data(&c->response), buf_size(&c->response));
+        c->client_done = c->closing = 1;
+        return;
+    }
+    const struct http_header *ext = serow_response_header(h, "Sec-WebSocket-Extensions");
+    if (ext && serow_wse_grip_extension(ext->value, ext->value_len, c->prefix, &c->prefix_len) == 1)
+        c->grip = 1;
+    buf_add(&c->out, SWITCHING, sizeof(SWITCHING) - 1);
+    buf_add(&c->out, c->accept, strlen(c->accept));
+    buf_add(&c->out, "\r\n", 2);
+    const struct http_header *protocol = serow_response_header(h, "Sec-WebSocket-Protocol");
+    if (protocol) {
+        buf_add(&c->out, "Sec-WebSocket-Protocol: ", 24);
+        buf_add(&c->out, protocol->value, protocol->value_len);
+        buf_add(&c->out, "\r\n", 2);
+    }
+    buf_add(&c->out, "\r\n", 2);
+    c->opened = 1;
+    if (app_events(ws, c, body + 6, body_len - 6) != 0)
+        client_gone(c, 0);
+}
+
+/* The whole response to a request: its events go to the client. */
+static void app_answered(struct serow_ws_holds *ws, struct ws_conn *c)
+{
+    struct serow_response_head h;
+    long head_len = serow_parse_response_head((const char *)buf_data(&c->response),
+                                              buf_size(&c->response), &h);
+    if (head_len > 0) {
+        const struct http_header *length = serow_response_header(&h, "Content-Length");
+        size_t body = buf_size(&c->response) - (size_t)head_len;
+        if (length) {
+            unsigned long long want = strtoull(length->value, NULL, 10);
+            if (want > body)
+                head_len = -1; /* cut: the worker's request failed */
+            else
+                c->response.len -= body - (size_t)want;
+        }
+    }
+    if (head_len <= 0) {
+        serow_log_warn("connection holder: no response from the app to a WebSocket's events");
+        if (!c->opened)
+            buf_add(&c->out, BAD_GATEWAY, sizeof(BAD_GATEWAY) - 1);
+        else
+            queue_close(c, 1011, NULL, 0);
+        client_gone(c, 0);
+    } else if (!c->opened) {
+        answer_open(ws, c, &h, head_len);
+    } else if (h.status != 200) {
+        serow_log_warn("connection holder: the app answered a WebSocket's events %d: closed with 1011",
+                       h.status);
+        queue_close(c, 1011, NULL, 0);
+        client_gone(c, 0);
+    } else if (app_events(ws, c, buf_data(&c->response) + head_len,
+                          buf_size(&c->response) - (size_t)head_len) != 0) {
+        client_gone(c, 0);
+    }
+    close_app(ws, c);
+}
+
+/* Reads the response; at its end (the worker closed), answers it. */
+static void app_readable(struct serow_ws_holds *ws, struct ws_conn *c)
+{
+    size_t bound = ws->settings.max_message * 4 + (64u << 10);
+    for (;;) {
+        if (buf_add(&c->response, NULL, READ_CHUNK) != 0)
+            break;
+        c->response.len -= READ_CHUNK;
+        ssize_t n = read(c->app_fd, c->response.p + c->response.len, READ_CHUNK);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN)
+            return;
+        if (n > 0) {
+            c->response.len += (size_t)n;
+            if (buf_size(&c->response) <= bound)
+                continue;
+            serow_log_warn("connection holder: the app's answer to a WebSocket's events is over "
+                           "%zu bytes", bound);
+            buf_free(&c->response);
+        }
+        break;
+    }
+    app_answered(ws, c);
+}
+
+/* ---- a connection's turn ---------------------------------------------------- */
+
+/* After anything happened to c: the next request, the output, the end. */
+static void settle(struct serow_ws_holds *ws, struct ws_conn *c)
+{
+    start_request(ws, c);
+    if (c->opened && buf_size(&c->in) && !c->client_done && !gathered_enough(c)) {
+        client_readable(ws, c, 0); /* (what waited for the last request to go) */
+        start_request(ws, c);
+    }
+    if (!c->client_gone && flush_out(c) != 0)
+        client_gone(c, 1);
+    if (c->closing && c->app_fd < 0) {
+        start_request(ws, c); /* (the DISCONNECT a failed write just added) */
+        if (c->app_fd < 0 && (c->client_gone || buf_size(&c->out) == 0)) {
+            end(ws, c);
+            return;
+        }
+    }
+    watch(ws, c);
+}
+
+void serow_ws_holds_event(struct serow_ws_holds *ws, uint64_t tag, uint32_t events)
+{
+    int fd = (int)(tag & 0xFFFFFFFFu);
+    if (fd < 0 || fd >= ws->size)
+        return;
+    struct ws_conn *c;
+    if (tag & SEROW_WS_APP_TAG) {
+        if ((c = ws->by_app[fd]) == NULL)
+            return;
+        if (events & EPOLLOUT) {
+            write_request(c);
+            watch_app(ws, c);
+        }
+        if (events & (EPOLLIN | EPOLLHUP | EPOLLERR))
+            app_readable(ws, c);
+    } else {
+        if ((c = ws->by_fd[fd]) == NULL)
+            return;
+        if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
+            if (c->opened && !c->client_done)
+                client_readable(ws, c, 1);
+            else if (events & (EPOLLHUP | EPOLLERR))
+                client_gone(c, 1);
+        }
+    }
+    settle(ws, c);
+}
+
+/* ---- a new connection --------------------------------------------------------- */
+
+/* Sec-WebSocket-Accept (section 4.2.2): base64 of the SHA-1 of the key and
+ * the RFC's GUID. */
+static int make_accept(const struct http_header *key, char out[32])
+{
+    static const char guid[] = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
+    char joined[24 + sizeof(guid)];
+    if (key == NULL || key->value_len != 24)
+        return -1;
+    memcpy(joined, key->value, 24);
+    memcpy(joined + 24, guid, sizeof(guid) - 1);
+    uint8_t sha1[20];
+    if (gnutls_hash_fast(GNUTLS_DIG_SHA1, joined, 24 + sizeof(guid) - 1, sha1) != 0)
+        return -1;
+    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    char *o = out;
+    for (int i = 0; i < 20; i += 3) {
+        uint32_t v = (uint32_t)sha1[i] << 16 | (i + 1 < 20 ? (uint32_t)sha1[i + 1] << 8 : 0) |
+                     (i + 2 < 20 ? sha1[i + 2] : 0);
+        *o++ = b64[v >> 18 & 63];
+        *o++ = b64[v >> 12 & 63];
+        *o++ = i + 1 < 20 ? b64[v >> 6 & 63] : '=';
+        *o++ = i + 2 < 20 ? b64[v & 63] : '=';
+    }
+    *o = '\0';
+    return 0;
+}
+
+/* Whether a field of the upgrade request stays out of the event requests:
+ * the handshake's own, and what the POST's framing says itself. */
+static int left_out(const struct http_header *h)
+{
+    static const char *const names[] = {"Upgrade", "Connection", "Sec-WebSocket-Key",
+                                        "Sec-WebSocket-Version", "Sec-WebSocket-Extensions",
+                                        "Content-Length", "Content-Type", "Transfer-Encoding",
+                                        "Connection-Id", "Keep-Alive", "TE", NULL};
+    for (const char *const *n = names; *n; n++)
+        if (h->name_len == strlen(*n) && strncasecmp(h->name, *n, h->name_len) == 0)
+            return 1;
+    return 0;
+}
+
+/* The request line and fields every event request starts with. */
+static int make_head(struct ws_conn *c, const struct http_request_head *r)
+{
+    size_t size = 32 + r->target_len;
+    for (size_t i = 0; i < r->num_headers; i++)
+        size += r->headers[i].name_len + r->headers[i].value_len + 4;
+    char *p = c->head = malloc(size);
+    if (p == NULL)
+        return -1;
+    p += sprintf(p, "POST %.*s HTTP/1.0\r\n", (int)r->target_len, r->target);
+    for (size_t i = 0; i < r->num_headers; i++) {
+        const struct http_header *h = &r->headers[i];
+        if (left_out(h))
+            continue;
+        memcpy(p, h->name, h->name_len);
+        p += h->name_len;
+        *p++ = ':';
+        *p++ = ' ';
+        memcpy(p, h->value, h->value_len);
+        p += h->value_len;
+        *p++ = '\r';
+        *p++ = '\n';
+    }
+    c->head_len = (size_t)(p - c->head);
+    return 0;
+}
+
+void serow_ws_holds_add(struct serow_ws_holds *ws, const struct serow_holding_head *head, int fd,
+                        const char *request_head, size_t len)
+{
+    static struct http_header headers[MAX_REQUEST_HEADERS];
+    struct http_request_head r = {.headers = headers, .headers_capacity = MAX_REQUEST_HEADERS};
+    struct http_limits limits = {len, len, MAX_REQUEST_HEADERS};
+    struct ws_conn *c = NULL;
+    if (room_for(ws, fd) != 0 || serow_parse_request_head(request_head, len, &r, &limits) <= 0 ||
+        (c = calloc(1, sizeof(*c))) == NULL)
+        goto refused;
+    c->fd = fd;
+    c->app_fd = -1;
+    c->info = head->conn;
+    if (make_accept(serow_find_header(&r, "Sec-WebSocket-Key", 17), c->accept) != 0 || make_head(c, &r) != 0)
+        goto refused;
+    snprintf(c->id, sizeof(c->id), "%x-%llx", (unsigned)getpid(), (unsigned long long)++ws->next_id);
+    serow_ws_reader_init(&c->reader, 1, ws->settings.max_message);
+    /* (nothing is read from the client before the 101: it may send nothing) */
+    struct epoll_event ev = {.events = 0, .data.u64 = SEROW_WS_TAG | (uint64_t)fd};
+    if (epoll_ctl(ws->epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0 &&
+        (errno != EEXIST || epoll_ctl(ws->epoll_fd, EPOLL_CTL_MOD, fd, &ev) != 0))
+        goto refused;
+    ws->by_fd[fd] = c;
+    ws->count++;
+    atomic_store(&ws->shared->grip.websockets, ws->count);
+    add_event(c, SEROW_WSE_OPEN, NULL, 0, 0);
+    settle(ws, c);
+    return;
+refused:
+    serow_log_error("connection holder: a WebSocket could not be held: closed");
+    if (c)
+        free(c->head);
+    free(c);
+    close(fd);
+    atomic_fetch_sub(&ws->shared->open_connections, 1);
+}
+
+static const unsigned ws_opcodes[] = {[SEROW_WS_TEXT] = SEROW_WS_OP_TEXT, [SEROW_WS_BINARY] = SEROW_WS_OP_BINARY,
+                                      [SEROW_WS_PING] = SEROW_WS_OP_PING, [SEROW_WS_PONG] = SEROW_WS_OP_PONG};
+
+void serow_ws_holds_deliver(void *arg, const struct serow_delivery *d)
+{
+    struct serow_ws_holds *ws = arg;
+    int fd = (int)d->subscriber;
+    struct ws_conn *c = fd < ws->size ? ws->by_fd[fd] : NULL;
+    if (c == NULL || !c->opened || c->client_gone || c->close_sent ||
+        !(d->item->formats & SEROW_FORMAT_WS_MESSAGE))
+        return;
+    /* (the store reads only a stream's fields for every delivery; a
+     * message's are read from the kept bytes) */
+    static struct serow_publish_item item;
+    enum serow_holder_message_type type;
+    const char *body, *error;
+    size_t body_len;
+    if (serow_holder_frame(d->item->bytes, d->item->len, &type, &body, &body_len) <= 0 ||
+        serow_publish_decode(body, body_len, &item, &error) != 0)
+        return;
+    atomic_fetch_add(&ws->shared->grip.deliveries, 1);
+    serow_channels_delivered(ws->settings.store, d);
+    if (item.ws.action == SEROW_ACTION_CLOSE) {
+        queue_close(c, item.ws.close_code, NULL, 0);
+        c->client_done = c->closing = 1; /* (the app hears nothing more: as Pushpin) */
+    } else if (item.ws.type < sizeof(ws_opcodes) / sizeof(ws_opcodes[0]) &&
+               queue_frame(ws, c, ws_opcodes[item.ws.type], (const uint8_t *)item.ws.content.p,
+                           item.ws.content.len) != 0) {
+        atomic_fetch_add(&ws->shared->grip.drops, 1);
+        serow_channels_dropped(ws->settings.store, d->subscriber);
+        client_gone(c, 1);
+    }
+    settle(ws, c);
+}
+
+int serow_ws_holds_timers(struct serow_ws_holds *ws, uint64_t now_ms)
+{
+    if (ws == NULL || ws->awaiting_close == 0)
+        return -1;
+    /* (a walk over every connection, only while some close is awaited) */
+    int64_t next = -1;
+    for (int fd = 0; fd < ws->size; fd++) {
+        struct ws_conn *c = ws->by_fd[fd];
+        if (c == NULL || !c->close_by_ms)
+            continue;
+        if (c->close_by_ms <= now_ms) {
+            c->client_done = c->client_gone = c->closing = 1;
+            settle(ws, c);
+        } else if (next < 0 || (int64_t)(c->close_by_ms - now_ms) < next) {
+            next = (int64_t)(c->close_by_ms - now_ms);
+        }
+    }
+    return (int)next;
+}
+
+void serow_ws_holds_free(struct serow_ws_holds *ws)
+{
+    if (ws == NULL)
+        return;
+    for (int fd = 0; fd < ws->size; fd++) {
+        struct ws_conn *c = ws->by_fd[fd];
+        if (c == NULL)
+            continue;
+        if (c->opened && !c->client_gone) {
+            queue_close(c, 1001, (const uint8_t *)"server stopping", 15);
+            flush_out(c);
+        }
+        end(ws, c);
+    }
+    free(ws->by_fd);
+    free(ws->by_app);
+    free(ws);
+}
