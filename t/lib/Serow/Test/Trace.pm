@@ -106,6 +106,15 @@ sub parse_log {
             $line = ($unfinished{$pid} // next) . $1;
             delete $unfinished{$pid};
         }
+        # a call strace had not seen end when it detached (the bytes of a
+        # send may have reached the client already: strace lags behind a
+        # busy machine): "sendto(19, ..., 0 <detached ...>"
+        if ($line =~ /\A(\w+)\((.*?)\s*<detached \.\.\.>\z/) {
+            my ($name, $args) = ($1, $2);
+            my ($fd) = $args =~ /\A(\d+)/;
+            push @calls, { pid => $pid, name => $name, fd => $fd, args => $args, result => '?' };
+            next;
+        }
         my ($name, $args, $result) = $line =~ /\A(\w+)\((.*)\)\s+=\s+(-?\d+|\?)/ or next;
         my ($fd) = $args =~ /\A(\d+)/;
         push @calls, { pid => $pid, name => $name, fd => $fd, args => $args, result => $result };
