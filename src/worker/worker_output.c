@@ -331,7 +331,8 @@ static int send_held_then(struct serow_request *r, struct iovec *iov, int iovcnt
         struct iovec first = {held.buf + held.off, held.len - held.off};
         if (owner == r && iovcnt < (int)(sizeof(joined) / sizeof(joined[0]))) {
             joined[0] = first;
-            memcpy(joined + 1, iov, sizeof(*iov) * (size_t)iovcnt);
+            if (iovcnt > 0) /* (iov is NULL for a send of what is held alone) */
+                memcpy(joined + 1, iov, sizeof(*iov) * (size_t)iovcnt);
             iov = joined;
             iovcnt++;
         } else if (owner->conn != NULL && write_waiting(owner, &first, 1) != 0 && owner == r) {
