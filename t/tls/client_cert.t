@@ -7,7 +7,7 @@ use JSON::PP ();
 use POSIX ();
 use Serow::Test qw(need_debian_packages run_serow start_server wait_until);
 use Serow::Test::Process qw(run_command);
-use Serow::Test::TLS qw(test_pki test_cert client_cert revoked tls_options tls_connect tls_request);
+use Serow::Test::TLS qw(test_pki test_cert client_cert revoked tls_options tls_connect tls_request run_with_input);
 
 # Client certificates (mutual TLS, --ssl-verify-client): the handshake
 # refuses what the mode refuses, and the env has what mod_ssl and nginx
@@ -71,26 +71,6 @@ is $expect{alice}{SSL_CLIENT_S_DN},
     'emailAddress=alice@example.com,CN=Zoë \"Q\" \<x\>\;y,OU=R\+D,O=Acme\, Inc.,C=FR',
     "(openssl's RFC 2253 form of the subject, for reference)";
 is $expect{alice}{SSL_CLIENT_M_SERIAL}, '0A1B2C3D4E', '(the serial, for reference)';
-
-sub run_with_input {
-    my ($input, @command) = @_;
-    my $pid = fork // die "fork: $!";
-    if ($pid == 0) {
-        open(my $in, '>', "$dir/in") or POSIX::_exit(110);
-        print $in $input;
-        close $in;
-        open(STDIN, '<', "$dir/in") or POSIX::_exit(110);
-        open(STDOUT, '>', "$dir/out") or POSIX::_exit(111);
-        open(STDERR, '>', "$dir/err") or POSIX::_exit(111);
-        delete $ENV{LD_PRELOAD}; # (not Serow's code: see t/http/curl.t)
-        { exec @command }
-        POSIX::_exit(112);
-    }
-    waitpid($pid, 0);
-    my $status = $?;
-    my ($out, $err) = map { local $/; open my $fh, '<', "$dir/$_" or die $!; scalar <$fh> } qw(out err);
-    return ($out, $err, $status);
-}
 
 # curl with the client certificate $c (none: undef): (the env, or undef; curl's stderr).
 sub curl_env {

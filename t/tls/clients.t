@@ -8,7 +8,7 @@ use JSON::PP ();
 use POSIX ();
 use IO::Select ();
 use Serow::Test qw(need_debian_packages start_server raw_connect read_until_close);
-use Serow::Test::TLS qw(test_pki tls_options tls_connect tls_request);
+use Serow::Test::TLS qw(test_pki tls_options tls_connect tls_request run_with_input);
 
 # Real clients over TLS: curl (several URLs on one connection, a 2.7 MB
 # upload with Expect: 100-continue, a chunked one, a file body sent through
@@ -55,28 +55,8 @@ my $server = start_server(app => $app,
     options => ['--workers', 2, '--header-timeout', 2, '--ssl-session-tickets', 'off', tls_options($pki)]);
 my $url = 'https://localhost:' . $server->port;
 
-sub run_quietly {
-    my ($input, @command) = @_;
-    my $pid = fork // die "fork: $!";
-    if ($pid == 0) {
-        open(my $in, '>', "$dir/in") or POSIX::_exit(110);
-        print $in $input // '';
-        close $in;
-        open(STDIN, '<', "$dir/in") or POSIX::_exit(110);
-        open(STDOUT, '>', "$dir/out") or POSIX::_exit(111);
-        open(STDERR, '>', "$dir/err") or POSIX::_exit(111);
-        delete $ENV{LD_PRELOAD}; # (not Serow's code: see t/http/curl.t)
-        { exec @command }
-        POSIX::_exit(112);
-    }
-    waitpid($pid, 0);
-    my $status = $?;
-    my ($out, $err) = map { local $/; open my $fh, '<', "$dir/$_" or die $!; scalar <$fh> } qw(out err);
-    return ($out, $err, $status);
-}
-
 sub curl {
-    return run_quietly(undef, 'curl', '-sS', '-v', '--max-time', Serow::Test::READ_TIMEOUT,
+    return run_with_input(undef, 'curl', '-sS', '-v', '--max-time', Serow::Test::READ_TIMEOUT,
         '--cacert', $pki->{ca}, '--resolve', 'localhost:' . $server->port . ':127.0.0.1', @_);
 }
 # (The app's JSON objects only: s_client also prints the session tickets it
@@ -127,7 +107,7 @@ subtest 'openssl s_client, each cipher in TLS 1.3 and 1.2, close_notify at the e
         ['-tls1_2', '-cipher', 'ECDHE-ECDSA-AES256-GCM-SHA384'],
         ['-tls1_2', '-cipher', 'ECDHE-ECDSA-CHACHA20-POLY1305'],
     ) {
-        my ($out, $err, $status) = run_quietly($request, 'openssl', 's_client', '-connect',
+        my ($out, $err, $status) = run_with_input($request, 'openssl', 's_client', '-connect',
             '127.0.0.1:' . $server->port, '-servername', 'localhost', '-CAfile', $pki->{ca},
             '-verify_return_error', '-ign_eof', @$case);
         is $status, 0, "@$case: s_client succeeds" or diag $err;

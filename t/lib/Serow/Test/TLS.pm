@@ -18,7 +18,7 @@ use Serow::Test::Common qw(READ_TIMEOUT);
 use Serow::Test::Client qw(parse_response_head);
 use Serow::Test::Process qw(run_command);
 
-our @EXPORT_OK = qw(test_pki test_cert tls_connect tls_request tls_read_response tls_options run_client client_cert revoked);
+our @EXPORT_OK = qw(test_pki test_cert tls_connect tls_request tls_read_response tls_options run_client run_with_input client_cert revoked);
 
 # A CA and a certificate for localhost and 127.0.0.1 signed by it, with
 # ECDSA P-256 keys: { dir, ca, cert, key, other_key } (other_key: a key of
@@ -121,6 +121,29 @@ sub revoked {
     _openssl('ca', @ca, '-revoke', $_->{cert}) for @certs;
     _openssl('ca', @ca, '-gencrl', '-out', "$dir/crl.pem");
     return "$dir/crl.pem";
+}
+
+# Runs a TLS client (curl, openssl s_client) to its end with $input on its
+# standard input (undef: none): ($stdout, $stderr, $status as $?).
+sub run_with_input {
+    my ($input, @command) = @_;
+    my $dir = File::Temp->newdir;
+    my $pid = fork // die "fork: $!";
+    if ($pid == 0) {
+        open(my $in, '>', "$dir/in") or POSIX::_exit(110);
+        print $in $input // '';
+        close $in;
+        open(STDIN, '<', "$dir/in") or POSIX::_exit(110);
+        open(STDOUT, '>', "$dir/out") or POSIX::_exit(111);
+        open(STDERR, '>', "$dir/err") or POSIX::_exit(111);
+        delete $ENV{LD_PRELOAD}; # (not Serow's code: see run_client)
+        { exec @command }
+        POSIX::_exit(112);
+    }
+    waitpid($pid, 0);
+    my $status = $?;
+    my ($out, $err) = map { local $/; open my $fh, '<', "$dir/$_" or die $!; scalar <$fh> } qw(out err);
+    return ($out, $err, $status);
 }
 
 sub _openssl {
