@@ -11,15 +11,17 @@ use warnings;
 #   name => [type, default, help, value name in --help (default N, or ... for lists),
 #            the values a choice takes]
 # Types: int (whole number >= 0), count (whole number >= 1), size (bytes, K/M/G suffixes), seconds
-# (a positive number), string, list (repeatable string), mode (octal, kept as
+# (a positive number), string, list (repeatable; a value may also list several,
+# separated by commas), repeat (repeatable; each value is one whole string, a
+# file or path that may hold a comma), mode (octal, kept as
 # a string such as "0660"), switch (on or off: 1 or 0; on the command line
 # the bare --name turns it on, and takes no value), choice (one of the words
 # listed).
 my @OPTIONS = (
     listen => ['list', [], 'HOST:PORT, [IPv6]:PORT, :PORT or /path/to.sock to listen on, with :ssl after it to serve TLS there (repeatable; default 0.0.0.0:5000)'],
     enable_ssl => ['switch', 0, 'serve TLS on every --listen address (as Starman\'s --enable-ssl); needs --ssl-cert and --ssl-key (docs/tls.md)'],
-    ssl_cert => ['list', [], 'the server\'s certificate chain (PEM), read by the master at start (before privileges drop) and again on HUP; repeat --ssl-cert and --ssl-key for several certificates, chosen by the name the client asks for (SNI), the first for the others', 'FILE'],
-    ssl_key => ['list', [], 'the private key (PEM, no passphrase) of an --ssl-cert: the first --ssl-key is the first certificate\'s, the second the second\'s', 'FILE'],
+    ssl_cert => ['repeat', [], 'the server\'s certificate chain (PEM), read by the master at start (before privileges drop) and again on HUP; repeat --ssl-cert and --ssl-key for several certificates, chosen by the name the client asks for (SNI), the first for the others', 'FILE'],
+    ssl_key => ['repeat', [], 'the private key (PEM, no passphrase) of an --ssl-cert: the first --ssl-key is the first certificate\'s, the second the second\'s', 'FILE'],
     ssl_session_tickets => ['choice', 'on', 'session tickets, whose key every worker shares, so that a client resumes its TLS session on any worker (off: every connection makes a full handshake)', 'on|off', [qw(on off)]],
     ssl_priorities => ['string', undef, 'the TLS versions, ciphers and key exchanges, as a GnuTLS priority string (default: Mozilla\'s intermediate profile: TLS 1.2 and 1.3, ECDHE, AES-GCM and ChaCha20-Poly1305; a cipher other than those three, or a version below TLS 1.2, is refused)', 'STRING'],
     ssl_verify_client => ['choice', 'off', 'ask TLS clients for a certificate (mutual TLS), as nginx\'s ssl_verify_client: on (a client without a valid one has no handshake), optional (none, or a valid one), optional_no_ca (none, or any one: the app sees its check in SSL_CLIENT_VERIFY), or off; the app gets SSL_CLIENT_* (docs/tls.md)', 'MODE',
@@ -52,7 +54,7 @@ my @OPTIONS = (
     grip => ['switch', 0, 'hold connections for responses with Grip-Hold (GRIP, as Pushpin): the worker is freed at once and the connection holder keeps the connection, delivering what is published to its channels (Serow::Holding::publish); off: Grip-* headers pass as any other (docs/holding.md)'],
     hold_max_pending => ['size', 1024 * 1024, 'with --grip: bytes queued for one held connection whose client does not read; past it the connection is closed and counted, so that it never slows the others'],
     hold_max_channels => ['int', 20, 'with --grip: channels one held connection may subscribe to (Grip-Channel); a hold naming more is answered 500 and logged, as any broken instruction (1 to 64)'],
-    websocket_psgix_io => ['list', [], 'with --grip: WebSocket upgrades to paths starting with this prefix are left to the app\'s psgix.io (a worker kept per connection, as without --grip); every other upgrade is served by the connection holder, each message by any free worker (repeatable; docs/websocket.md)', 'PATH-PREFIX'],
+    websocket_psgix_io => ['repeat', [], 'with --grip: WebSocket upgrades to paths starting with this prefix are left to the app\'s psgix.io (a worker kept per connection, as without --grip); every other upgrade is served by the connection holder, each message by any free worker (repeatable; docs/websocket.md)', 'PATH-PREFIX'],
     max_held_connections => ['int', 0, 'with --grip: connections held at once for streams and long polls; more are closed (0: no limit but the open-file limit)'],
     graceful_timeout => ['seconds', 30, 'on stop or HUP, time workers get to finish before they are killed'],
     pid_file => ['string', undef, 'write the master\'s pid to this file once the sockets are open; removed on a clean stop', 'FILE'],
@@ -211,6 +213,9 @@ sub normalize {
     if ($type eq 'list') {
         return [ map { split /,/ } ref $value eq 'ARRAY' ? @$value : ($value) ];
     }
+    if ($type eq 'repeat') {
+        return [ ref $value eq 'ARRAY' ? @$value : ($value) ];
+    }
     if ($type eq 'choice') {
         my @choices = @{ $spec->[4] };
         defined $value && grep { $_ eq $value } @choices
@@ -344,7 +349,7 @@ sub from_argv {
             $value = shift @argv;
             $used_next = 1;
         }
-        my $repeatable = $alias ? ($alias->{to} // '') eq 'listen' : $SPEC{$name}[0] eq 'list';
+        my $repeatable = $alias ? ($alias->{to} // '') eq 'listen' : $SPEC{$name}[0] =~ /\A(?:list|repeat)\z/;
         if ($repeatable) { push @{ $raw{$flag} }, $value } else { $raw{$flag} = $value }
         return $used_next;
     };

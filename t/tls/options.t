@@ -3,8 +3,9 @@ use warnings;
 use Test::More;
 use lib 't/lib';
 use File::Temp ();
-use Serow::Test qw(need_debian_packages run_serow);
-use Serow::Test::TLS qw(test_pki);
+use File::Copy ();
+use Serow::Test qw(need_debian_packages run_serow start_server);
+use Serow::Test::TLS qw(test_pki tls_connect tls_request);
 use Serow::Options ();
 
 # TLS's options (Starman's names) and their checks: each refusal stops the
@@ -73,6 +74,22 @@ subtest 'files and priorities refused at start' => sub {
         like $text, $message, '... saying why';
         unlike $text, qr/listening on/, '... before it serves';
     }
+};
+
+# A file's name is whole, whatever it holds: --ssl-cert and --ssl-key are
+# repeated for several certificates, never split on commas.
+subtest 'a certificate whose path holds a comma' => sub {
+    my $dir = File::Temp->newdir;
+    mkdir "$dir/a,b" or die "$dir/a,b: $!";
+    File::Copy::copy($pki->{$_}, "$dir/a,b/$_.pem") or die "copy $_: $!" for qw(cert key);
+    my ($opts) = Serow::Options->from_argv('--enable-ssl', '--ssl-cert', "$dir/a,b/cert.pem",
+        '--ssl-key', "$dir/a,b/key.pem", $app);
+    is_deeply $opts->{ssl_cert}, ["$dir/a,b/cert.pem"], 'one --ssl-cert is one file';
+    my $server = start_server(app_file => $app,
+        options => ['--enable-ssl', '--ssl-cert', "$dir/a,b/cert.pem", '--ssl-key', "$dir/a,b/key.pem"]);
+    my $sock = tls_connect($server, $pki) or die "TLS connect: $@";
+    my $res = tls_request($sock, '/');
+    is $res && $res->{status}, 200, 'the server serves with it';
 };
 
 done_testing;
