@@ -161,6 +161,25 @@ ssize_t serow_tls_socket_write(struct serow_tls_socket *s, const void *data, siz
     return (ssize_t)sent;
 }
 
+/* The Perl handle's descriptor keeps the socket open as long as the app
+ * keeps the handle, and a tied close cannot close it (Perl closes it when
+ * the handle goes, and would then close whatever reused its number).  So
+ * at close it is pointed at /dev/null in one dup2: the socket loses this
+ * reference at once, and the client gets its FIN after the close_notify
+ * (when it was the last one: the worker's own, while its request lives,
+ * ends with the request), while the number stays taken until Perl closes
+ * it. */
+static void let_go_of_app_fd(struct serow_tls_socket *s)
+{
+    if (s->app_fd < 0)
+        return;
+    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (null >= 0) {
+        (void)dup2(null, s->app_fd);
+        close(null);
+    }
+}
+
 int serow_tls_socket_close(struct serow_tls_socket *s)
 {
     struct serow_connection_state *cs;
@@ -179,6 +198,7 @@ int serow_tls_socket_close(struct serow_tls_socket *s)
         close(s->fd);
         s->fd = -1;
     }
+    let_go_of_app_fd(s);
     return 0;
 }
 
@@ -203,7 +223,10 @@ void serow_tls_socket_free(struct serow_tls_socket *s)
         s->req->socket.tls = NULL;
     } else if (s->fd >= 0) {
         /* The app let go of the connection without closing it: closed now,
-         * with close_notify, as a plain socket's last copy sends its FIN. */
+         * with close_notify, as a plain socket's last copy sends its FIN.
+         * (The handle is going: its descriptor is Perl's to close, and its
+         * number may be another's already.) */
+        s->app_fd = -1;
         serow_tls_socket_close(s);
     }
     free(s);

@@ -24,7 +24,7 @@ need_debian_packages(qw(openssl libio-socket-ssl-perl libnet-ssleay-perl));
 
 use constant BIG => 100_000; # more than six records
 
-my $kept_io;
+my ($kept_io, $kept_fd);
 
 # One WebSocket frame from the front of $$buf: (opcode, payload), or ()
 # when it is not all there.  Masked or not.
@@ -127,6 +127,7 @@ my $app = sub {
     }
     if ($path eq '/keep') {
         $kept_io = $env->{'psgix.io'};
+        $kept_fd = fileno $kept_io;
         print $kept_io "HTTP/1.1 101 Switching Protocols\r\nUpgrade: kept\r\nConnection: Upgrade\r\n\r\n";
         return sub { }; # the app keeps the connection past its request
     }
@@ -136,7 +137,11 @@ my $app = sub {
         my $ok = defined $line && print $kept_io "later: $line";
         close $kept_io if $env->{QUERY_STRING} eq 'close';
         undef $kept_io if $env->{QUERY_STRING} eq 'drop';
-        return [200, ['Content-Type' => 'text/plain'], [$ok ? 'written' : "not written: $!"]];
+        # What the handle's descriptor is now: closed with the handle, or
+        # (closed, the handle kept) no longer the socket.
+        my $now = readlink("/proc/self/fd/$kept_fd") // 'closed';
+        $now = 'a socket' if $now =~ /\Asocket:/;
+        return [200, ['Content-Type' => 'text/plain'], [$ok ? "written; its descriptor: $now" : "not written: $!"]];
     }
     if ($path eq '/look') {
         # Reading psgix.io (a middleware dumping the env) and answering as usual.
@@ -173,6 +178,22 @@ sub read_to_end {
     read_until($sock, \$buf, sub { 0 });
     my $shutdown = Net::SSLeay::get_shutdown($sock->_get_ssl_object);
     return ($buf, $shutdown & Net::SSLeay::RECEIVED_SHUTDOWN() ? 1 : 0);
+}
+
+# Whether the TCP connection under $sock ends (its FIN read) within the
+# read timeout, after TLS said its last.
+sub tcp_ended {
+    my ($sock) = @_;
+    open(my $raw, '<&', fileno $sock) or die "dup: $!";
+    my $sel = IO::Select->new($raw);
+    my $deadline = Time::HiRes::time + Serow::Test::READ_TIMEOUT;
+    for (;;) {
+        my $left = $deadline - Time::HiRes::time;
+        return 0 if $left <= 0 || !$sel->can_read($left);
+        my $n = sysread($raw, my $junk, 4096);
+        return 1 if defined $n && $n == 0;
+        return 0 unless defined $n;
+    }
 }
 
 sub upgrade {
@@ -305,14 +326,18 @@ subtest 'a handle the app keeps after its request: the connection is the app\'s'
         for (1 .. 20) {
             my $other = tls_connect($server, $pki) or last;
             my $res = tls_request($other, "/write-kept?$how", headers => { Connection => 'close' });
-            $written = 1, last if $res && $res->{body} eq 'written';
+            $written = $res->{body}, last if $res && $res->{body} =~ /\Awritten/;
         }
         ok $written, "$how: the kept handle read and wrote from a later request";
+        # A handle closed and kept lets go of the socket at once.
+        is $written, "written; its descriptor: " . ($how eq 'close' ? '/dev/null' : 'closed'),
+            "$how: the app's descriptor no longer holds the socket";
         read_until($sock, \$buf, sub { $buf =~ /\n/ });
         is $buf, "later: hello $how\n", "$how: the kept connection got it";
         my ($rest, $notify) = read_to_end($sock);
         is $rest, '', "$how: then the end";
         ok $notify, "$how: with close_notify";
+        ok tcp_ended($sock), "$how: and the socket's end (FIN)";
     }
 };
 
