@@ -4,17 +4,16 @@ use Test::More;
 use lib 't/lib';
 use JSON::PP ();
 use Serow::Test qw(start_server find_command need_debian_packages);
-use Serow::WebSocket::Events qw(decode_websocket_events encode_websocket_events
-    websocket_response_headers websocket_control_message);
+use Serow::Test::WebSocket qw(websocket_test_app);
 
 # A second real client beside t/websocket/holder.t's Python: Node's ws
-# (t/websocket/ws_client.js) against an echo app in the holder: text,
-# binary, a message in three frames with a character split between two,
-# 1 MB, pings both ways, close codes both ways, a publish to several
-# subscribers; and what ws can be made to send that the server must refuse
-# (RSV1 with no extension, a close code no frame may carry, a message over
-# the limit whole or in frames, text that is not UTF-8), with the close code
-# ws reports.
+# (t/websocket/ws_client.js) against holder.t's echo app
+# (Serow::Test::WebSocket): text, binary, a message in three frames with a
+# character split between two, 1 MB, pings both ways, close codes both
+# ways, a publish to several subscribers; and what ws can be made to send
+# that the server must refuse (RSV1 with no extension, a close code no frame
+# may carry, a message over the limit whole or in frames, text that is not
+# UTF-8), with the close code ws reports.
 
 need_debian_packages('node-ws');
 my $node = find_command('node', '/usr/bin') // find_command('nodejs', '/usr/bin')
@@ -23,34 +22,7 @@ my $node = find_command('node', '/usr/bin') // find_command('nodejs', '/usr/bin'
 $ENV{NODE_PATH} = join ':', '/usr/share/nodejs', grep { defined && length } $ENV{NODE_PATH};
 my $client_script = 't/websocket/ws_client.js';
 
-my $app = sub {
-    my ($env) = @_;
-    if (($env->{CONTENT_TYPE} // '') ne 'application/websocket-events') {
-        Serow::Holding::publish({ channel => 'room', ws_message => { content => 'to all' } })
-            if $env->{PATH_INFO} eq '/publish';
-        return [200, ['Content-Type' => 'text/plain'], ["plain\n"]];
-    }
-    if ($env->{PATH_INFO} eq '/room') { # GRIP on: subscribed to "room" at the OPEN
-        return [200, websocket_response_headers(grip => 1),
-            [encode_websocket_events(['OPEN'], ['TEXT', websocket_control_message(subscribe => channel => 'room')])]];
-    }
-    my $body = '';
-    while ($env->{'psgi.input'}->read(my $chunk, 65536)) { $body .= $chunk }
-    my @out;
-    for my $e (decode_websocket_events($body)) {
-        my ($t, $c) = @$e{qw(type content)};
-        if ($t eq 'OPEN') {
-            push @out, ['OPEN'];
-        } elsif ($t eq 'TEXT' && $c =~ /\Aclose (\d+)\z/) {
-            push @out, ['CLOSE', pack('n', $1) . 'app done'];
-        } elsif ($t eq 'TEXT' && $c eq 'ping me') {
-            push @out, ['PING', 'from the app'], ['TEXT', 'pinged'];
-        } elsif ($t eq 'TEXT' || $t eq 'BINARY' || $t eq 'CLOSE') {
-            push @out, [$t, $c];
-        }
-    }
-    return [200, websocket_response_headers(), [encode_websocket_events(@out)]];
-};
+my $app = websocket_test_app();
 
 my $server = start_server(app => $app, options => ['--workers', 2, '--grip']);
 $server->wait_until_serving('/');
