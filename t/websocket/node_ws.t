@@ -3,7 +3,8 @@ use warnings;
 use Test::More;
 use lib 't/lib';
 use JSON::PP ();
-use Serow::Test qw(start_server find_command need_debian_packages);
+use Serow::Test qw(start_server find_command need_debian_packages http_get);
+use Serow::Test::Prometheus ();
 use Serow::Test::WebSocket qw(websocket_test_app);
 
 # A second real client beside t/websocket/holder.t's Python: Node's ws
@@ -24,7 +25,7 @@ my $client_script = 't/websocket/ws_client.js';
 
 my $app = websocket_test_app();
 
-my $server = start_server(app => $app, options => ['--workers', 2, '--grip']);
+my $server = start_server(app => $app, options => ['--workers', 2, '--grip', '--metrics-path', '/metrics']);
 $server->wait_until_serving('/');
 
 sub client {
@@ -66,6 +67,9 @@ is client('/echo', 'hostile', 'oversize')->{code}, 1009, 'a 2 MiB message: ws se
 is client('/echo', 'hostile', 'oversize_fragments')->{code}, 1009,
     '1.5 MiB in three frames of 512 KiB: ws sees 1009';
 is client('/echo', 'hostile', 'utf8')->{code}, 1007, 'text that is not UTF-8: ws sees 1007';
+my $metrics = http_get($server, '/metrics');
+is Serow::Test::Prometheus::value(Serow::Test::Prometheus::parse($metrics->{body} // ''),
+    'serow_websocket_protocol_errors_total'), 5, '... the five counted';
 
 my $after = client('/echo', 'echo');
 is $after->{text}, 'hello', 'the server serves the next client as before';
