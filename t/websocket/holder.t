@@ -6,12 +6,10 @@ use File::Temp ();
 use IO::Select;
 use JSON::PP ();
 use Net::EmptyPort ();
-use Time::HiRes ();
 use Serow::Test qw(start_server raw_connect read_until_close read_until_match wait_until
     find_command need_debian_packages http_get);
 use Serow::Test::Prometheus ();
-use Serow::WebSocket::Events qw(decode_websocket_events encode_websocket_events
-    websocket_response_headers websocket_control_message);
+use Serow::Test::WebSocket qw(websocket_test_app);
 
 # With holding on, a WebSocket lives in the connection holder and each of its
 # messages goes to whichever worker is free, as a WebSocket-over-HTTP POST
@@ -29,47 +27,7 @@ my $client_script = 't/websocket/ws_client.py';
 
 my $record_dir = File::Temp->newdir;
 
-my $app = sub {
-    my ($env) = @_;
-    my $type = $env->{CONTENT_TYPE} // '';
-    if ($type ne 'application/websocket-events') {
-        Serow::Holding::publish({ channel => 'room', ws_message => { content => 'to all' } })
-            if $env->{PATH_INFO} eq '/publish';
-        return [200, ['Content-Type' => 'text/plain'], ["plain $$"]];
-    }
-    return [403, ['Content-Type' => 'text/plain'], ["not here\n"]] if $env->{PATH_INFO} eq '/deny';
-    if ($env->{PATH_INFO} eq '/room') {
-        # GRIP on: subscribed to "room" at the OPEN
-        return [200, websocket_response_headers(grip => 1),
-            [encode_websocket_events(['OPEN'], ['TEXT', websocket_control_message('subscribe', channel => 'room')])]];
-    }
-    my $body = '';
-    while ($env->{'psgi.input'}->read(my $chunk, 65536)) { $body .= $chunk }
-    my @out;
-    for my $e (decode_websocket_events($body)) {
-        my ($t, $c) = @$e{qw(type content)};
-        if ($t eq 'OPEN') {
-            push @out, ['OPEN'];
-        } elsif ($t eq 'TEXT' && $c eq 'pid') {
-            push @out, ['TEXT', "pid $$"];
-        } elsif ($t eq 'TEXT' && $c =~ /\Await (.+)\z/) {
-            # held in the app until the client opens the gate: another
-            # worker must serve what comes meanwhile
-            my ($gate, $deadline) = ($1, time + 60);
-            Time::HiRes::sleep(0.01) until -e $gate || time > $deadline;
-            push @out, ['TEXT', "pid $$"];
-        } elsif ($t eq 'TEXT' && $c =~ /\Aclose (\d+)\z/) {
-            push @out, ['CLOSE', pack('n', $1) . 'app done'];
-        } elsif ($t eq 'TEXT' || $t eq 'BINARY') {
-            push @out, [$t, $c];
-        } elsif ($t eq 'CLOSE') {
-            push @out, ['CLOSE', $c];
-        } elsif ($t eq 'DISCONNECT') {
-            open my $fh, '>', "$record_dir/disconnected" or die $!;
-        }
-    }
-    return [200, websocket_response_headers(), [encode_websocket_events(@out)]];
-};
+my $app = websocket_test_app(disconnected => "$record_dir/disconnected");
 
 sub client {
     my ($server, @args) = @_;
