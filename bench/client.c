@@ -27,11 +27,9 @@
  * Only loopback addresses are meant here.  Every loop is bounded in time.
  */
 #define _GNU_SOURCE
-#include <arpa/inet.h>
+#include "client_common.h"
+
 #include <errno.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdint.h>
@@ -42,7 +40,6 @@
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 enum conn_state { C_CLOSED, C_CONNECTING, C_WRITING, C_READING, C_IDLE };
@@ -79,44 +76,24 @@ static long slow_every;
 static int send_close;
 static int batch = 200;
 
-static uint64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
-static void die(const char *msg) {
-    perror(msg);
-    exit(2);
-}
-
 static char *make_request(const char *p) {
     char *r;
     if (asprintf(&r, "GET %s HTTP/1.1\r\nHost: %s:%d\r\n%s\r\n", p, host, port,
                  send_close ? "Connection: close\r\n" : "") < 0)
-        die("asprintf");
+        bench_die("asprintf");
     return r;
 }
 
 static int epfd;
 
 static int open_conn(struct conn *c) {
-    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
-    inet_pton(AF_INET, host, &sa.sin_addr);
-    c->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    c->fd = bench_connect(host, port);
     if (c->fd < 0)
         return -1;
-    int one = 1;
-    setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    if (connect(c->fd, (struct sockaddr *)&sa, sizeof sa) < 0 && errno != EINPROGRESS) {
-        close(c->fd);
-        c->fd = -1;
-        return -1;
-    }
     c->state = C_CONNECTING;
     struct epoll_event ev = { .events = EPOLLOUT | EPOLLIN | EPOLLRDHUP, .data.ptr = c };
     if (epoll_ctl(epfd, EPOLL_CTL_ADD, c->fd, &ev) < 0)
-        die("epoll_ctl");
+        bench_die("epoll_ctl");
     c->in_epoll = 1;
     c->events = ev.events;
     return 0;
@@ -176,32 +153,12 @@ static int start_request(struct conn *c, const char *req) {
     c->req_off = 0;
     c->len = 0;
     c->have_head = 0;
-    c->sent_ns = now_ns();
+    c->sent_ns = bench_now_ns();
     c->state = C_WRITING;
     int w = continue_request(c);
     if (w == 0)
         want(c, EPOLLOUT | EPOLLRDHUP);
     return w;
-}
-
-/* Case-insensitive search for a header field's value in the head. */
-static const char *field(const char *head, size_t head_len, const char *name, size_t *vlen) {
-    size_t n = strlen(name);
-    const char *p = head, *end = head + head_len;
-    while (p < end) {
-        const char *eol = memmem(p, end - p, "\r\n", 2);
-        if (!eol)
-            break;
-        if ((size_t)(eol - p) > n && p[n] == ':' && strncasecmp(p, name, n) == 0) {
-            const char *v = p + n + 1;
-            while (v < eol && (*v == ' ' || *v == '\t'))
-                v++;
-            *vlen = eol - v;
-            return v;
-        }
-        p = eol + 2;
-    }
-    return NULL;
 }
 
 /* 1: a whole response is in the buffer; 0: more needed; -1: malformed. */
@@ -219,13 +176,13 @@ static int parse_response(struct conn *c) {
         c->chunked = 0;
         c->eof_body = 0;
         size_t vl;
-        const char *v = field(c->buf, head_len, "Content-Length", &vl);
+        const char *v = bench_field(c->buf, head_len, "Content-Length", &vl);
         if (v)
             c->content_length = strtoll(v, NULL, 10);
-        v = field(c->buf, head_len, "Transfer-Encoding", &vl);
-        if (v && memmem(v, vl, "chunked", 7))
+        v = bench_field(c->buf, head_len, "Transfer-Encoding", &vl);
+        if (v && bench_value_has(v, vl, "chunked"))
             c->chunked = 1;
-        v = field(c->buf, head_len, "Connection", &vl);
+        v = bench_field(c->buf, head_len, "Connection", &vl);
         int http10 = c->buf[7] == '0';
         c->server_closes = http10 ? !(v && strncasecmp(v, "keep-alive", 10) == 0)
                                   : (v && strncasecmp(v, "close", 5) == 0);
@@ -269,7 +226,7 @@ static int read_some(struct conn *c) {
             c->cap = c->cap ? c->cap * 2 : 65536;
             c->buf = realloc(c->buf, c->cap);
             if (!c->buf)
-                die("realloc");
+                bench_die("realloc");
         }
         ssize_t n = read(c->fd, c->buf + c->len, c->cap - c->len);
         if (n > 0) {
@@ -313,11 +270,6 @@ static int write_some(struct conn *c) {
     return 1;
 }
 
-static int cmp_u64(const void *a, const void *b) {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 static double pct(uint64_t *v, size_t n, double p) {
     if (!n)
         return 0;
@@ -347,7 +299,7 @@ static void add_latency(struct latencies *l, uint64_t ns) {
         l->cap = l->cap ? l->cap * 2 : 4096;
         l->v = realloc(l->v, l->cap * sizeof *l->v);
         if (!l->v)
-            die("realloc");
+            bench_die("realloc");
     }
     l->v[l->n++] = ns;
 }
@@ -367,7 +319,7 @@ static int run_load(void) {
     struct epoll_event events[256];
 
     epfd = epoll_create1(EPOLL_CLOEXEC);
-    uint64_t start = now_ns();
+    uint64_t start = bench_now_ns();
     uint64_t end = start + (uint64_t)(duration * 1e9);
     uint64_t tmo = (uint64_t)(timeout_s * 1e9);
 
@@ -378,14 +330,14 @@ static int run_load(void) {
     }
     uint64_t last_sweep = start;
     for (;;) {
-        uint64_t t = now_ns();
+        uint64_t t = bench_now_ns();
         if (t >= end)
             break;
         int ms = (int)((end - t) / 1000000) + 1;
         if (ms > 100)
             ms = 100;
         int n = epoll_wait(epfd, events, 256, ms);
-        t = now_ns();
+        t = bench_now_ns();
         for (int k = 0; k < n; k++) {
             struct conn *c = events[k].data.ptr;
             uint32_t ev = events[k].events;
@@ -423,12 +375,12 @@ static int run_load(void) {
                     close_conn(c);
                     continue;
                 }
-                uint64_t done = now_ns();
+                uint64_t done = bench_now_ns();
                 if (lat_n == lat_cap) {
                     lat_cap *= 2;
                     lat = realloc(lat, lat_cap * sizeof *lat);
                     if (!lat)
-                        die("realloc");
+                        bench_die("realloc");
                 }
                 lat[lat_n++] = done - c->sent_ns;
                 completed++;
@@ -473,7 +425,7 @@ static int run_load(void) {
             }
         }
     }
-    uint64_t stop = now_ns();
+    uint64_t stop = bench_now_ns();
     double secs = (stop - start) / 1e9;
     /* requests still waiting: their wait counts for the longest wait */
     uint64_t unanswered = 0, longest = 0;
@@ -485,7 +437,7 @@ static int run_load(void) {
                 longest = stop - c->sent_ns;
         }
     }
-    qsort(lat, lat_n, sizeof *lat, cmp_u64);
+    qsort(lat, lat_n, sizeof *lat, bench_cmp_u64);
     if (lat_n && lat[lat_n - 1] > longest)
         longest = lat[lat_n - 1];
     uint64_t *answers = malloc(nconns * sizeof *answers);
@@ -497,7 +449,7 @@ static int run_load(void) {
             unserved++;
         reconnects += conns[i].reconnects;
     }
-    qsort(answers, nconns, sizeof *answers, cmp_u64);
+    qsort(answers, nconns, sizeof *answers, bench_cmp_u64);
     printf("connections %d\n", nconns);
     printf("seconds %.3f\n", secs);
     printf("requests %llu\n", (unsigned long long)completed);
@@ -506,9 +458,9 @@ static int run_load(void) {
     printf("p50_ms %.3f\np90_ms %.3f\np99_ms %.3f\nmax_ms %.3f\n", pct(lat, lat_n, 50),
            pct(lat, lat_n, 90), pct(lat, lat_n, 99), lat_n ? lat[lat_n - 1] / 1e6 : 0);
     if (ok.n) /* (none yet: v is NULL, which qsort may not be given) */
-        qsort(ok.v, ok.n, sizeof *ok.v, cmp_u64);
+        qsort(ok.v, ok.n, sizeof *ok.v, bench_cmp_u64);
     if (bad.n)
-        qsort(bad.v, bad.n, sizeof *bad.v, cmp_u64);
+        qsort(bad.v, bad.n, sizeof *bad.v, bench_cmp_u64);
     printf("ok_p99_ms %.3f\nnon2xx_p99_ms %.3f\n", pct(ok.v, ok.n, 99), pct(bad.v, bad.n, 99));
     printf("longest_wait_ms %.3f\n", longest / 1e6);
     printf("unanswered_at_end %llu\n", (unsigned long long)unanswered);
@@ -547,7 +499,7 @@ static void drive(struct conn *cs, int n, const char *req, uint64_t deadline) {
         }
     struct epoll_event events[256];
     while (pending > 0) {
-        uint64_t t = now_ns();
+        uint64_t t = bench_now_ns();
         if (t >= deadline)
             break;
         int ms = (int)((deadline - t) / 1000000) + 1;
@@ -612,7 +564,7 @@ static int run_idle(void) {
                 conns[i + j].state = C_CLOSED;
         }
         tried += m;
-        drive(conns + i, m, req, now_ns() + tmo);
+        drive(conns + i, m, req, bench_now_ns() + tmo);
         int ok = 0;
         for (int j = 0; j < m; j++) {
             if (conns[i + j].last == RES_OK) {
@@ -642,9 +594,9 @@ static int run_idle(void) {
         if (poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
             closed_while_idle++;
     }
-    uint64_t t0 = now_ns();
+    uint64_t t0 = bench_now_ns();
     drive(conns, nconns, req, t0 + tmo);
-    double secs = (now_ns() - t0) / 1e9;
+    double secs = (bench_now_ns() - t0) / 1e9;
     int ok = 0, closed = 0, failed = 0;
     for (int i = 0; i < nconns; i++) {
         if (!conns[i].kept)
@@ -670,24 +622,20 @@ int main(int argc, char **argv) {
         return 2;
     }
     const char *mode = argv[1];
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--close")) { send_close = 1; continue; }
-        if (!v) goto usage;
-        if (!strcmp(a, "--port")) port = atoi(v);
-        else if (!strcmp(a, "--host")) host = v;
-        else if (!strcmp(a, "--conns")) nconns = atoi(v);
-        else if (!strcmp(a, "--duration")) duration = atof(v);
-        else if (!strcmp(a, "--timeout")) timeout_s = atof(v);
-        else if (!strcmp(a, "--path")) path = v;
-        else if (!strcmp(a, "--slow-path")) slow_path = v;
-        else if (!strcmp(a, "--slow-every")) slow_every = atol(v);
-        else if (!strcmp(a, "--batch")) batch = atoi(v);
-        else goto usage;
-        i++;
-    }
-    if (port <= 0 || nconns <= 0 || batch <= 0)
+    const struct bench_option options[] = {
+        { "--port", BENCH_INT, &port },
+        { "--host", BENCH_STRING, &host },
+        { "--conns", BENCH_INT, &nconns },
+        { "--duration", BENCH_DOUBLE, &duration },
+        { "--timeout", BENCH_DOUBLE, &timeout_s },
+        { "--path", BENCH_STRING, &path },
+        { "--slow-path", BENCH_STRING, &slow_path },
+        { "--slow-every", BENCH_LONG, &slow_every },
+        { "--batch", BENCH_INT, &batch },
+        { "--close", BENCH_FLAG, &send_close },
+        { NULL, BENCH_FLAG, NULL },
+    };
+    if (bench_options("client", argc, argv, 2, options) < 0 || port <= 0 || nconns <= 0 || batch <= 0)
         goto usage;
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {

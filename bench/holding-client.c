@@ -41,18 +41,15 @@
  * addresses are meant here; every wait is bounded by --timeout.
  */
 #define _GNU_SOURCE
-#include <arpa/inet.h>
+#include "client_common.h"
+
 #include <errno.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #define SEQ_TOKEN "@@SEQ@@@"
@@ -119,36 +116,10 @@ static uint64_t rate_deliveries, rate_last_ns, disordered;
 static int nsubs_ready;             /* rate: subscribers open when it began */
 static int warm_ready;             /* ready: subscribers that got any publish */
 
-static uint64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
-static void die(const char *msg) {
-    perror(msg);
-    exit(2);
-}
-
-static int open_socket(int to_port) {
-    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(to_port) };
-    inet_pton(AF_INET, host, &sa.sin_addr);
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -1;
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0 && errno != EINPROGRESS) {
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
 static void watch(int fd, uint32_t events, uint32_t id, int op) {
     struct epoll_event ev = { .events = events, .data.u32 = id };
     if (epoll_ctl(epfd, op, fd, &ev) < 0)
-        die("epoll_ctl");
+        bench_die("epoll_ctl");
 }
 
 /* ---- reading a response ------------------------------------------------- */
@@ -156,22 +127,6 @@ static void watch(int fd, uint32_t events, uint32_t id, int op) {
 static void reader_reset(struct reader *r) {
     free(r->head);
     memset(r, 0, sizeof *r);
-}
-
-/* Case-insensitive: does the head have this field, with a value containing
- * want (or any value when want is NULL)?  Returns the value or NULL. */
-static const char *head_field(const struct reader *r, const char *name) {
-    size_t n = strlen(name);
-    const char *p = r->head, *end = r->head + r->head_len;
-    while (p < end) {
-        const char *eol = memmem(p, end - p, "\r\n", 2);
-        if (!eol)
-            break;
-        if ((size_t)(eol - p) > n && p[n] == ':' && strncasecmp(p, name, n) == 0)
-            return p + n + 1;
-        p = eol + 2;
-    }
-    return NULL;
 }
 
 /* A line of the body: "data: SEQ" is a delivery. */
@@ -198,7 +153,7 @@ static int reader_feed(struct reader *r, const char *p, size_t n, line_fn fn, vo
                 return -1;
             r->head = realloc(r->head, r->head_cap);
             if (!r->head)
-                die("realloc");
+                bench_die("realloc");
         }
         memcpy(r->head + r->head_len, p, n);
         size_t before = r->head_len;
@@ -211,12 +166,13 @@ static int reader_feed(struct reader *r, const char *p, size_t n, line_fn fn, vo
         if (sscanf(r->head, "HTTP/1.%*d %d", &r->status) != 1 || r->status <= 0)
             return -1;
         r->head_len = head_len;
-        const char *te = head_field(r, "Transfer-Encoding");
-        const char *cl = head_field(r, "Content-Length");
-        const char *conn = head_field(r, "Connection");
-        r->conn_close = conn && strcasestr(conn, "close") && strcasestr(conn, "close") < strstr(conn, "\r\n");
+        size_t te_len, cl_len, conn_len;
+        const char *te = bench_field(r->head, r->head_len, "Transfer-Encoding", &te_len);
+        const char *cl = bench_field(r->head, r->head_len, "Content-Length", &cl_len);
+        const char *conn = bench_field(r->head, r->head_len, "Connection", &conn_len);
+        r->conn_close = conn && bench_value_has(conn, conn_len, "close");
         r->length_left = -1;
-        if (te && strcasestr(te, "chunked") && strcasestr(te, "chunked") < strstr(te, "\r\n"))
+        if (te && bench_value_has(te, te_len, "chunked"))
             r->body = B_SIZE;
         else {
             r->body = B_RAW;
@@ -373,7 +329,7 @@ static void sub_event(struct sub *s, uint32_t events) {
             sub_lost(s);
             return;
         }
-        line_time = now_ns();
+        line_time = bench_now_ns();
         int r = reader_feed(&s->r, rbuf, n, sub_line, s);
         if (r < 0 || (r == 1 && s->r.status != 200)) {
             sub_lost(s);
@@ -428,9 +384,9 @@ static void pub_write(void) {
 /* Writes publish number seq; returns when it was sent (CONNECTING: soon). */
 static void publish(int64_t seq) {
     if (pub.fd < 0) {
-        pub.fd = open_socket(pub_port);
+        pub.fd = bench_connect(host, pub_port);
         if (pub.fd < 0)
-            die("publish connection");
+            bench_die("publish connection");
         watch(pub.fd, EPOLLOUT | EPOLLIN | EPOLLRDHUP, nsubs, EPOLL_CTL_ADD);
     }
     char num[SEQ_WIDTH + 1];
@@ -501,7 +457,7 @@ static void turn(int wait_ms) {
     static struct epoll_event evs[1024];
     int n = epoll_wait(epfd, evs, 1024, wait_ms);
     if (n < 0 && errno != EINTR)
-        die("epoll_wait");
+        bench_die("epoll_wait");
     for (int i = 0; i < n; i++) {
         uint32_t id = evs[i].data.u32;
         if (id == (uint32_t)nsubs)
@@ -519,12 +475,12 @@ static int connecting(void) {
 }
 
 static void cmd_open(void) {
-    uint64_t deadline = now_ns() + (uint64_t)(open_timeout_s * 1e9);
+    uint64_t deadline = bench_now_ns() + (uint64_t)(open_timeout_s * 1e9);
     int next = 0, in_flight = 0;
-    while (now_ns() < deadline) {
+    while (bench_now_ns() < deadline) {
         while (next < nsubs && in_flight < batch) {
             struct sub *s = &subs[next++];
-            s->fd = open_socket(port);
+            s->fd = bench_connect(host, port);
             if (s->fd < 0) {
                 s->state = S_LOST;
                 open_failed++;
@@ -561,31 +517,26 @@ static void cmd_open(void) {
 }
 
 static void cmd_ready(void) {
-    uint64_t deadline = now_ns() + (uint64_t)(timeout_s * 1e9);
+    uint64_t deadline = bench_now_ns() + (uint64_t)(timeout_s * 1e9);
     int warmups = 0;
     uint64_t last = 0;
-    while (warm_ready < opened && now_ns() < deadline) {
+    while (warm_ready < opened && bench_now_ns() < deadline) {
         /* one warm-up publish every 100 ms until every subscriber has had one */
-        if (!pub.busy && now_ns() - last > 100000000ull) {
+        if (!pub.busy && bench_now_ns() - last > 100000000ull) {
             publish(next_seq++);
             warmups++;
-            last = now_ns();
+            last = bench_now_ns();
         }
         turn(10);
     }
     /* let the last warm-ups arrive, so that none is taken for a later publish */
-    while (pub.busy && now_ns() < deadline)
+    while (pub.busy && bench_now_ns() < deadline)
         turn(10);
-    uint64_t settle = now_ns() + 200000000ull;
-    while (now_ns() < settle)
+    uint64_t settle = bench_now_ns() + 200000000ull;
+    while (bench_now_ns() < settle)
         turn(10);
     printf("warmups %d\nready %d\nlost %d\ndone\n", warmups, warm_ready, lost);
     fflush(stdout);
-}
-
-static int cmp_u64(const void *a, const void *b) {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
 }
 
 static double ms(uint64_t ns) { return ns / 1e6; }
@@ -594,7 +545,7 @@ static void cmd_fanout(int k) {
     uint64_t *lat = malloc(sizeof *lat * (nsubs + 1));
     uint64_t *p50 = calloc(k, sizeof *p50), *p99 = calloc(k, sizeof *p99), *max = calloc(k, sizeof *max);
     if (!lat || !p50 || !p99 || !max)
-        die("malloc");
+        bench_die("malloc");
     uint64_t missed = 0;
     for (int round = 0; round < k; round++) {
         for (int i = 0; i < nsubs; i++)
@@ -603,10 +554,10 @@ static void cmd_fanout(int k) {
         measure_seq = next_seq++;
         while (pub.busy)
             turn(10);
-        measure_sent_ns = now_ns();
+        measure_sent_ns = bench_now_ns();
         publish(measure_seq);
-        uint64_t deadline = now_ns() + (uint64_t)(timeout_s * 1e9);
-        while (measure_count < opened && now_ns() < deadline)
+        uint64_t deadline = bench_now_ns() + (uint64_t)(timeout_s * 1e9);
+        while (measure_count < opened && bench_now_ns() < deadline)
             turn(10);
         int n = 0;
         for (int i = 0; i < nsubs; i++)
@@ -614,7 +565,7 @@ static void cmd_fanout(int k) {
                 lat[n++] = subs[i].got_ns - measure_sent_ns;
         missed += opened - measure_count > 0 ? opened - measure_count : 0;
         if (n) {
-            qsort(lat, n, sizeof *lat, cmp_u64);
+            qsort(lat, n, sizeof *lat, bench_cmp_u64);
             p50[round] = lat[(n - 1) / 2];
             p99[round] = lat[(size_t)((n - 1) * 0.99)];
             max[round] = lat[n - 1];
@@ -623,9 +574,9 @@ static void cmd_fanout(int k) {
                ms(p50[round]), ms(p99[round]), ms(max[round]));
     }
     measure_seq = -1;
-    qsort(p50, k, sizeof *p50, cmp_u64);
-    qsort(p99, k, sizeof *p99, cmp_u64);
-    qsort(max, k, sizeof *max, cmp_u64);
+    qsort(p50, k, sizeof *p50, bench_cmp_u64);
+    qsort(p99, k, sizeof *p99, bench_cmp_u64);
+    qsort(max, k, sizeof *max, bench_cmp_u64);
     printf("subscribers %d\np50_ms %.2f\np99_ms %.2f\nmax_ms %.2f\nmissing %llu\ndisordered %llu\n"
            "publish_errors %llu\nlost %d\ndone\n", opened, ms(p50[(k - 1) / 2]), ms(p99[(k - 1) / 2]),
            ms(max[(k - 1) / 2]), (unsigned long long)missed, (unsigned long long)disordered,
@@ -641,15 +592,15 @@ static void cmd_rate(double seconds, int window) {
     rate_cap = 10000000;
     rate_count = calloc(rate_cap, sizeof *rate_count);
     if (!rate_count)
-        die("calloc");
+        bench_die("calloc");
     while (pub.busy)
         turn(10);
     rate_base = next_seq;
     rate_complete = rate_deliveries = 0;
     int subscribers = nsubs_ready = opened;
-    uint64_t start = now_ns(), stop = start + (uint64_t)(seconds * 1e9);
+    uint64_t start = bench_now_ns(), stop = start + (uint64_t)(seconds * 1e9);
     int64_t published = 0;
-    while (now_ns() < stop && published < rate_cap) {
+    while (bench_now_ns() < stop && published < rate_cap) {
         if (!pub.busy && published - rate_complete < window) {
             publish(next_seq++);
             published++;
@@ -657,12 +608,12 @@ static void cmd_rate(double seconds, int window) {
         turn(pub.busy || published - rate_complete >= window ? 10 : 0);
     }
     /* the publishes made reach everyone, or the wait times out */
-    uint64_t deadline = now_ns() + (uint64_t)(timeout_s * 1e9);
-    while ((pub.busy || rate_complete < published) && now_ns() < deadline) {
+    uint64_t deadline = bench_now_ns() + (uint64_t)(timeout_s * 1e9);
+    while ((pub.busy || rate_complete < published) && bench_now_ns() < deadline) {
         uint64_t before = rate_deliveries;
         turn(10);
         if (rate_deliveries != before)
-            deadline = now_ns() + (uint64_t)(timeout_s * 1e9);
+            deadline = bench_now_ns() + (uint64_t)(timeout_s * 1e9);
     }
     double secs = rate_last_ns > start ? (rate_last_ns - start) / 1e9 : 0;
     uint64_t expected = (uint64_t)published * subscribers;
@@ -679,7 +630,7 @@ static void cmd_rate(double seconds, int window) {
 static char *slurp(const char *file, size_t *len) {
     FILE *f = fopen(file, "rb");
     if (!f)
-        die(file);
+        bench_die(file);
     char *buf = malloc(65536);
     *len = fread(buf, 1, 65535, f);
     fclose(f);
@@ -692,27 +643,20 @@ static char *slurp(const char *file, size_t *len) {
 
 int main(int argc, char **argv) {
     const char *pub_file = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!v) {
-            fprintf(stderr, "holding-client: %s needs a value\n", a);
-            return 2;
-        }
-        if (!strcmp(a, "--port")) port = atoi(v);
-        else if (!strcmp(a, "--host")) host = v;
-        else if (!strcmp(a, "--path")) path = v;
-        else if (!strcmp(a, "--conns")) nsubs = atoi(v);
-        else if (!strcmp(a, "--publish-port")) pub_port = atoi(v);
-        else if (!strcmp(a, "--publish-request")) pub_file = v;
-        else if (!strcmp(a, "--batch")) batch = atoi(v);
-        else if (!strcmp(a, "--timeout")) timeout_s = atof(v);
-        else if (!strcmp(a, "--open-timeout")) open_timeout_s = atof(v);
-        else {
-            fprintf(stderr, "holding-client: unknown option %s\n", a);
-            return 2;
-        }
-        i++;
-    }
+    const struct bench_option options[] = {
+        { "--port", BENCH_INT, &port },
+        { "--host", BENCH_STRING, &host },
+        { "--path", BENCH_STRING, &path },
+        { "--conns", BENCH_INT, &nsubs },
+        { "--publish-port", BENCH_INT, &pub_port },
+        { "--publish-request", BENCH_STRING, &pub_file },
+        { "--batch", BENCH_INT, &batch },
+        { "--timeout", BENCH_DOUBLE, &timeout_s },
+        { "--open-timeout", BENCH_DOUBLE, &open_timeout_s },
+        { NULL, BENCH_FLAG, NULL },
+    };
+    if (bench_options("holding-client", argc, argv, 1, options) < 0)
+        return 2;
     if (!port || !pub_port || nsubs <= 0 || !pub_file || batch <= 0) {
         fprintf(stderr, "usage: holding-client --port P --path PATH --conns N --publish-port Q "
                         "--publish-request FILE [--batch 200] [--timeout S] [--open-timeout S]\n");
@@ -721,18 +665,18 @@ int main(int argc, char **argv) {
     pub_template = slurp(pub_file, &pub_template_len);
     if (asprintf(&sub_request, "GET %s HTTP/1.1\r\nHost: %s:%d\r\nAccept: text/event-stream\r\n\r\n", path,
                  host, port) < 0)
-        die("asprintf");
+        bench_die("asprintf");
     sub_request_len = strlen(sub_request);
     subs = calloc(nsubs, sizeof *subs);
     if (!subs)
-        die("calloc");
+        bench_die("calloc");
     for (int i = 0; i < nsubs; i++) {
         subs[i].fd = -1;
         subs[i].last_seq = -1;
     }
     epfd = epoll_create1(EPOLL_CLOEXEC);
     if (epfd < 0)
-        die("epoll_create1");
+        bench_die("epoll_create1");
 
     char line[256];
     while (fgets(line, sizeof line, stdin)) {

@@ -20,7 +20,6 @@ use 5.020;
 
 use Cwd ();
 use File::Basename ();
-use File::Path ();
 use File::Temp ();
 use Getopt::Long ();
 use POSIX ();
@@ -29,6 +28,7 @@ my $ROOT;
 BEGIN { $ROOT = Cwd::abs_path(File::Basename::dirname(__FILE__) . '/..') }
 use lib "$ROOT/t/lib", "$ROOT/bench/lib";
 use Serow::Bench::Holding qw(@SERVERS %TITLE start_server stop_server memory cpu missing version client);
+use Serow::Bench::Peers qw(installed write_report);
 use Serow::Bench::Util qw(logf median loadavg cpu_count slurp);
 chdir $ROOT or die "$ROOT: $!\n";
 
@@ -82,18 +82,13 @@ my %PARTS = (
 );
 
 my $DIR = File::Temp->newdir('serow-holding-XXXXXX', TMPDIR => 1);
-my (%R, %LEFT_OUT, %COMMANDS);   # server => [round results]; why left out; command lines
+my (%R, %COMMANDS);   # server => [round results]; command lines
 
 $SIG{INT} = $SIG{TERM} = sub { logf("bench/holding: interrupted"); exit 130 };
 $SIG{PIPE} = 'IGNORE';
 my $started = POSIX::strftime('%Y-%m-%d %H:%M:%S %Z', localtime);
 my $load_start = loadavg();
-for my $server (@servers) {
-    my $why = missing($server) or next;
-    $LEFT_OUT{$server} = $why;
-    logf("bench/holding: %s: not installed: %s", $TITLE{$server}, $why);
-}
-my @run = grep { !$LEFT_OUT{$_} } @servers;
+my ($LEFT_OUT, @run) = installed('bench/holding', \%TITLE, \&missing, @servers);
 for my $round (1 .. $opt{rounds}) {
     for my $server (@run) {
         logf("== round %d: %s", $round, $TITLE{$server});
@@ -109,13 +104,7 @@ for my $round (1 .. $opt{rounds}) {
 my $finished = POSIX::strftime('%Y-%m-%d %H:%M:%S %Z', localtime);
 my $load_end = loadavg();
 
-File::Path::make_path($opt{out});
-my $md = report();
-open my $out, '>', "$opt{out}/holding.md" or die "$opt{out}/holding.md: $!\n";
-print {$out} $md;
-close $out or die "$opt{out}/holding.md: $!\n";
-print $md;
-logf("bench/holding: wrote %s/holding.md", $opt{out});
+write_report('bench/holding', $opt{out}, 'holding.md', report());
 exit((grep { $_->{error} } map { @$_ } values %R) ? 1 : 0);
 
 # ---- the measures ------------------------------------------------------------
@@ -242,7 +231,7 @@ sub report {
     $md .= "| fan-outs | $opt{fanouts} publishes, one after another, each once the last reached every subscriber |\n";
     $md .= "| deliveries per second | $opt{seconds} s of publishes, at most $opt{window} not yet at every subscriber |\n";
     $md .= "| open-file limit | " . (POSIX::sysconf(POSIX::_SC_OPEN_MAX()) // '?') . " (the client and each server are separate processes) |\n";
-    $md .= "| versions | " . join('; ', map { $LEFT_OUT{$_} ? "$TITLE{$_} not installed" : version($_) } @servers) . " |\n\n";
+    $md .= "| versions | " . join('; ', map { $LEFT_OUT->{$_} ? "$TITLE{$_} not installed" : version($_) } @servers) . " |\n\n";
 
     $md .= goals();
 
@@ -253,7 +242,7 @@ sub report {
     $md .= "| processes | per subscriber, held | after the fan-outs | RSS before |\n|---|---|---|---|\n";
     my $serow_holder = med('serow', sub { $_[0]{mem_held}{holder} });
     for my $server (@servers) {
-        if ($LEFT_OUT{$server}) {
+        if ($LEFT_OUT->{$server}) {
             $md .= "| $TITLE{$server} | not installed | | |\n";
             next;
         }
@@ -278,7 +267,7 @@ sub report {
         . "|---|---|---|---|---|---|\n";
     my %serow = map { my $k = $_; $k => med('serow', sub { $_[0]{$k} }) } qw(p50_ms p99_ms max_ms fan_cpu_us);
     for my $server (@servers) {
-        if ($LEFT_OUT{$server}) { $md .= "| $TITLE{$server} | not installed | | | | |\n"; next }
+        if ($LEFT_OUT->{$server}) { $md .= "| $TITLE{$server} | not installed | | | | |\n"; next }
         my %v = map { my $k = $_; $k => med($server, sub { $_[0]{$k} }) } qw(p50_ms p99_ms max_ms fan_cpu_us);
         my $missing = 0;
         $missing += $_ for values_of($server, sub { $_[0]{missing} });
@@ -297,7 +286,7 @@ sub report {
     my $serow_rate = med('serow', sub { $_[0]{rate}{deliveries_per_sec} });
     my $serow_cpu = med('serow', sub { $_[0]{rate}{cpu_us} });
     for my $server (@servers) {
-        if ($LEFT_OUT{$server}) { $md .= "| $TITLE{$server} | not installed | | | |\n"; next }
+        if ($LEFT_OUT->{$server}) { $md .= "| $TITLE{$server} | not installed | | | |\n"; next }
         my $rate = med($server, sub { $_[0]{rate}{deliveries_per_sec} });
         my $cpu = med($server, sub { $_[0]{rate}{cpu_us} });
         my $published = med($server, sub { $_[0]{rate}{published} });
@@ -401,7 +390,7 @@ EOF
 sub commands {
     my $md = "## How each server ran\n\n";
     for my $server (@servers) {
-        if ($LEFT_OUT{$server}) { $md .= "- $TITLE{$server}: not installed: $LEFT_OUT{$server}.\n"; next }
+        if ($LEFT_OUT->{$server}) { $md .= "- $TITLE{$server}: not installed: $LEFT_OUT->{$server}.\n"; next }
         $md .= "- $TITLE{$server}:\n";
         for my $line (sort keys %{ $COMMANDS{$server} || {} }) {
             $md .= "  - `$line`\n";

@@ -1,16 +1,15 @@
 /*
  * replay.c - runs a fuzz target on files, without libFuzzer: for the
- * regression corpus in the test suite (t/parser/guard_page.c links it) and
- * for reproducing a crash with gcc alone.  A directory is replayed file by
+ * regression corpus in the test suite (t/parser/guard_page.c,
+ * t/http/websocket_frame.c and t/http/websocket_events.c link it) and for
+ * reproducing a crash with gcc alone.  A directory is replayed file by
  * file (dot files skipped); a failing input abort()s with its name printed.
  */
-#include "targets.h"
 #include "replay.h"
 
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/stat.h>
 
 static int (*target)(const uint8_t *, size_t);
@@ -68,24 +67,13 @@ static int replay_path(const char *path)
     return failed;
 }
 
-int replay_paths(const char *kind, int count, char **paths)
+int replay_paths(const char *name, int (*run)(const uint8_t *, size_t), int count, char **paths)
 {
-    if (strcmp(kind, "request") == 0)
-        target = fuzz_request_input;
-    else if (strcmp(kind, "chunked") == 0)
-        target = fuzz_chunked_input;
-    else if (strcmp(kind, "grip") == 0)
-        target = fuzz_grip_input;
-    else if (strcmp(kind, "holder_message") == 0)
-        target = fuzz_holder_message_input;
-    else if (strcmp(kind, "tls_record") == 0)
-        target = fuzz_tls_record_input;
-    else
-        return 2;
+    target = run;
     replayed = 0;
     int failed = 0;
     for (int i = 0; i < count; i++)
         failed |= replay_path(paths[i]);
-    printf("# replayed %d inputs through the %s target\n", replayed, kind);
-    return failed;
+    printf("# replayed %d inputs through the %s target\n", replayed, name);
+    return failed ? -1 : replayed;
 }

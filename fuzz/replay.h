@@ -2,8 +2,12 @@
 #ifndef SEROW_FUZZ_REPLAY_H
 #define SEROW_FUZZ_REPLAY_H
 
-/* kind: "request", "chunked", "grip", "holder_message" or "tls_record"; paths: files or directories.  0 when all
- * could be read (a failing input aborts). */
-int replay_paths(const char *kind, int count, char **paths);
+#include <stddef.h>
+#include <stdint.h>
+
+/* Runs target (one of targets.h, named name in the count printed) on each
+ * file of paths, files or directories.  The number of inputs replayed, or
+ * -1 when a path could not be read (a failing input aborts). */
+int replay_paths(const char *name, int (*target)(const uint8_t *, size_t), int count, char **paths);
 
 #endif

@@ -13,7 +13,7 @@ use Serow::Test::Prometheus ();
 # connection under it.  Built like the C test programs, with the sanitizers
 # when they work here.
 
-my $built = Serow::Test::CProgram::build(name => 'client', sources => ['bench/client.c'],
+my $built = Serow::Test::CProgram::build(name => 'client', sources => ['bench/client.c', 'bench/client_common.c'],
     includes => []);
 plan skip_all => 'no working C compiler' unless exists $built->{status};
 ok $built->{binary}, 'bench/client.c builds' or diag $built->{output};

@@ -14,7 +14,7 @@ use Serow::Bench::Util qw(cpu_count slurp);
 # bench/holding itself, not here.  No figure is judged: the machine is shared.
 
 plan skip_all => 'bench/holding pins the servers to CPU 0 and the client to CPU 1' if cpu_count() < 2;
-my $built = Serow::Test::CProgram::build(name => 'holding-client', sources => ['bench/holding-client.c'],
+my $built = Serow::Test::CProgram::build(name => 'holding-client', sources => ['bench/holding-client.c', 'bench/client_common.c'],
     includes => []);
 plan skip_all => 'no working C compiler' unless exists $built->{status};
 ok $built->{binary}, 'bench/holding-client.c builds' or diag $built->{output};

@@ -11,15 +11,7 @@
 #include <string.h>
 
 #include "connection/connection.h"
-
-static int failures;
-
-static void check(int ok, const char *name)
-{
-    printf("%s - %s\n", ok ? "ok" : "not ok", name);
-    if (!ok)
-        failures++;
-}
+#include "serow_unit.h"
 
 /* What serow_read_connection (src/worker/worker_intake.c) lets a buffer grow to for a head:
  * max_head_bytes with the default --max-request-line and --max-header-size. */
@@ -134,5 +126,5 @@ int main(void)
     serow_connection_free(a);
     serow_connection_free(b);
     serow_connection_free(big);
-    return failures ? 1 : 0;
+    return checks_done();
 }

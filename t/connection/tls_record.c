@@ -23,38 +23,15 @@
 #include <gnutls/crypto.h>
 #include <gnutls/x509.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
-
-static int failures;
-
-static void check(int ok, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    printf("%s - ", ok ? "ok" : "not ok");
-    vprintf(fmt, ap);
-    printf("\n");
-    va_end(ap);
-    fflush(stdout);
-    failures += !ok;
-}
+#include "serow_unit.h"
 
 #define DIE(...) do { printf("not ok - "); printf(__VA_ARGS__); printf("\n"); exit(1); } while (0)
-
-static uint64_t rnd_state = 88172645463325252ULL;
-static uint64_t rnd(void)
-{
-    rnd_state ^= rnd_state << 13;
-    rnd_state ^= rnd_state >> 7;
-    rnd_state ^= rnd_state << 17;
-    return rnd_state;
-}
 
 static gnutls_certificate_credentials_t server_cred, client_cred;
 
@@ -575,5 +552,5 @@ int main(void)
     gnutls_certificate_free_credentials(server_cred);
     gnutls_certificate_free_credentials(client_cred);
     gnutls_global_deinit();
-    return failures ? 1 : 0;
+    return checks_done();
 }

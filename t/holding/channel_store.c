@@ -12,15 +12,7 @@
 #include <string.h>
 
 #include "holder/channel_store.h"
-
-static int failures;
-
-static void check(int ok, const char *name)
-{
-    printf("%s - %s\n", ok ? "ok" : "not ok", name);
-    if (!ok)
-        failures++;
-}
+#include "serow_unit.h"
 
 static char message[1 << 17];
 
@@ -294,5 +286,5 @@ int main(void)
           "among equals, the most published to first; a duplicate counts as a publish; a forgotten channel is gone");
     serow_channels_free(s);
 
-    return failures ? 1 : 0;
+    return checks_done();
 }

@@ -8,15 +8,7 @@
 #include <string.h>
 
 #include "http/grip_instruct.h"
-
-static int failures;
-
-static void check(int ok, const char *name)
-{
-    printf("%s - %s\n", ok ? "ok" : "not ok", name);
-    if (!ok)
-        failures++;
-}
+#include "serow_unit.h"
 
 static struct serow_grip_instruct in;
 
@@ -45,7 +37,7 @@ static int str_is(struct serow_grip_str s, const char *want)
 static void refused(int r, const char *want, const char *name)
 {
     int ok = r == SEROW_GRIP_ERROR && in.error && strstr(in.error, want);
-    check(ok, name);
+    check(ok, "%s", name);
     if (!ok)
         printf("# got %d: %s\n", r, in.error ? in.error : "(no error)");
 }
@@ -197,5 +189,5 @@ int main(void)
           "and only those");
     check(serow_grip_id_ok("abc 1", 5) && !serow_grip_id_ok("a\nb", 3) && !serow_grip_id_ok("", 0), "the rule for an id");
 
-    return failures ? 1 : 0;
+    return checks_done();
 }

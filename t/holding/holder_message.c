@@ -12,15 +12,7 @@
 #include <string.h>
 
 #include "shared/holder_message.h"
-
-static int failures;
-
-static void check(int ok, const char *name)
-{
-    printf("%s - %s\n", ok ? "ok" : "not ok", name);
-    if (!ok)
-        failures++;
-}
+#include "serow_unit.h"
 
 static struct serow_bytes B(const char *s)
 {
@@ -75,7 +67,6 @@ static int decode_copy(const char *msg, size_t len, int want_type)
 /* Every truncation refused; every single-byte change refused or canonical. */
 static void mutate(const char *msg, size_t len, int type, const char *what)
 {
-    char name[200];
     int all_refused = 1;
     for (size_t cut = 0; cut < len; cut++) {
         enum serow_holder_message_type t;
@@ -94,8 +85,7 @@ static void mutate(const char *msg, size_t len, int type, const char *what)
             free(copy);
         }
     }
-    snprintf(name, sizeof name, "%s: every truncation refused", what);
-    check(all_refused, name);
+    check(all_refused, "%s: every truncation refused", what);
 
     char *copy = malloc(len);
     for (size_t i = SEROW_HOLDER_FRAME_HEAD; i < len; i++) {
@@ -106,8 +96,7 @@ static void mutate(const char *msg, size_t len, int type, const char *what)
         }
     }
     free(copy);
-    snprintf(name, sizeof name, "%s: every flipped byte refused, or decoded to a message that encodes back to it", what);
-    check(1, name);
+    check(1, "%s: every flipped byte refused, or decoded to a message that encodes back to it", what);
 }
 
 int main(void)
@@ -248,5 +237,5 @@ int main(void)
     printf("# %d of 20000 random bodies accepted (each canonical)\n", accepted);
     check(1, "random bodies: refused or canonical, none read out of bounds");
 
-    return failures ? 1 : 0;
+    return checks_done();
 }

@@ -27,16 +27,7 @@
 #include "shared/holder_message.h"
 
 #define DEADLINE_MS 60000
-
-static int failures;
-
-static void check(int ok, const char *name)
-{
-    printf("%s - %s\n", ok ? "ok" : "not ok", name);
-    fflush(stdout);
-    if (!ok)
-        failures++;
-}
+#include "serow_unit.h"
 
 static uint64_t now_ms(void)
 {
@@ -266,9 +257,7 @@ int main(int argc, char **argv)
     check(run_until(all_ready), "every link connected and subscribed again");
     for (int i = 0; i < 3; i++) {
         const struct serow_redis_stats *st = serow_redis_link_stats(receivers[i].link);
-        char name[64];
-        snprintf(name, sizeof name, "link %d: one gap, one reconnect", i);
-        check(st->gaps == 1 && st->reconnects == 1, name);
+        check(st->gaps == 1 && st->reconnects == 1, "link %d: one gap, one reconnect", i);
     }
     check(serow_redis_link_publish(B->link, "news", 4, m1, n1) == 0, "a publish after the restart");
     want_a = want_b = 3;
@@ -281,5 +270,5 @@ int main(int argc, char **argv)
             free(receivers[i].messages[k]);
     }
     stop_redis();
-    return failures ? 1 : 0;
+    return checks_done();
 }

@@ -15,22 +15,14 @@ need_debian_packages('redis-server');
 my $redis_server = (grep { -x } map { "$_/redis-server" } split /:/, "$ENV{PATH}:/usr/bin:/usr/sbin")[0]
     or plan skip_all => 'redis-server is installed but not found in PATH';
 
-my $build = Serow::Test::CProgram::build(name => 'redis_link',
+my $dir = File::Temp->newdir;
+Serow::Test::CProgram::test_program(name => 'redis_link',
     sources => [qw(t/holding/redis_link.c src/holder/redis_link.c src/shared/holder_message.c
                    src/http/grip_instruct.c src/log/log.c)],
-    libs => ['-lhiredis']);
-plan skip_all => 'no C compiler (build-essential)' unless $build->{compiler};
-is $build->{status}, 0, "compiled with $build->{compiler}" . ($build->{sanitized} ? ' and ASan + UBSan' : '')
-    or diag $build->{output};
-SKIP: {
-    skip 'not compiled', 1 unless $build->{binary};
-    my $dir = File::Temp->newdir;
-    # A free port now; redis-server binds it a moment later (and again after
-    # its restart), which another process could take first: then its start
-    # fails and says so.
-    my $port = Net::EmptyPort::empty_port();
-    Serow::Test::CProgram::report(Serow::Test::CProgram::run($build->{binary}, $redis_server, $port, "$dir"),
-        'the checks');
-}
+    libs => ['-lhiredis'],
+    # A free port once built; redis-server binds it a moment later (and again
+    # after its restart), which another process could take first: then its
+    # start fails and says so.
+    args => sub { ($redis_server, Net::EmptyPort::empty_port(), "$dir") });
 
 done_testing;

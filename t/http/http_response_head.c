@@ -9,15 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures;
-
-static void check(int ok, const char *name)
-{
-    printf("%s - %s\n", ok ? "ok" : "not ok", name);
-    fflush(stdout);
-    failures += !ok;
-}
+#include "serow_unit.h"
 
 /* Parses s from a copy of exactly its bytes (ASan sees any read past them). */
 static long parse(const char *s, size_t len, struct serow_response_head *h)
@@ -79,6 +71,5 @@ int main(void)
     len += (size_t)sprintf(many + len, "\r\n");
     check(parse(many, len, &h) == -1, "more fields than SEROW_RESPONSE_MAX_HEADERS refused");
 
-    printf("# %d failure(s)\n", failures);
-    return failures != 0;
+    return checks_done();
 }

@@ -8,27 +8,13 @@
  * Prints "ok - NAME" / "not ok - NAME" (t/http/websocket_events.t).
  */
 #include "http/websocket_events.h"
+#include "replay.h"
 #include "targets.h"
 
-#include <dirent.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures;
-
-static void check(int ok, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    printf("%s - ", ok ? "ok" : "not ok");
-    vprintf(fmt, ap);
-    printf("\n");
-    va_end(ap);
-    fflush(stdout);
-    failures += !ok;
-}
+#include "serow_unit.h"
 
 #define B(s) (const uint8_t *)(s), sizeof(s) - 1
 
@@ -299,32 +285,6 @@ static void test_grip_extension(void)
               -1, NULL);
 }
 
-static int replay_dir(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (d == NULL)
-        return 0;
-    int count = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (e->d_name[0] == '.')
-            continue;
-        char path[4096];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        FILE *f = fopen(path, "rb");
-        if (f == NULL)
-            continue;
-        static uint8_t data[1 << 16];
-        size_t n = fread(data, 1, sizeof data, f);
-        fclose(f);
-        fprintf(stderr, "replaying %s\n", path);
-        fuzz_websocket_events_input(data, n);
-        count++;
-    }
-    closedir(d);
-    return count;
-}
-
 int main(int argc, char **argv)
 {
     test_encode();
@@ -332,9 +292,7 @@ int main(int argc, char **argv)
     test_app_message();
     test_control();
     test_grip_extension();
-    int replayed = 0;
-    for (int i = 1; i < argc; i++)
-        replayed += replay_dir(argv[i]);
+    int replayed = replay_paths("websocket_events", fuzz_websocket_events_input, argc - 1, argv + 1);
     check(argc < 2 || replayed > 0, "the fuzz target on %d seeds and regression inputs", replayed);
-    return failures ? 1 : 0;
+    return checks_done();
 }

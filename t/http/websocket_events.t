@@ -12,16 +12,9 @@ use Serow::Test ();
 use Serow::Test::CProgram ();
 
 my $root = Serow::Test::root();
-my $build = Serow::Test::CProgram::build(name => 'websocket_events', includes => ['src', 'fuzz'],
+Serow::Test::CProgram::test_program(name => 'websocket_events', includes => ['src', 'fuzz'],
     sources => [qw(t/http/websocket_events.c src/http/websocket_events.c src/http/websocket_frame.c
-                   src/http/grip_instruct.c fuzz/websocket_events_target.c)]);
-plan skip_all => 'no C compiler (build-essential)' unless $build->{compiler};
-is $build->{status}, 0, "compiled with $build->{compiler}" . ($build->{sanitized} ? ' and ASan + UBSan' : '')
-    or diag $build->{output};
-SKIP: {
-    skip 'not compiled', 1 unless $build->{binary};
-    my @dirs = grep { -d } map { "$root/fuzz/$_/websocket_events" } qw(regression corpus);
-    Serow::Test::CProgram::report(Serow::Test::CProgram::run($build->{binary}, @dirs), 'the checks');
-}
+                   src/http/grip_instruct.c fuzz/websocket_events_target.c fuzz/replay.c)],
+    args => [grep { -d } map { "$root/fuzz/$_/websocket_events" } qw(regression corpus)]);
 
 done_testing;

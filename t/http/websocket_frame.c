@@ -10,36 +10,13 @@
  * Prints "ok - NAME" / "not ok - NAME" (t/http/websocket_frame.t).
  */
 #include "http/websocket_frame.h"
+#include "replay.h"
 #include "targets.h"
 
-#include <dirent.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures;
-
-static void check(int ok, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    printf("%s - ", ok ? "ok" : "not ok");
-    vprintf(fmt, ap);
-    printf("\n");
-    va_end(ap);
-    fflush(stdout);
-    failures += !ok;
-}
-
-static uint64_t rnd_state = 88172645463325252ULL;
-static uint64_t rnd(void)
-{
-    rnd_state ^= rnd_state << 13;
-    rnd_state ^= rnd_state >> 7;
-    rnd_state ^= rnd_state << 17;
-    return rnd_state;
-}
+#include "serow_unit.h"
 
 /* ---- building a client's frames (masked), as a test peer ----------------- */
 
@@ -598,34 +575,6 @@ static void test_builders(void)
     check(n == 2 && frame[0] == 0x88 && frame[1] == 0, "builder: a close without a code");
 }
 
-/* ---- the fuzz target on its seeds and regression inputs ------------------------ */
-
-static int replay_dir(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (d == NULL)
-        return 0;
-    int count = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (e->d_name[0] == '.')
-            continue;
-        char path[4096];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        FILE *f = fopen(path, "rb");
-        if (f == NULL)
-            continue;
-        static uint8_t data[1 << 16];
-        size_t n = fread(data, 1, sizeof data, f);
-        fclose(f);
-        fprintf(stderr, "replaying %s\n", path);
-        fuzz_websocket_frame_input(data, n);
-        count++;
-    }
-    closedir(d);
-    return count;
-}
-
 int main(int argc, char **argv)
 {
     test_heads();
@@ -634,9 +583,7 @@ int main(int argc, char **argv)
     test_close_codes();
     test_reader();
     test_builders();
-    int replayed = 0;
-    for (int i = 1; i < argc; i++)
-        replayed += replay_dir(argv[i]);
+    int replayed = replay_paths("websocket_frame", fuzz_websocket_frame_input, argc - 1, argv + 1);
     check(argc < 2 || replayed > 0, "the fuzz target on %d seeds and regression inputs", replayed);
-    return failures ? 1 : 0;
+    return checks_done();
 }

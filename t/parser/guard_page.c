@@ -15,6 +15,8 @@
  */
 #include "http/http_parser.h"
 #include "replay.h"
+#include "targets.h"
+#include "serow_unit.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -155,15 +157,12 @@ static char *against_guard(const char *bytes, size_t len)
     return p;
 }
 
-static int failures;
-
 static void report(int ok, const char *kind, const char *name, const char *detail, size_t at)
 {
     if (ok)
-        printf("ok - %s: %s\n", kind, name);
+        check(1, "%s: %s", kind, name);
     else
-        printf("not ok - %s: %s: %s (at length %zu)\n", kind, name, detail, at);
-    failures += !ok;
+        check(0, "%s: %s: %s (at length %zu)", kind, name, detail, at);
 }
 
 static int parse_at(const char *bytes, size_t len, const struct http_limits *limits,
@@ -263,15 +262,35 @@ static void run_chunked(const struct chunked_case *c)
     report(1, "chunked", c->name, "", len);
 }
 
+/* guard_page replay KIND PATH...: the fuzz target of that kind on the inputs
+ * (the exit status 0 when all were read and none failed). */
+static int replay(const char *kind, int count, char **paths)
+{
+    static const struct {
+        const char *kind;
+        int (*target)(const uint8_t *, size_t);
+    } targets[] = {
+        { "request", fuzz_request_input },
+        { "chunked", fuzz_chunked_input },
+        { "grip", fuzz_grip_input },
+        { "holder_message", fuzz_holder_message_input },
+        { "tls_record", fuzz_tls_record_input },
+    };
+    for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++)
+        if (strcmp(kind, targets[i].kind) == 0)
+            return replay_paths(kind, targets[i].target, count, paths) < 0;
+    return 2;
+}
+
 int main(int argc, char **argv)
 {
     map_guarded();
     if (argc >= 4 && strcmp(argv[1], "replay") == 0)
-        return replay_paths(argv[2], argc - 3, argv + 3);
+        return replay(argv[2], argc - 3, argv + 3);
 
     for (size_t i = 0; i < sizeof requests / sizeof requests[0]; i++)
         run_request(&requests[i]);
     for (size_t i = 0; i < sizeof chunkeds / sizeof chunkeds[0]; i++)
         run_chunked(&chunkeds[i]);
-    return failures ? 1 : 0;
+    return checks_done();
 }

@@ -22,15 +22,7 @@
 
 #include "shared/connection_transfer.h"
 #include "shared/shared_state.h"
-
-static int failures;
-
-static void check(int ok, const char *name)
-{
-    printf("%s - %s\n", ok ? "ok" : "not ok", name);
-    if (!ok)
-        failures++;
-}
+#include "serow_unit.h"
 
 /* What the client of a connection got, up to its end (it must end: the
  * worker's end is closed and the master's copy answered or closed). */
@@ -201,5 +193,5 @@ int main(void)
           "no connection (the app runs without one): nothing taken");
     worker_dies(&r);
     close(r.client_end);
-    return failures ? 1 : 0;
+    return checks_done();
 }

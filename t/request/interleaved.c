@@ -22,15 +22,7 @@
 #include "request/request.h"
 #include "request/request_accounting.h"
 #include "worker/worker_loop.h"
-
-static int failures;
-
-static void check(int ok, const char *name)
-{
-    printf("%s - %s\n", ok ? "ok" : "not ok", name);
-    if (!ok)
-        failures++;
-}
+#include "serow_unit.h"
 
 /* Whether a parsed head's target, or one of its fields, is text. */
 static int target_is(const struct serow_request *r, const char *text)
@@ -204,7 +196,7 @@ int main(void)
                         "POST /a HTTP/1.1 201 - a.example\n"
                         "GET /again HTTP/1.1 204 - again.example\n") == 0,
           "each request's log line is its own");
-    if (failures)
+    if (checks_failed())
         printf("# the log:\n%s", lines);
     unlink(log_path);
     close(log_fd);
@@ -214,5 +206,5 @@ int main(void)
     serow_worker_loop_free(loop);
     close(client_a);
     close(client_b);
-    return failures ? 1 : 0;
+    return checks_done();
 }

@@ -10,7 +10,7 @@ use warnings;
 use IPC::Open2 ();
 use Time::HiRes ();
 use Serow::Bench::Config qw($CLIENT);
-use Serow::Bench::Util qw(median slurp);
+use Serow::Bench::Util qw(median slurp capture);
 
 use Exporter 'import';
 our @EXPORT_OK = qw(wrk client_load idle_open idle_again idle_kill passive_opens);
@@ -44,7 +44,7 @@ sub wrk {
         $out = <$fh> // '';
         close $fh;
     } else {
-        $out = run_capture(@cmd);
+        $out = capture(@cmd);
     }
     my %r = (output => $out);
     if ($conns && @$conns) {
@@ -87,15 +87,6 @@ sub connection_bytes {
     return \@bytes;
 }
 
-sub run_capture {
-    my @cmd = @_;
-    open my $fh, '-|', @cmd or die "bench: $cmd[0]: $!\n";
-    local $/;
-    my $out = <$fh> // '';
-    close $fh;
-    return $out;
-}
-
 # bench/client load: per-connection answer counts and the longest wait.
 sub client_load {
     my (%o) = @_;
@@ -103,7 +94,7 @@ sub client_load {
     my @cmd = ('taskset', '-c', '1', $CLIENT, 'load', '--port', $port, '--conns', $o{conns},
         '--duration', $o{duration}, '--timeout', $o{duration} + 30);
     push @cmd, '--slow-every', $o{slow_every}, '--slow-path', '/slow' if $o{slow_every};
-    my $out = run_capture(@cmd);
+    my $out = capture(@cmd);
     my %r = map { split ' ', $_, 2 } grep { /\S/ } split /\n/, $out;
     $r{rps} = $r{req_per_sec} // 0;
     # the same kinds as wrk's, so that an error says what it was

@@ -12,7 +12,7 @@ use File::Path ();
 use Serow::Test::NginxConfig ();
 use Serow::Bench::Config qw($ROOT $BENCH $FD_LIMIT tmpdir);
 use Serow::Bench::Process qw(free_port unix_path spawn stop wait_ready);
-use Serow::Bench::Util qw(slurp commit ensure);
+use Serow::Bench::Util qw(slurp ensure serow_version);
 
 use Exporter 'import';
 our @EXPORT_OK = qw(@SERVERS %TITLE workers_of start start_behind_nginx with_server nginx_config
@@ -39,11 +39,7 @@ my %SERVER = (
                 ($o{keepalive} ? ('--keepalive-timeout', $o{keepalive}) : ()), app_file($o{app}));
         },
         workers => sub { my ($p, @procs) = @_; grep { $_->{cmd} eq 'serow worker' } @procs },
-        version => sub {
-            my $git = commit();
-            "Serow " . (`$^X -Mblib -MSerow -e 'print \$Serow::VERSION' 2>/dev/null` || '?')
-                . ($git ? " ($git)" : '');
-        },
+        version => \&serow_version,
         note => 'in (a) its default cap on connections (the open-file limit less a tenth) is above 10,032.',
     },
     starman => {

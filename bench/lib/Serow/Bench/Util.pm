@@ -4,14 +4,16 @@ use warnings;
 use 5.020;
 
 # Small helpers of bench/bench.pl and the other bench/ scripts: notes and
-# log lines, the median, reading a file, and what the machine is (load
-# average, CPUs, the commit measured).
+# log lines, the median, reading and writing a file, a command's output,
+# and what the machine is (load average, CPUs, the commit and the Serow
+# measured).
 
 use Cwd ();
 use File::Basename ();
 
 use Exporter 'import';
-our @EXPORT_OK = qw(note notes logf median slurp loadavg load_average cpu_count commit ensure);
+our @EXPORT_OK = qw(note notes logf median slurp write_file capture loadavg load_average cpu_count commit
+    serow_version ensure);
 
 # Notes of the run: said on stderr at once, and listed at the end of the report.
 my @NOTES;
@@ -32,6 +34,23 @@ sub slurp {
     return scalar <$fh>;
 }
 
+sub write_file {
+    my ($file, $text) = @_;
+    open my $fh, '>', $file or die "$file: $!\n";
+    print {$fh} $text;
+    close $fh or die "$file: $!\n";
+}
+
+# What a command printed on its standard output (its stderr passes through).
+sub capture {
+    my @cmd = @_;
+    open my $fh, '-|', @cmd or die "bench: $cmd[0]: $!\n";
+    local $/;
+    my $out = <$fh> // '';
+    close $fh;
+    return $out;
+}
+
 # The load average over 1 minute; load_average(): over 1, 5 and 15 minutes.
 sub loadavg { (split ' ', slurp('/proc/loadavg') // '? ? ?')[0] }
 sub load_average { join ' ', (split ' ', slurp('/proc/loadavg') // '? ? ?')[0 .. 2] }
@@ -44,6 +63,12 @@ sub commit {
     my $git = `git -C "$root" describe --always --dirty 2>/dev/null` // '';
     chomp $git;
     return $git;
+}
+
+# The Serow built in blib, as a report names it: its version and commit.
+sub serow_version {
+    my $git = commit();
+    return 'Serow ' . (`$^X -Mblib -MSerow -e 'print \$Serow::VERSION' 2>/dev/null` || '?') . ($git ? " ($git)" : '');
 }
 
 # Runs $body, then $cleanup, also when $body dies (the error is passed on

@@ -1,9 +1,10 @@
 package Serow::Test::CProgram;
 # The C test programs (t/parser/guard_page.c, t/connection/buffers.c,
-# t/process/stuck_answer.c): built with the system C compiler from Serow's own
-# sources, with ASan and UBSan when their runtimes work here, and run with
+# t/process/stuck_answer.c...): built with the system C compiler from Serow's
+# own sources, with ASan and UBSan when their runtimes work here, and run with
 # their reports made fatal.  A program prints "ok - NAME" or "not ok - NAME"
-# per check; report() turns those into Test::More tests.
+# per check (t/lib/serow_unit.h, on every program's include path);
+# report() turns those into Test::More tests.
 use strict;
 use warnings;
 use File::Temp ();
@@ -28,7 +29,7 @@ sub build {
     # a program first, so that a machine without them still runs the checks.
     my $sanitized = compiler_works($dir, $cc, @SANITIZE);
     my $binary = "$dir/$o{name}";
-    my $out = run($cc, @FLAGS, (map { "-I$root/$_" } @{ $o{includes} || ['src'] }),
+    my $out = run($cc, @FLAGS, (map { "-I$root/$_" } @{ $o{includes} || ['src'] }, 't/lib'),
         ($sanitized ? @SANITIZE : ()), '-o', $binary, (map { "$root/$_" } @{ $o{sources} }), @{ $o{libs} || [] });
     return { %$out, binary => $out->{status} == 0 ? $binary : undef, sanitized => $sanitized,
         compiler => $cc };
@@ -58,16 +59,18 @@ sub report {
 
 # The whole test of a program that reports its own checks: built (skipping
 # the test file without a C compiler), run, and its checks reported.
-# Arguments as build's.
+# Arguments as build's, and args: the program's arguments, or a sub that
+# returns them, called once it is built (for what must be fresh, a free port).
 sub test_program {
-    my (%args) = @_;
-    my $build = build(%args);
+    my (%o) = @_;
+    my $build = build(%o);
     Test::More::plan(skip_all => 'no C compiler (build-essential)') unless $build->{compiler};
     Test::More::is($build->{status}, 0, "compiled with $build->{compiler}"
         . ($build->{sanitized} ? ' and ASan + UBSan' : '')) or Test::More::diag($build->{output});
     SKIP: {
         Test::More::skip('not compiled', 1) unless $build->{binary};
-        report(run($build->{binary}), 'the checks');
+        my $args = $o{args} || [];
+        report(run($build->{binary}, ref $args eq 'CODE' ? $args->() : @$args), 'the checks');
     }
 }
 

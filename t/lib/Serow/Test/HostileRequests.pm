@@ -1,6 +1,8 @@
 package Serow::Test::HostileRequests;
 use strict;
 use warnings;
+use Test::More ();
+use Serow::Test::Client qw(parse_response);
 
 # The hostile requests of the differential checks against nginx
 # (t/differential/nginx.t in plain HTTP, t/differential/nginx_tls.t over
@@ -8,7 +10,8 @@ use warnings;
 # serow: the status Serow answers (200: accepted, without desync); nginx:
 # the status of nginx's first response ('0.9': an HTTP/0.9 answer, a body
 # without a status line); why: where the two differ, the RFC section that
-# makes Serow's answer right.
+# makes Serow's answer right.  Below the table, how both tests judge what
+# a server sent back, over either transport.
 
 my $POST = "POST / HTTP/1.1\r\nHost: x\r\n";
 my $CHUNKED = "5\r\nhello\r\n0\r\n\r\n";
@@ -162,5 +165,34 @@ our @TABLE = (
 );
 
 sub table { return @TABLE }
+
+# Sent right behind each request: its answer tells whether a server read it
+# as a request of its own, and where it thought the one before ended.
+use constant SECOND => "GET /second HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+
+# The checks on what Serow sent back to a request it accepts (a row's bytes,
+# then SECOND): status 200, then the pipelined request answered once as
+# itself, or the connection closed after the first; no desync either way.
+# $closed: whether the connection was seen to close.
+sub check_accepted {
+    my ($raw, $closed) = @_;
+    my @responses = parse_response($raw);
+    Test::More::is($responses[0] && $responses[0]{status}, 200, 'status 200') or Test::More::diag($raw);
+    my @rest = @responses[1 .. $#responses];
+    if (@rest) {
+        Test::More::is(scalar @rest, 1, 'the pipelined request is answered once');
+        Test::More::like($rest[0]{body}, qr{"path":"/second"}, '  as itself');
+    } else {
+        Test::More::ok($closed, 'or the connection is closed after the first');
+    }
+}
+
+# The status of a server's first response, as the table's nginx column
+# gives it: '0.9' for a body without a status line, 'none' for nothing.
+sub first_status {
+    my ($raw) = @_;
+    my $first = parse_response($raw);
+    return $first ? $first->{status} : $raw =~ /\Aok\n/ ? '0.9' : 'none';
+}
 
 1;
