@@ -30,7 +30,6 @@ use warnings;
 
 use parent 'Serow::Test::Daemon';
 use Exporter 'import';
-use IO::Socket::IP ();
 use Net::EmptyPort ();
 use POSIX ();
 use Serow::Test::Components qw(find_command);
@@ -117,10 +116,35 @@ sub _wait_listening {
             $self->{exit_status} = $?;
             return 'exited';
         }
-        # A connect, not a bind test: the port is bound before nginx listens.
-        return IO::Socket::IP->new(PeerHost => '127.0.0.1', PeerPort => $self->{port}) ? 'listening' : 0;
+        # Not a connect: while an nginx that lost the port to another test
+        # retries its bind (for seconds), the other test's server would
+        # answer.  The listening socket must be nginx's own.
+        return _listens_on($self->{pid}, $self->{port}) ? 'listening' : 0;
     }, START_TIMEOUT);
     return ($listening || '') eq 'listening' ? 1 : 0;
+}
+
+# Whether process $pid holds a TCP socket listening on $port: the kernel's
+# table of listening sockets (/proc/net/tcp, state 0A) names their inodes,
+# and the process's descriptors link to theirs.
+sub _listens_on {
+    my ($pid, $port) = @_;
+    my %inode;
+    for my $table ('/proc/net/tcp', '/proc/net/tcp6') {
+        open(my $fh, '<', $table) or next;
+        while (<$fh>) {
+            my @f = split;
+            next unless @f > 9 && $f[3] eq '0A' && $f[1] =~ /:([0-9A-F]{4})\z/ && hex($1) == $port;
+            $inode{"socket:[$f[9]]"} = 1;
+        }
+    }
+    return 0 unless %inode;
+    opendir(my $dh, "/proc/$pid/fd") or return 0;
+    for my $fd (readdir $dh) {
+        my $link = readlink("/proc/$pid/fd/$fd") // next;
+        return 1 if $inode{$link};
+    }
+    return 0;
 }
 
 sub url { "http://127.0.0.1:$_[0]{port}" }
