@@ -216,10 +216,13 @@ static void end(struct serow_ws_holds *ws, struct ws_conn *c)
 
 /* ---- the client's side -------------------------------------------------- */
 
-/* Events enough wait for the next request: the client is not read on. */
+/* Events enough wait for the next request: the client is not read on.  The
+ * message being gathered does not count: it is bounded by max_message, and
+ * it becomes an event only once its last byte is read, so a message over
+ * EVENTS_BOUND that stopped the reading would never be read whole. */
 static inline int gathered_enough(const struct ws_conn *c)
 {
-    return buf_size(&c->events) + buf_size(&c->message) >= EVENTS_BOUND;
+    return buf_size(&c->events) >= EVENTS_BOUND;
 }
 
 static void watch(struct serow_ws_holds *ws, struct ws_conn *c)
