@@ -21,7 +21,7 @@
 #include <stdint.h>
 
 /* zlib's level: bench/websocket-deflate's figures (docs/websocket.md). */
-#define SEROW_WSD_LEVEL 6
+#define SEROW_WSD_LEVEL 1
 /* Payloads shorter than this go uncompressed (a message's own RSV1 says
  * which): under it DEFLATE saves a few bytes at best, for the CPU of a
  * compression. */
