@@ -36,4 +36,8 @@ int fuzz_websocket_frame_input(const uint8_t *data, size_t size);
  * on the input (websocket_events_target.c). */
 int fuzz_websocket_events_input(const uint8_t *data, size_t size);
 
+/* serow_wsd_negotiate(), serow_wsd_inflate() and serow_wsd_deflate() on the
+ * input (websocket_deflate_target.c). */
+int fuzz_websocket_deflate_input(const uint8_t *data, size_t size);
+
 #endif

@@ -76,6 +76,7 @@ sub settings {
         redis_prefix              => $redis->{prefix},
         hold_max_channels         => $options->{hold_max_channels},
         publish_max_item          => $options->{publish_max_item},
+        websocket_deflate         => $options->{websocket_deflate} eq 'on' ? 1 : 0,
     };
 }
 

@@ -396,7 +396,8 @@ refused (C<--max-held-connections>, a bad hold).
 
 With C<--grip> (F<docs/websocket.md>): the WebSocket connections the holder
 holds, and the clients it closed for breaking RFC 6455 (with 1002, 1007 or
-1009).
+1009; a compressed message counts when it inflates past the limit, is not
+DEFLATE data, or is text that is not UTF-8 once inflated).
 
 =item serow_redis_up, serow_redis_received_total, serow_redis_rejected_total, serow_redis_published_total, serow_redis_lost_total, serow_redis_gaps_total, serow_redis_reconnects_total
 

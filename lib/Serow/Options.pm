@@ -55,6 +55,7 @@ my @OPTIONS = (
     hold_max_pending => ['size', 1024 * 1024, 'with --grip: bytes queued for one held connection whose client does not read; past it the connection is closed and counted, so that it never slows the others'],
     hold_max_channels => ['int', 20, 'with --grip: channels one held connection may subscribe to (Grip-Channel); a hold naming more is answered 500 and logged, as any broken instruction (1 to 64)'],
     websocket_psgix_io => ['repeat', [], 'with --grip: WebSocket upgrades to paths starting with this prefix are left to the app\'s psgix.io (a worker kept per connection, as without --grip); every other upgrade is served by the connection holder, each message by any free worker (repeatable; docs/websocket.md)', 'PATH-PREFIX'],
+    websocket_deflate => ['choice', 'on', 'with --grip: permessage-deflate (RFC 7692) for the WebSockets the connection holder serves, when the client offers it (browsers do): messages of 64 bytes and more are compressed, without context takeover, so that no compression state is kept per connection (docs/websocket.md); off: declined', 'on|off', [qw(on off)]],
     max_held_connections => ['int', 0, 'with --grip: connections held at once for streams and long polls; more are closed (0: no limit but the open-file limit)'],
     graceful_timeout => ['seconds', 30, 'on stop or HUP, time workers get to finish before they are killed'],
     pid_file => ['string', undef, 'write the master\'s pid to this file once the sockets are open; removed on a clean stop', 'FILE'],

@@ -819,7 +819,8 @@ int serow_run_connection_holder(struct shared_state *shared, int ready_channel, 
         }
         struct serow_ws_settings ws = {.max_message = SEROW_WS_MAX_MESSAGE,
                                        .max_pending = settings->grip.max_pending,
-                                       .store = serow_grip_holds_store(h->grip)};
+                                       .store = serow_grip_holds_store(h->grip),
+                                       .deflate = settings->websocket_deflate};
         h->ws = serow_ws_holds_new(shared, h->epoll_fd, &ws, ws_dispatch, h);
         if (h->ws == NULL) {
             serow_grip_holds_free(h->grip);

@@ -26,6 +26,7 @@ struct holder_settings {
     char request_id_header[64];    /* --request-id-header, for those 503s ("": off) */
     size_t request_id_header_len;
     struct serow_grip_settings grip; /* --grip: max_pending 0 when off */
+    uint8_t websocket_deflate;       /* --websocket-deflate (with --grip) */
     /* --publish-redis (with --grip): Redis at host:port, channels "PREFIX:NAME";
      * redis_host "": none */
     char redis_host[256];

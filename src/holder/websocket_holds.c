@@ -30,6 +30,7 @@
 #include "holder/channel_store.h"
 #include "http/http_parser.h"
 #include "http/http_response_head.h"
+#include "http/websocket_deflate.h"
 #include "http/websocket_events.h"
 #include "http/websocket_frame.h"
 #include "log/log.h"
@@ -104,6 +105,9 @@ struct ws_conn {
     uint8_t close_sent;       /* our close frame is queued */
     uint8_t closing;          /* ends once events are delivered and output is out */
     uint8_t subscribed;       /* it subscribed to a channel in the store */
+    uint8_t deflate_bits;     /* permessage-deflate: our window bits; 0: not negotiated */
+    uint8_t deflate_bits_asked; /* the client's offer named them: the 101 does too */
+    uint8_t message_deflated; /* the message being gathered came with RSV1 */
     uint64_t close_by_ms;     /* the app closed: the client's close frame is due by then; 0: none */
     uint32_t watching;        /* the client's epoll events now */
     uint32_t app_watching;
@@ -134,6 +138,12 @@ struct serow_ws_holds {
     uint32_t count;
     uint32_t awaiting_close;  /* connections with a close_by_ms */
     uint64_t next_id;
+    struct serow_wsd *wsd;    /* permessage-deflate's (NULL: off), for every connection */
+    /* the last publish compressed, kept for its next subscribers (with a
+     * reference on the item, so that no other takes its address) */
+    const struct serow_channel_item *deflated_item;
+    uint8_t deflated_bits;
+    struct buf deflated;
 };
 
 struct serow_ws_holds *serow_ws_holds_new(struct shared_state *shared, int epoll_fd,
@@ -148,6 +158,10 @@ struct serow_ws_holds *serow_ws_holds_new(struct shared_state *shared, int epoll
     ws->settings = *settings;
     if (!ws->settings.max_message)
         ws->settings.max_message = SEROW_WS_MAX_MESSAGE;
+    if (ws->settings.deflate && (ws->wsd = serow_wsd_new()) == NULL) {
+        free(ws);
+        return NULL;
+    }
     ws->dispatch = dispatch;
     ws->arg = arg;
     return ws;
@@ -273,6 +287,21 @@ static int queue_frame(struct serow_ws_holds *ws, struct ws_conn *c, unsigned op
     return 0;
 }
 
+/* A data message of the app's: compressed when the client negotiated
+ * permessage-deflate and it is long enough to pay (RSV1 says so, message
+ * by message). */
+static int queue_message(struct serow_ws_holds *ws, struct ws_conn *c, unsigned opcode,
+                         const uint8_t *p, size_t len)
+{
+    if (c->deflate_bits && len >= SEROW_WSD_MIN_SIZE && !c->client_gone && !c->close_sent) {
+        const uint8_t *z;
+        long n = serow_wsd_deflate(ws->wsd, c->deflate_bits, p, len, &z);
+        if (n >= 0)
+            return queue_frame(ws, c, opcode | SEROW_WS_RSV1, z, (size_t)n);
+    }
+    return queue_frame(ws, c, opcode, p, len); /* (out of memory: as it is) */
+}
+
 /* Our close frame: nothing is sent after it (section 5.5.1). */
 static void queue_close(struct ws_conn *c, unsigned code, const uint8_t *reason, size_t len)
 {
@@ -304,6 +333,43 @@ static void client_gone(struct ws_conn *c, int gone)
         c->client_gone = 1;
 }
 
+/* The client broke a rule: closed with its code, counted. */
+static void client_failed(struct serow_ws_holds *ws, struct ws_conn *c, unsigned code, const char *why)
+{
+    atomic_fetch_add(&ws->shared->grip.websocket_protocol_errors, 1);
+    serow_log_debug("connection holder: a WebSocket client broke a rule (%s): closed with %u", why, code);
+    queue_close(c, code, NULL, 0);
+    client_gone(c, 0);
+}
+
+/* A whole message gathered: its event, inflated first when it came
+ * compressed.  The limit is on what it inflates to (1009), and text is
+ * checked as UTF-8 once inflated (1007): the reader could check neither. */
+static int client_message(struct serow_ws_holds *ws, struct ws_conn *c, unsigned opcode)
+{
+    const uint8_t *p = buf_data(&c->message);
+    long len = (long)buf_size(&c->message);
+    if (c->message_deflated) {
+        len = serow_wsd_inflate(ws->wsd, p, (size_t)len, ws->settings.max_message, &p);
+        if (len == SEROW_WSD_NO_MEMORY)
+            return -1;
+        struct serow_utf8_state utf8 = {0};
+        if (len == SEROW_WSD_TOO_BIG || len == SEROW_WSD_BAD ||
+            (opcode == SEROW_WS_OP_TEXT &&
+             !(serow_utf8_check(&utf8, p, (size_t)len) && serow_utf8_complete(&utf8)))) {
+            buf_free(&c->message);
+            client_failed(ws, c, len == SEROW_WSD_TOO_BIG ? SEROW_WS_MESSAGE_TOO_BIG : SEROW_WS_INVALID_PAYLOAD,
+                          len == SEROW_WSD_TOO_BIG ? "a compressed message inflates past the limit"
+                          : len == SEROW_WSD_BAD   ? "a compressed message is not DEFLATE data"
+                                                   : "a compressed text message is not UTF-8");
+            return 0;
+        }
+    }
+    int r = add_event(c, opcode == SEROW_WS_OP_TEXT ? SEROW_WSE_TEXT : SEROW_WSE_BINARY, p, (size_t)len, 1);
+    buf_free(&c->message);
+    return r;
+}
+
 /* One piece the reader returned. */
 static int client_piece(struct serow_ws_holds *ws, struct ws_conn *c, const struct serow_ws_piece *piece)
 {
@@ -312,15 +378,11 @@ static int client_piece(struct serow_ws_holds *ws, struct ws_conn *c, const stru
     case SEROW_WS_OP_BINARY:
         if (c->close_sent)
             return 0; /* (after our close, data is not the app's any more) */
+        if (piece->first)
+            c->message_deflated = (piece->rsv & SEROW_WS_RSV1) != 0;
         if (buf_add(&c->message, piece->data, piece->len) != 0)
             return -1;
-        if (piece->last) {
-            int r = add_event(c, piece->opcode == SEROW_WS_OP_TEXT ? SEROW_WSE_TEXT : SEROW_WSE_BINARY,
-                              buf_data(&c->message), buf_size(&c->message), 1);
-            buf_free(&c->message);
-            return r;
-        }
-        return 0;
+        return piece->last ? client_message(ws, c, piece->opcode) : 0;
     case SEROW_WS_OP_PING:
         /* Answered here: a round trip to the app would only delay the pong. */
         return queue_frame(ws, c, SEROW_WS_OP_PONG, piece->data, piece->len);
@@ -355,11 +417,7 @@ static void read_buffered(struct serow_ws_holds *ws, struct ws_conn *c)
         if (r == SEROW_WS_MORE)
             return;
         if (r == SEROW_WS_FAIL) {
-            atomic_fetch_add(&ws->shared->grip.websocket_protocol_errors, 1);
-            serow_log_debug("connection holder: a WebSocket client broke a rule (%s): closed with %u",
-                            c->reader.fail_why, (unsigned)c->reader.fail_code);
-            queue_close(c, c->reader.fail_code, NULL, 0);
-            client_gone(c, 0);
+            client_failed(ws, c, c->reader.fail_code, c->reader.fail_why);
             return;
         }
         if (client_piece(ws, c, &piece) != 0) {
@@ -510,7 +568,7 @@ static int app_events(struct serow_ws_holds *ws, struct ws_conn *c, const uint8_
             int meaning = serow_wse_app_message(&ev, c->grip, (const uint8_t *)c->prefix, c->prefix_len,
                                                 &body, &body_len);
             if (meaning == SEROW_WSE_MESSAGE &&
-                queue_frame(ws, c, ev.type == SEROW_WSE_TEXT ? SEROW_WS_OP_TEXT : SEROW_WS_OP_BINARY,
+                queue_message(ws, c, ev.type == SEROW_WSE_TEXT ? SEROW_WS_OP_TEXT : SEROW_WS_OP_BINARY,
                             body, body_len) != 0)
                 return -1;
             if (meaning == SEROW_WSE_CONTROL)
@@ -571,6 +629,13 @@ static void answer_open(struct serow_ws_holds *ws, struct ws_conn *c, const stru
     if (protocol) {
         buf_add(&c->out, "Sec-WebSocket-Protocol: ", 24);
         buf_add(&c->out, protocol->value, protocol->value_len);
+        buf_add(&c->out, "\r\n", 2);
+    }
+    if (c->deflate_bits) {
+        struct serow_wsd_params agreed = {c->deflate_bits, c->deflate_bits_asked};
+        char ext[SEROW_WSD_MAX_RESPONSE];
+        buf_add(&c->out, "Sec-WebSocket-Extensions: ", 26);
+        buf_add(&c->out, ext, serow_wsd_response(&agreed, ext));
         buf_add(&c->out, "\r\n", 2);
     }
     buf_add(&c->out, "\r\n", 2);
@@ -736,6 +801,26 @@ static int left_out(const struct http_header *h)
     return 0;
 }
 
+/* permessage-deflate's window bits when the upgrade offers it in a way this
+ * side accepts; 0: no extension (an offer declined, or a field that breaks
+ * the grammar: the handshake goes on without one). */
+static struct serow_wsd_params negotiate_deflate(const struct http_request_head *r)
+{
+    struct serow_wsd_params agreed = {0, 0}, offer;
+    for (size_t i = 0; i < r->num_headers; i++) {
+        const struct http_header *h = &r->headers[i];
+        if (h->name_len != 24 || strncasecmp(h->name, "Sec-WebSocket-Extensions", 24) != 0)
+            continue;
+        int got = serow_wsd_negotiate(h->value, h->value_len, &offer);
+        if (got < 0)
+            return (struct serow_wsd_params){0, 0};
+        if (got && !agreed.server_max_window_bits)
+            agreed = offer; /* (the first field's offers are preferred, and
+                             * every field still checked) */
+    }
+    return agreed;
+}
+
 /* The request line and fields every event request starts with. */
 static int make_head(struct ws_conn *c, const struct http_request_head *r)
 {
@@ -780,6 +865,13 @@ void serow_ws_holds_add(struct serow_ws_holds *ws, const struct serow_holding_he
         goto refused;
     snprintf(c->id, sizeof(c->id), "%x-%llx", (unsigned)getpid(), (unsigned long long)++ws->next_id);
     serow_ws_reader_init(&c->reader, 1, ws->settings.max_message);
+    if (ws->wsd) {
+        struct serow_wsd_params agreed = negotiate_deflate(&r);
+        c->deflate_bits = agreed.server_max_window_bits;
+        c->deflate_bits_asked = agreed.server_max_window_bits_asked;
+        if (c->deflate_bits)
+            c->reader.rsv_allowed = SEROW_WS_RSV1;
+    }
     /* (nothing is read from the client before the 101: it may send nothing) */
     struct epoll_event ev = {.events = 0, .data.u64 = SEROW_WS_TAG | (uint64_t)fd};
     if (epoll_ctl(ws->epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0 &&
@@ -802,6 +894,31 @@ refused:
 
 static const unsigned ws_opcodes[] = {[SEROW_WS_TEXT] = SEROW_WS_OP_TEXT, [SEROW_WS_BINARY] = SEROW_WS_OP_BINARY,
                                       [SEROW_WS_PING] = SEROW_WS_OP_PING, [SEROW_WS_PONG] = SEROW_WS_OP_PONG};
+
+/* A publish's message for one subscriber: compressed once for all those
+ * that negotiated permessage-deflate with the same window (no context is
+ * kept, so the same bytes are right for each). */
+static int queue_publish(struct serow_ws_holds *ws, struct ws_conn *c, const struct serow_channel_item *item,
+                         unsigned opcode, const uint8_t *p, size_t len)
+{
+    if (!c->deflate_bits || len < SEROW_WSD_MIN_SIZE ||
+        (opcode != SEROW_WS_OP_TEXT && opcode != SEROW_WS_OP_BINARY))
+        return queue_frame(ws, c, opcode, p, len);
+    if (ws->deflated_item != item || ws->deflated_bits != c->deflate_bits) {
+        if (ws->deflated_item)
+            serow_channels_unref(ws->settings.store, ws->deflated_item);
+        ws->deflated_item = NULL;
+        buf_free(&ws->deflated);
+        const uint8_t *z;
+        long n = serow_wsd_deflate(ws->wsd, c->deflate_bits, p, len, &z);
+        if (n < 0 || buf_add(&ws->deflated, z, (size_t)n) != 0)
+            return queue_frame(ws, c, opcode, p, len); /* (out of memory: as it is) */
+        serow_channel_item_ref(item);
+        ws->deflated_item = item;
+        ws->deflated_bits = c->deflate_bits;
+    }
+    return queue_frame(ws, c, opcode | SEROW_WS_RSV1, buf_data(&ws->deflated), buf_size(&ws->deflated));
+}
 
 void serow_ws_holds_deliver(void *arg, const struct serow_delivery *d)
 {
@@ -826,8 +943,8 @@ void serow_ws_holds_deliver(void *arg, const struct serow_delivery *d)
         queue_close(c, item.ws.close_code, NULL, 0);
         c->client_done = c->closing = 1; /* (the app hears nothing more: as Pushpin) */
     } else if (item.ws.type < sizeof(ws_opcodes) / sizeof(ws_opcodes[0]) &&
-               queue_frame(ws, c, ws_opcodes[item.ws.type], (const uint8_t *)item.ws.content.p,
-                           item.ws.content.len) != 0) {
+               queue_publish(ws, c, d->item, ws_opcodes[item.ws.type], (const uint8_t *)item.ws.content.p,
+                             item.ws.content.len) != 0) {
         atomic_fetch_add(&ws->shared->grip.drops, 1);
         serow_channels_dropped(ws->settings.store, d->subscriber);
         client_gone(c, 1);
@@ -869,6 +986,10 @@ void serow_ws_holds_free(struct serow_ws_holds *ws)
         }
         end(ws, c);
     }
+    if (ws->deflated_item)
+        serow_channels_unref(ws->settings.store, ws->deflated_item);
+    buf_free(&ws->deflated);
+    serow_wsd_free(ws->wsd);
     free(ws->by_fd);
     free(ws->by_app);
     free(ws);

@@ -41,6 +41,7 @@ struct serow_ws_settings {
     uint64_t max_message;  /* SEROW_WS_MAX_MESSAGE */
     size_t max_pending;    /* --hold-max-pending: bytes queued for one client */
     struct serow_channels *store; /* grip_holds.c's: subscriptions (c:{"type":"subscribe"}) */
+    uint8_t deflate;       /* --websocket-deflate: permessage-deflate offered by a client is accepted */
 };
 
 /* A request to the app, written into fd: the loop passes it to a free
