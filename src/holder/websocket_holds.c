@@ -39,7 +39,8 @@
 #define READ_CHUNK (64u << 10)
 _Static_assert(READ_CHUNK >= SEROW_WS_MAX_HEAD + SEROW_WS_MAX_CONTROL_PAYLOAD, "a control frame fits");
 /* Events gathered while a request is in flight, past which the client is
- * not read until they go (one message more than this at most). */
+ * not read until they go (one message more than this at most: the message
+ * being gathered is not counted, or one longer than this would never end). */
 #define EVENTS_BOUND (64u << 10)
 /* The client's time to answer the app's close frame (section 7.1.1: then
  * the server closes the TCP connection), after which it is closed anyway. */
@@ -219,7 +220,7 @@ static void end(struct serow_ws_holds *ws, struct ws_conn *c)
 /* Events enough wait for the next request: the client is not read on. */
 static inline int gathered_enough(const struct ws_conn *c)
 {
-    return buf_size(&c->events) + buf_size(&c->message) >= EVENTS_BOUND;
+    return buf_size(&c->events) >= EVENTS_BOUND;
 }
 
 static void watch(struct serow_ws_holds *ws, struct ws_conn *c)
