@@ -203,6 +203,17 @@ for my $version ('1.3', '1.2') {
     ok $kept->{in_order}, '... in order';
 }
 
+my $slow = records_client($server, 'slow_reader');
+ok $slow->{big}, "900000 bytes echoed to a client that does not read meanwhile: the holder's sealed "
+    . 'writes cut short and refused, the records whole and in order';
+is $slow->{after}, 'after', '... and the next message after them';
+
+my $closes = records_client($server, 'closes');
+is_deeply $closes->{client_close}, [4000, 'bye', 'close_notify'],
+    "the client's close echoed, then the holder's close_notify";
+is_deeply $closes->{app_close}, [4002, 'app done', 'close_notify'],
+    "the app's close left unanswered: the holder's timer ends the connection, with close_notify";
+
 # ---- many on one worker ----------------------------------------------------
 
 my $one = start_server(app => $app, options => ['--workers', 1, '--grip', tls_options($pki)]);

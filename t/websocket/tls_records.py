@@ -9,6 +9,10 @@
 #   kept_plain PORT CA GATE [1.2]   plaintext the holder's transport opened
 #                             past the room of its read, with nothing more
 #                             to come from the socket (below)
+#   slow_reader PORT CA       a client that does not read while the holder
+#                             writes: its sealed writes cut short and refused
+#   closes PORT CA            the close handshake, and the app's close left
+#                             unanswered: how the connection ends
 import fcntl
 import json
 import os
@@ -88,7 +92,10 @@ class Client:
         """Reads plaintext until done(self.plain) is true."""
         while not done(self.plain):
             try:
-                self.plain += self.tls.read(1 << 20)
+                got = self.tls.read(1 << 20)
+                if not got:
+                    raise EOFError("close_notify")
+                self.plain += got
                 continue
             except ssl.SSLWantReadError:
                 pass
@@ -223,10 +230,69 @@ def kept_plain(port, ca, gate, tls12=False):
     return seen
 
 
+def opened(c):
+    c.write(UPGRADE)
+    status = c.head().split("\r\n")[0]
+    assert " 101 " in status, status
+    return c
+
+
+def slow_reader(port, ca):
+    """The echo of 900000 bytes to a client that reads none of it until its
+    socket holds some: the rest does not fit there, so the holder's sends
+    are cut short and refused (EAGAIN), and the records must still arrive
+    whole and in order (OpenSSL checks each), followed by the next
+    message's."""
+    c = opened(Client(port, ca))
+    big = os.urandom(900000)
+    c.write(frame(2, big) + frame(1, b"after"))
+    deadline = time.time() + TIMEOUT
+    while time.time() < deadline:
+        queued = struct.unpack("i", fcntl.ioctl(c.sock, termios.FIONREAD, b"\0\0\0\0"))[0]
+        if queued >= 32768:
+            break
+        time.sleep(0.001)
+    seen = {}
+    opcode, got = c.next_frame()
+    seen["big"] = opcode == 2 and got == big
+    opcode, got = c.next_frame()
+    seen["after"] = got.decode()
+    return seen
+
+
+def close_of(c):
+    """The server's close frame (code, reason), then how the connection
+    ended: "close_notify", or "cut" (the socket closed without it)."""
+    while True:
+        opcode, got = c.next_frame()
+        if opcode == 8:
+            break
+    code = struct.unpack(">H", got[:2])[0] if len(got) >= 2 else None
+    try:
+        c.read_until(lambda p: False)
+    except EOFError as e:
+        end = "close_notify" if str(e) == "close_notify" else "cut"
+    return [code, got[2:].decode(), end]
+
+
+def closes(port, ca):
+    c = opened(Client(port, ca))
+    c.write(frame(8, struct.pack(">H", 4000) + b"bye"))
+    seen = {"client_close": close_of(c)}
+    c = opened(Client(port, ca))
+    c.write(frame(1, b"close 4002"))  # the app closes; no answer from here
+    seen["app_close"] = close_of(c)
+    return seen
+
+
 def main():
     command, port, ca, *args = sys.argv[1:]
     if command == "upgrade_record":
         seen = upgrade_record(int(port), ca)
+    elif command == "slow_reader":
+        seen = slow_reader(int(port), ca)
+    elif command == "closes":
+        seen = closes(int(port), ca)
     elif command == "record_begun":
         seen = record_begun(int(port), ca)
     else:
