@@ -6,8 +6,9 @@
  * gathered, the events waiting for the next request to the app, the one
  * request in flight and its response, the output for the client.  The
  * frame rules are websocket_frame.c's, the event format websocket_events.c's,
- * a response's head http_response_head.c's.  Plain connections only (the
- * worker hands over no TLS one yet).
+ * a response's head http_response_head.c's.  Every byte of a client goes
+ * through its transport (transport.h): with TLS the record state came with
+ * the descriptor, and the holder opens and seals records from it.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -18,6 +19,7 @@
 #include <fcntl.h>
 #include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +42,8 @@
 #define READ_CHUNK (64u << 10)
 _Static_assert(READ_CHUNK >= SEROW_WS_MAX_HEAD + SEROW_WS_MAX_CONTROL_PAYLOAD, "a control frame fits");
 /* Events gathered while a request is in flight, past which the client is
- * not read until they go (one message more than this at most). */
+ * not read until they go (one message more than this at most: the message
+ * being gathered is not counted, or one longer than this would never end). */
 #define EVENTS_BOUND (64u << 10)
 /* The client's time to answer the app's close frame (section 7.1.1: then
  * the server closes the TCP connection), after which it is closed anyway. */
@@ -97,7 +100,6 @@ static void buf_free(struct buf *b)
 struct ws_conn {
     int fd;
     int app_fd;               /* the request in flight: the holder's end; -1: none */
-    struct passed_connection info;
     uint8_t opened;           /* the 101 went out */
     uint8_t grip;             /* the app enabled GRIP (Sec-WebSocket-Extensions: grip) */
     uint8_t client_done;      /* nothing more is read from the client */
@@ -124,7 +126,14 @@ struct ws_conn {
     size_t head_len;
     char accept[32];          /* Sec-WebSocket-Accept */
     char id[32];              /* Connection-Id */
+    /* Last: a plain connection's is allocated without the TLS state at the
+     * end of info.carried (WS_CONN_PLAIN_SIZE), as connection_holder.c's
+     * held connections are; set with serow_connection_state_copy only. */
+    struct passed_connection info;
 };
+#define WS_CONN_PLAIN_SIZE                                                          \
+    (offsetof(struct ws_conn, info) + offsetof(struct passed_connection, carried) + \
+     offsetof(struct serow_connection_state, tls))
 
 struct serow_ws_holds {
     struct shared_state *shared;
@@ -207,6 +216,19 @@ static void close_app(struct serow_ws_holds *ws, struct ws_conn *c)
     buf_free(&c->response);
 }
 
+/* The client's descriptor closed for good.  TLS: close_notify after what
+ * was sent (the close frame), and what this process and the shared memory
+ * kept of the connection goes. */
+static void close_client(int fd, struct serow_connection_state *cs)
+{
+    if (!SEROW_TRANSPORT_IS_PLAIN(cs)) {
+        serow_transport_shutdown(cs, fd);
+        serow_transport_forget(cs, fd);
+        serow_transport_closed(cs);
+    }
+    close(fd);
+}
+
 static void end(struct serow_ws_holds *ws, struct ws_conn *c)
 {
     if (c->subscribed)
@@ -216,7 +238,7 @@ static void end(struct serow_ws_holds *ws, struct ws_conn *c)
     close_app(ws, c);
     epoll_ctl(ws->epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
     ws->by_fd[c->fd] = NULL;
-    close(c->fd);
+    close_client(c->fd, &c->info.carried);
     atomic_fetch_sub(&ws->shared->open_connections, 1);
     ws->count--;
     atomic_store(&ws->shared->grip.websockets, ws->count);
@@ -508,9 +530,11 @@ static void start_request(struct serow_ws_holds *ws, struct ws_conn *c)
     c->app_watching = EPOLLIN | (buf_size(&c->request) ? EPOLLOUT : 0);
     struct epoll_event ev = {.events = c->app_watching, .data.u64 = SEROW_WS_APP_TAG | (uint64_t)pair[0]};
     epoll_ctl(ws->epoll_fd, EPOLL_CTL_ADD, pair[0], &ev);
-    struct passed_connection info = c->info;
-    info.requests_served = 0;
-    info.idle_since_ms = serow_shared_clock_ms();
+    /* (the socket pair's: plain, or the tests' transport; never the
+     * client's TLS) */
+    struct passed_connection info = {.listener_index = c->info.listener_index,
+                                     .idle_since_ms = serow_shared_clock_ms()};
+    info.carried.transport = serow_transport_of_listeners();
     atomic_fetch_add(&ws->shared->open_connections, 1); /* (a worker counts its close) */
     ws->dispatch(ws->arg, pair[1], &info);
 }
@@ -714,8 +738,12 @@ static void app_readable(struct serow_ws_holds *ws, struct ws_conn *c)
 static void settle(struct serow_ws_holds *ws, struct ws_conn *c)
 {
     start_request(ws, c);
-    if (c->opened && buf_size(&c->in) && !c->client_done && !gathered_enough(c)) {
-        client_readable(ws, c, 0); /* (what waited for the last request to go) */
+    /* What waited for the last request to go: frames read already, and with
+     * TLS plaintext the transport opened past the room of the last read,
+     * which epoll does not report (transport.h) */
+    int buffered = serow_transport_buffered(&c->info.carried, c->fd);
+    if (c->opened && (buf_size(&c->in) || buffered) && !c->client_done && !gathered_enough(c)) {
+        client_readable(ws, c, buffered);
         start_request(ws, c);
     }
     if (!c->client_gone && flush_out(c) != 0)
@@ -855,12 +883,16 @@ void serow_ws_holds_add(struct serow_ws_holds *ws, const struct serow_holding_he
     struct http_request_head r = {.headers = headers, .headers_capacity = MAX_REQUEST_HEADERS};
     struct http_limits limits = {len, len, MAX_REQUEST_HEADERS};
     struct ws_conn *c = NULL;
+    struct serow_connection_state carried = head->conn.carried;
     if (room_for(ws, fd) != 0 || serow_parse_request_head(request_head, len, &r, &limits) <= 0 ||
-        (c = calloc(1, sizeof(*c))) == NULL)
+        (c = calloc(1, carried.transport == SEROW_TRANSPORT_TLS ? sizeof(*c) : WS_CONN_PLAIN_SIZE)) == NULL)
         goto refused;
     c->fd = fd;
     c->app_fd = -1;
-    c->info = head->conn;
+    c->info.requests_served = head->conn.requests_served;
+    c->info.listener_index = head->conn.listener_index;
+    c->info.idle_since_ms = head->conn.idle_since_ms;
+    serow_connection_state_copy(&c->info.carried, &carried);
     if (make_accept(serow_find_header(&r, "Sec-WebSocket-Key", 17), c->accept) != 0 || make_head(c, &r) != 0)
         goto refused;
     snprintf(c->id, sizeof(c->id), "%x-%llx", (unsigned)getpid(), (unsigned long long)++ws->next_id);
@@ -888,7 +920,7 @@ refused:
     if (c)
         free(c->head);
     free(c);
-    close(fd);
+    close_client(fd, &carried);
     atomic_fetch_sub(&ws->shared->open_connections, 1);
 }
 

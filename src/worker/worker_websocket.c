@@ -119,16 +119,17 @@ static void refuse(struct worker_loop *loop, struct connection *conn, int status
 int serow_websocket_upgrade(struct worker_loop *loop, struct connection *conn,
                             const struct http_request_head *head, size_t head_len)
 {
-    if (!any_has(head, "Upgrade", "websocket") || loop->handback_channel < 0 ||
-        !SEROW_TRANSPORT_IS_PLAIN(&conn->carried) || left_to_app(head))
-        return 0; /* not a WebSocket, over TLS (not yet the holder's), or
-                   * --websocket-psgix-io: the app's */
+    if (!any_has(head, "Upgrade", "websocket") || loop->handback_channel < 0 || left_to_app(head))
+        return 0; /* not a WebSocket, or --websocket-psgix-io: the app's */
     const struct http_header *version = serow_find_header(head, "Sec-WebSocket-Version", 21);
     if (head->method_len != 3 || memcmp(head->method, "GET", 3) != 0 ||
         !any_has(head, "Connection", "upgrade") || serow_find_header(head, "Host", 4) == NULL ||
         !key_ok(serow_find_header(head, "Sec-WebSocket-Key", 17)) || version == NULL ||
-        head->framing != HTTP_BODY_NONE || conn->buffer_len != head_len) {
-        /* (bytes after the head: frames a client may not send before the 101) */
+        head->framing != HTTP_BODY_NONE || conn->buffer_len != head_len ||
+        serow_transport_buffered(&conn->carried, conn->fd)) {
+        /* (bytes after the head: frames a client may not send before the
+         * 101; with TLS also those the transport keeps, opened or a record
+         * begun, which would not move with the connection) */
         refuse(loop, conn, 400, head);
         return 1;
     }
@@ -145,7 +146,7 @@ int serow_websocket_upgrade(struct worker_loop *loop, struct connection *conn,
     h.minor_version = (uint8_t)head->minor_version;
     h.conn.requests_served = (uint32_t)conn->requests_served;
     h.conn.listener_index = (uint32_t)conn->listener_index;
-    h.conn.carried = conn->carried;
+    h.conn.carried = conn->carried; /* (TLS: its record state; the holder seals and opens from here on) */
     h.conn.idle_since_ms = serow_shared_clock_ms();
     if (serow_holding_send(loop->handback_channel, &h, conn->fd, conn->buffer, head_len, NULL,
                            1000) != 0) {
