@@ -49,7 +49,7 @@ _Static_assert(READ_CHUNK >= SEROW_WS_MAX_HEAD + SEROW_WS_MAX_CONTROL_PAYLOAD, "
 /* The Meta-* fields an app may set (set-meta), all their bytes: they go
  * with every later request, as Pushpin sends them. */
 #define MAX_META 8192
-/* keep-alive without a "timeout" (Pushpin's default). */
+/* keep-alive without a "timeout": as often as the holder pings by default. */
 #define KEEP_ALIVE_DEFAULT_S 30
 
 struct buf {
@@ -573,8 +573,8 @@ static void set_keep_alive(struct serow_ws_holds *ws, struct ws_conn *c, const s
 }
 
 /* A control message of the app's (GRIP on): subscriptions, set-meta,
- * keep-alive, detach; session, send-delayed and flush-delayed are
- * ignored (docs/websocket.md says why). */
+ * keep-alive, detach; session, send-delayed and flush-delayed are not
+ * served yet, and ignored. */
 static void control(struct serow_ws_holds *ws, struct ws_conn *c, const uint8_t *json, size_t len)
 {
     struct serow_wse_control ctl;
