@@ -871,8 +871,9 @@ static int left_out(const struct http_header *h)
 }
 
 /* The request line and fields every event request starts with; the
- * client's address appended to X-Forwarded-For, as a proxy does (Pushpin
- * too): REMOTE_ADDR is the client's already (c->info.peer). */
+ * client's address appended to X-Forwarded-For, as a proxy does (nginx's
+ * $proxy_add_x_forwarded_for), for an app that reads it; REMOTE_ADDR is the
+ * client's already (c->info.peer). */
 static int make_head(struct ws_conn *c, const struct http_request_head *r, const char *client)
 {
     size_t size = 64 + SEROW_REMOTE_ADDR_SIZE + r->target_len;
