@@ -49,8 +49,8 @@ _Static_assert(READ_CHUNK >= SEROW_WS_MAX_HEAD + SEROW_WS_MAX_CONTROL_PAYLOAD, "
 /* The Meta-* fields an app may set (set-meta), all their bytes: they go
  * with every later request, as Pushpin sends them. */
 #define MAX_META 8192
-/* keep-alive without a "timeout": as often as the holder pings by default. */
-#define KEEP_ALIVE_DEFAULT_S 30
+/* keep-alive without a "timeout" (or 0): Pushpin's default. */
+#define KEEP_ALIVE_DEFAULT_S 55
 
 struct buf {
     uint8_t *p;
@@ -111,9 +111,9 @@ struct ws_conn {
     uint8_t subscribed;       /* it subscribed to a channel in the store */
     uint8_t detached;         /* the app said detach: no more events go to it */
     uint8_t pinged;           /* alive is in the pinged list: our ping awaits its answer */
-    uint8_t keep_binary;      /* the app's keep-alive: a binary message */
+    uint8_t keep_opcode;      /* the app's keep-alive: its frame's opcode */
     uint8_t keep_interval;    /* ... sent every keep_ms, not only after keep_ms of quiet */
-    uint32_t keep_ms;
+    uint64_t keep_ms;
     uint8_t *keep_content;    /* NULL: no keep-alive */
     size_t keep_len;
     struct serow_deadline alive; /* quiet: the next ping is due; pinged: its answer */
@@ -508,22 +508,20 @@ static void start_request(struct serow_ws_holds *ws, struct ws_conn *c)
 static const char SWITCHING[] = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
                                 "Connection: Upgrade\r\nSec-WebSocket-Accept: ";
 
-/* set-meta: the field Meta-NAME: VALUE on every later request (an empty
- * value or none takes it away), as Pushpin. */
-static void set_meta(struct ws_conn *c, const struct serow_wse_control *ctl)
+/* The field Meta-NAME: VALUE on every later request of the connection,
+ * or none (value NULL), as Pushpin keeps a connection's meta: set by the
+ * app's set-meta control message or a Set-Meta-NAME field of its answer. */
+static void set_meta(struct ws_conn *c, const char *name, size_t name_len, const char *value, size_t value_len)
 {
-    char name[128], value[MAX_META];
-    size_t name_len = serow_wse_control_string(&ctl->name, name, sizeof(name));
-    size_t value_len = serow_wse_control_string(&ctl->value, value, sizeof(value));
-    int ok = name_len > 0 && name_len <= sizeof(name) && value_len <= sizeof(value);
+    int ok = name_len > 0;
     for (size_t i = 0; ok && i < name_len; i++) /* a token (RFC 9110 5.6.2) */
         ok = (name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'z') ||
              (name[i] >= 'A' && name[i] <= 'Z') || strchr("!#$%&'*+-.^_`|~", name[i]) != NULL;
-    for (size_t i = 0; ok && i < value_len; i++) /* no CR, LF or other control (5.5) */
+    for (size_t i = 0; ok && value && i < value_len; i++) /* no CR, LF or other control (5.5) */
         ok = (uint8_t)value[i] >= 0x20 ? value[i] != 0x7f : value[i] == '\t';
     if (!ok) {
-        serow_log_warn("connection holder: a WebSocket's set-meta refused (a name that is not a token, "
-                       "or a value a field cannot carry)");
+        serow_log_warn("connection holder: a WebSocket's meta %.*s refused (a name that is not a token, "
+                       "or a value a field cannot carry)", (int)(name_len < 64 ? name_len : 64), name);
         return;
     }
     /* the field set before under that name (names are case-insensitive) goes */
@@ -538,11 +536,11 @@ static void set_meta(struct ws_conn *c, const struct serow_wse_control *ctl)
         }
         p = line_end;
     }
-    if (value_len == 0)
+    if (value == NULL)
         return;
     if (buf_size(&c->meta) + name_len + value_len + 9 > MAX_META) {
-        serow_log_warn("connection holder: a WebSocket's set-meta refused: its Meta-* fields would "
-                       "be over %d bytes", MAX_META);
+        serow_log_warn("connection holder: a WebSocket's meta refused: its Meta-* fields would be over "
+                       "%d bytes", MAX_META);
         return;
     }
     buf_add(&c->meta, "Meta-", 5);
@@ -550,6 +548,29 @@ static void set_meta(struct ws_conn *c, const struct serow_wse_control *ctl)
     buf_add(&c->meta, ": ", 2);
     buf_add(&c->meta, value, value_len);
     buf_add(&c->meta, "\r\n", 2);
+}
+
+static void set_meta_control(struct ws_conn *c, const struct serow_wse_control *ctl)
+{
+    char name[128], value[MAX_META];
+    size_t name_len = serow_wse_control_string(&ctl->name, name, sizeof(name));
+    size_t value_len = serow_wse_control_string(&ctl->value, value, sizeof(value));
+    if (name_len > sizeof(name) || value_len > sizeof(value)) {
+        serow_log_warn("connection holder: a WebSocket's set-meta refused: too long");
+        return;
+    }
+    set_meta(c, name, name_len, ctl->value.p ? value : NULL, value_len);
+}
+
+/* The Set-Meta-NAME fields of the app's answer (Pushpin's
+ * WebSocket-over-HTTP): an empty value takes the field away. */
+static void set_meta_fields(struct ws_conn *c, const struct serow_response_head *h)
+{
+    for (size_t i = 0; i < h->num_headers; i++) {
+        const struct http_header *f = &h->headers[i];
+        if (f->name_len > 9 && strncasecmp(f->name, "Set-Meta-", 9) == 0)
+            set_meta(c, f->name + 9, f->name_len - 9, f->value_len ? f->value : NULL, f->value_len);
+    }
 }
 
 /* keep-alive: the app's message sent to an idle client (or every timeout),
@@ -566,9 +587,19 @@ static void set_keep_alive(struct serow_ws_holds *ws, struct ws_conn *c, const s
         return;
     serow_wse_control_string(&ctl->content, (char *)c->keep_content, len);
     c->keep_len = len;
-    c->keep_binary = ctl->binary;
+    static const uint8_t opcodes[] = {[SEROW_WSE_TEXT] = SEROW_WS_OP_TEXT, [SEROW_WSE_BINARY] = SEROW_WS_OP_BINARY,
+                                      [SEROW_WSE_PING] = SEROW_WS_OP_PING, [SEROW_WSE_PONG] = SEROW_WS_OP_PONG};
+    c->keep_opcode = opcodes[ctl->message_type];
+    if ((c->keep_opcode == SEROW_WS_OP_PING || c->keep_opcode == SEROW_WS_OP_PONG) &&
+        len > SEROW_WS_MAX_CONTROL_PAYLOAD) {
+        serow_log_warn("connection holder: a WebSocket's keep-alive refused: a %s of %zu bytes",
+                       c->keep_opcode == SEROW_WS_OP_PING ? "ping" : "pong", len);
+        free(c->keep_content);
+        c->keep_content = NULL;
+        return;
+    }
     c->keep_interval = ctl->mode == SEROW_WSE_KEEP_ALIVE_INTERVAL;
-    c->keep_ms = (ctl->timeout_s ? ctl->timeout_s : KEEP_ALIVE_DEFAULT_S) * 1000u;
+    c->keep_ms = (uint64_t)(ctl->timeout_s ? ctl->timeout_s : KEEP_ALIVE_DEFAULT_S) * 1000u;
     serow_deadline_set(&ws->keep_alives, &c->keep, serow_shared_clock_ms() + c->keep_ms);
 }
 
@@ -585,7 +616,7 @@ static void control(struct serow_ws_holds *ws, struct ws_conn *c, const uint8_t 
     if (c->client_done)
         return;
     if (ctl.type == SEROW_WSC_SET_META) {
-        set_meta(c, &ctl);
+        set_meta_control(c, &ctl);
         return;
     }
     if (ctl.type == SEROW_WSC_KEEP_ALIVE) {
@@ -736,14 +767,17 @@ static void app_answered(struct serow_ws_holds *ws, struct ws_conn *c)
         client_gone(c, 0);
     } else if (!c->opened) {
         answer_open(ws, c, &h, head_len);
+        if (c->opened)
+            set_meta_fields(c, &h);
     } else if (h.status != 200) {
         serow_log_warn("connection holder: the app answered a WebSocket's events %d: closed with 1011",
                        h.status);
         queue_close(c, 1011, NULL, 0);
         client_gone(c, 0);
-    } else if (app_events(ws, c, buf_data(&c->response) + head_len,
-                          buf_size(&c->response) - (size_t)head_len) != 0) {
-        client_gone(c, 0);
+    } else {
+        set_meta_fields(c, &h);
+        if (app_events(ws, c, buf_data(&c->response) + head_len, buf_size(&c->response) - (size_t)head_len) != 0)
+            client_gone(c, 0);
     }
     close_app(ws, c);
 }
@@ -1025,8 +1059,7 @@ static void keep_alive_due(struct serow_ws_holds *ws, struct ws_conn *c, uint64_
 {
     if (c->keep_content == NULL || c->client_gone || c->close_sent)
         return;
-    if (queue_frame(ws, c, c->keep_binary ? SEROW_WS_OP_BINARY : SEROW_WS_OP_TEXT, c->keep_content,
-                    c->keep_len) != 0)
+    if (queue_frame(ws, c, c->keep_opcode, c->keep_content, c->keep_len) != 0)
         client_gone(c, 1);
     else
         serow_deadline_set(&ws->keep_alives, &c->keep, now_ms + c->keep_ms);

@@ -460,8 +460,8 @@ static struct serow_wse_json_string *member_kept(struct serow_wse_control *c,
     return NULL;
 }
 
-/* keep-alive's "timeout": a whole number of seconds, 1 to a day (Pushpin
- * reads an integer). */
+/* keep-alive's "timeout": a whole number of seconds that fits an int, as
+ * Pushpin reads it. */
 static int json_seconds(struct json *j, uint32_t *out)
 {
     const uint8_t *start = j->p;
@@ -469,12 +469,12 @@ static int json_seconds(struct json *j, uint32_t *out)
         return 0;
     uint64_t v = 0;
     for (const uint8_t *p = start; p < j->p; p++) {
-        if (*p < '0' || *p > '9' || v > 86400)
-            return json_fail(j, "\"timeout\" is not a whole number of seconds from 1 to 86400");
+        if (*p < '0' || *p > '9' || v > INT32_MAX)
+            return json_fail(j, "\"timeout\" is not a whole number of seconds");
         v = v * 10 + (uint64_t)(*p - '0');
     }
-    if (v < 1 || v > 86400)
-        return json_fail(j, "\"timeout\" is not a whole number of seconds from 1 to 86400");
+    if (v > INT32_MAX)
+        return json_fail(j, "\"timeout\" is not a whole number of seconds");
     *out = (uint32_t)v;
     return 1;
 }
@@ -567,11 +567,19 @@ int serow_wse_parse_control(const uint8_t *json, size_t len, struct serow_wse_co
         return control_fail(c, "unknown \"type\"");
     if (c->type == SEROW_WSC_SET_META && c->name.p == NULL)
         return control_fail(c, "no \"name\"");
+    c->message_type = SEROW_WSE_TEXT;
     if (message_type.p) {
-        if (string_is(&message_type, "binary"))
-            c->binary = 1;
-        else if (!string_is(&message_type, "text"))
-            return control_fail(c, "\"message-type\" is neither text nor binary");
+        static const struct {
+            const char *name;
+            uint8_t type;
+        } types[] = {{"text", SEROW_WSE_TEXT}, {"binary", SEROW_WSE_BINARY},
+                     {"ping", SEROW_WSE_PING}, {"pong", SEROW_WSE_PONG}};
+        c->message_type = 0;
+        for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+            if (string_is(&message_type, types[i].name))
+                c->message_type = types[i].type;
+        if (c->message_type == 0)
+            return control_fail(c, "\"message-type\" is not text, binary, ping or pong");
     }
     if (mode.p) {
         if (string_is(&mode, "interval"))

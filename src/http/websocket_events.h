@@ -131,7 +131,7 @@ struct serow_wse_control {
     size_t channel_len;
     struct serow_wse_json_string name, value;  /* set-meta */
     struct serow_wse_json_string content;      /* keep-alive: none turns it off */
-    uint8_t binary;                            /* keep-alive: "message-type": "binary" */
+    uint8_t message_type;                      /* keep-alive: SEROW_WSE_TEXT (absent), _BINARY, _PING, _PONG */
     uint8_t mode;                              /* keep-alive: enum serow_wse_keep_alive_mode */
     uint32_t timeout_s;                        /* keep-alive: "timeout", whole seconds; 0: absent */
     const char *fail_why;
@@ -141,9 +141,9 @@ struct serow_wse_control {
  * A control message's JSON (what follows "c:"): one object with a string
  * "type" Pushpin knows; subscribe and unsubscribe need a "channel" that
  * grip_instruct.h's rule accepts; set-meta a string "name" (and "value");
- * keep-alive's "content" and "message-type" ("text" or "binary") are
- * strings, "timeout" a whole number of seconds (1 to 86400), "mode" "idle"
- * or "interval".  Other members are checked as JSON and otherwise ignored.
+ * keep-alive's "content" and "message-type" ("text", "binary", "ping" or
+ * "pong", as Pushpin) are strings, "timeout" a whole number of seconds (0:
+ * the default), "mode" "idle" or "interval".  Other members are checked as JSON and otherwise ignored.
  * 1 when read, 0 when refused (c->fail_why).
  */
 int serow_wse_parse_control(const uint8_t *json, size_t len, struct serow_wse_control *c);

@@ -28,7 +28,7 @@ my $app = sub {
     my $body = '';
     while ($env->{'psgi.input'}->read(my $chunk, 65536)) { $body .= $chunk }
     my $id = $env->{HTTP_CONNECTION_ID};
-    my @out;
+    my (@out, @headers);
     for my $e (decode_websocket_events($body)) {
         my ($t, $c) = @$e{qw(type content)};
         if (open my $log, '>>', "$record_dir/$id") { print $log "$t " . ($c // '') . "\n" }
@@ -40,9 +40,15 @@ my $app = sub {
         } elsif ($t eq 'TEXT' && $c =~ /\Aset (\S+) ?(.*)\z/) {
             push @out, ['TEXT', websocket_control_message('set-meta', name => $1, value => $2)],
                 ['TEXT', 'm:set'];
-        } elsif ($t eq 'TEXT' && $c =~ /\Akeep-alive (\w+)\z/) {
+        } elsif ($t eq 'TEXT' && $c =~ /\Aunset (\S+)\z/) {
+            push @out, ['TEXT', websocket_control_message('set-meta', name => $1)], ['TEXT', 'm:unset'];
+        } elsif ($t eq 'TEXT' && $c =~ /\Aheader (\S+) ?(.*)\z/) {
+            # Pushpin's other way: a Set-Meta-NAME field on the answer
+            push @headers, "Set-Meta-$1" => $2;
+            push @out, ['TEXT', 'm:header'];
+        } elsif ($t eq 'TEXT' && $c =~ /\Akeep-alive (\w+) (\w+)\z/) {
             push @out, ['TEXT', websocket_control_message('keep-alive', content => 'still here',
-                timeout => 1, mode => $1)], ['TEXT', 'm:kept'];
+                timeout => 1, mode => $1, 'message-type' => $2)], ['TEXT', 'm:kept'];
         } elsif ($t eq 'TEXT' && $c eq 'detach') {
             push @out, ['TEXT', websocket_control_message('detach')], ['TEXT', 'm:detached'];
         } elsif ($t eq 'TEXT' || $t eq 'BINARY') {
@@ -51,7 +57,7 @@ my $app = sub {
             push @out, ['CLOSE', $c];
         }
     }
-    return [200, websocket_response_headers(grip => 1), [encode_websocket_events(@out)]];
+    return [200, websocket_response_headers(grip => 1, headers => \@headers), [encode_websocket_events(@out)]];
 };
 
 # ---- a raw client -----------------------------------------------------------
@@ -177,18 +183,27 @@ is say_to($ws, 'set user bob'), 'set', 'set-meta of the first name, in another c
 is say_to($ws, 'who'),
     'REMOTE_ADDR=127.0.0.2 HTTP_X_FORWARDED_FOR=192.0.2.7, 127.0.0.2 HTTP_META_USER=bob HTTP_META_ROLE=admin',
     'the next requests carry the Meta-* fields set (the last value of each)';
-is say_to($ws, 'set Role'), 'set', 'set-meta with no value';
+is say_to($ws, 'unset Role'), 'unset', 'set-meta with no value';
 like say_to($ws, 'who'), qr/HTTP_META_USER=bob HTTP_META_ROLE=\z/, '... takes the field away';
+is say_to($ws, 'header Role guest'), 'header', 'Set-Meta-Role on an answer';
+like say_to($ws, 'who'), qr/HTTP_META_USER=bob HTTP_META_ROLE=guest\z/, '... sets the field too';
+is say_to($ws, 'header User'), 'header', 'Set-Meta-User empty';
+like say_to($ws, 'who'), qr/HTTP_META_USER= HTTP_META_ROLE=guest\z/, '... takes it away';
 
 # ---- keep-alive -----------------------------------------------------------------
 
 for my $mode (qw(idle interval)) {
     $ws = ws_open($server);
-    is say_to($ws, "keep-alive $mode"), 'kept', "keep-alive, mode $mode";
+    is say_to($ws, "keep-alive $mode text"), 'kept', "keep-alive, mode $mode";
     is next_message($ws), 'still here', '... its content reaches the idle client';
     is next_message($ws), 'still here', '... again';
     is say_to($ws, 'hello'), 'hello', '... and the connection serves messages as before';
 }
+$ws = ws_open($server);
+is say_to($ws, 'keep-alive idle ping'), 'kept', 'keep-alive as a ping';
+my $frame;
+do { $frame = next_frame($ws) } until !$frame || $frame->[0] != 10;
+is_deeply $frame, [9, 'still here'], '... a ping frame with its content';
 
 # ---- detach ---------------------------------------------------------------------
 

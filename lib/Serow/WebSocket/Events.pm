@@ -187,8 +187,9 @@ the connections subscribed to its channel.
 
 Serow's connection holder serves them with holding on (F<docs/websocket.md>):
 C<subscribe>, C<unsubscribe>, C<set-meta> (a C<Meta-*> header on every later
-request), C<keep-alive> (C<content>, C<message-type>, C<timeout> in seconds,
-C<mode> C<idle> or C<interval>) and C<detach>; C<session> and the delayed
+request; a C<Set-Meta-NAME> header on an answer does the same), C<keep-alive>
+(C<content>, C<message-type> C<text>, C<binary>, C<ping> or C<pong>, C<timeout>
+in seconds, C<mode> C<idle> or C<interval>) and C<detach>; C<session> and the delayed
 sends are ignored there. The same app works behind Pushpin.
 
 =head1 FUNCTIONS
