@@ -5,6 +5,7 @@ use lib 't/lib';
 use File::Temp ();
 use IO::Select ();
 use IO::Socket::IP ();
+use JSON::PP ();
 use Time::HiRes ();
 use Serow::Test qw(start_server raw_connect read_until_match read_until_close wait_until);
 use Serow::Options ();
@@ -223,7 +224,7 @@ is $seen, "OPEN \nTEXT detach\n", 'the app heard nothing of the detached connect
 # ---- idle pings -----------------------------------------------------------------
 
 my $pinging = start_server(app => $app, options => ['--workers', 1, '--grip',
-    '--websocket-ping-interval', 0.2, '--websocket-ping-timeout', 0.5]);
+    '--websocket-ping-interval', 0.3, '--websocket-ping-timeout', 2]);
 $pinging->wait_until_serving('/');
 
 $ws = ws_open($pinging);
@@ -231,6 +232,21 @@ is next_message($ws, until_ping => 1), 'PING', 'a quiet client is pinged';
 next_message($ws, until_ping => 1) for 1 .. 4;
 is $ws->{pings}, 5, '... again and again while it answers';
 is say_to($ws, 'still open'), 'still open', '... and its connection stays open';
+
+# Python's websockets answers pings as a browser does, unseen by its user
+my $python = (grep { defined && system("$_ -c 'import websockets' 2>/dev/null") == 0 }
+    '/usr/bin/python3', Serow::Test::find_command('python3'))[0];
+SKIP: {
+    skip 'no python3-websockets', 3 unless $python;
+    open my $out, '-|', $python, 't/websocket/ws_client.py', 'idle', 'ws://127.0.0.1:' . $pinging->port . '/chat'
+        or die "cannot run $python: $!";
+    my $json = do { local $/; <$out> };
+    close $out;
+    my $seen = eval { JSON::PP::decode_json($json) } // {};
+    is $seen->{kept}, 'kept', "Python's websockets, its own pings off: keep-alive set";
+    is $seen->{keep_alives}, 3, '... three keep-alives of a second each arrive (past the ping timeout), the holder\'s pings answered';
+    is $seen->{echo}, 'hello', '... and the connection is still open' or diag "the client printed: $json";
+}
 
 my $silent = ws_open($pinging);
 is say_to($silent, 'silent one'), 'silent one', 'a client that says one thing';
