@@ -31,6 +31,7 @@
 #include "connection/transport.h"
 #include "holder/channel_store.h"
 #include "holder/deadline_list.h"
+#include "holder/websocket_meta.h"
 #include "http/http_parser.h"
 #include "http/http_response_head.h"
 #include "http/websocket_events.h"
@@ -46,9 +47,6 @@ _Static_assert(READ_CHUNK >= SEROW_WS_MAX_HEAD + SEROW_WS_MAX_CONTROL_PAYLOAD, "
 #define CLOSE_WAIT_MS 5000
 /* Headers of the upgrade request passed on with each event request. */
 #define MAX_REQUEST_HEADERS 10000 /* (an upgrade with more is closed) */
-/* The Meta-* fields an app may set (set-meta), all their bytes: they go
- * with every later request, as Pushpin sends them. */
-#define MAX_META 8192
 /* keep-alive without a "timeout" (or 0): Pushpin's default. */
 #define KEEP_ALIVE_DEFAULT_S 55
 
@@ -132,7 +130,7 @@ struct ws_conn {
     struct buf out;           /* for the client */
     char *head;               /* "POST target HTTP/1.0\r\n" and the fields passed on */
     size_t head_len;
-    struct buf meta;          /* set-meta's fields, "Meta-Name: value\r\n" each */
+    struct serow_ws_meta meta; /* the Meta-* fields the app set */
     char accept[32];          /* Sec-WebSocket-Accept */
     char id[32];              /* Connection-Id */
 };
@@ -239,7 +237,7 @@ static void end(struct serow_ws_holds *ws, struct ws_conn *c)
     buf_free(&c->message);
     buf_free(&c->events);
     buf_free(&c->out);
-    buf_free(&c->meta);
+    serow_ws_meta_free(&c->meta);
     free(c->keep_content);
     free(c->head);
     free(c);
@@ -483,7 +481,7 @@ static void start_request(struct serow_ws_holds *ws, struct ws_conn *c)
                      "Connection-Id: %s\r\nSec-WebSocket-Extensions: grip\r\n\r\n",
                      buf_size(&c->events), c->id);
     if (buf_add(&c->request, c->head, c->head_len) != 0 ||
-        buf_add(&c->request, buf_data(&c->meta), buf_size(&c->meta)) != 0 ||
+        buf_add(&c->request, c->meta.fields, c->meta.len) != 0 ||
         buf_add(&c->request, fields, (size_t)n) != 0 ||
         buf_add(&c->request, buf_data(&c->events), buf_size(&c->events)) != 0) {
         close(pair[0]);
@@ -507,71 +505,6 @@ static void start_request(struct serow_ws_holds *ws, struct ws_conn *c)
 
 static const char SWITCHING[] = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
                                 "Connection: Upgrade\r\nSec-WebSocket-Accept: ";
-
-/* The field Meta-NAME: VALUE on every later request of the connection,
- * or none (value NULL), as Pushpin keeps a connection's meta: set by the
- * app's set-meta control message or a Set-Meta-NAME field of its answer. */
-static void set_meta(struct ws_conn *c, const char *name, size_t name_len, const char *value, size_t value_len)
-{
-    int ok = name_len > 0;
-    for (size_t i = 0; ok && i < name_len; i++) /* a token (RFC 9110 5.6.2) */
-        ok = (name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'z') ||
-             (name[i] >= 'A' && name[i] <= 'Z') || strchr("!#$%&'*+-.^_`|~", name[i]) != NULL;
-    for (size_t i = 0; ok && value && i < value_len; i++) /* no CR, LF or other control (5.5) */
-        ok = (uint8_t)value[i] >= 0x20 ? value[i] != 0x7f : value[i] == '\t';
-    if (!ok) {
-        serow_log_warn("connection holder: a WebSocket's meta %.*s refused (a name that is not a token, "
-                       "or a value a field cannot carry)", (int)(name_len < 64 ? name_len : 64), name);
-        return;
-    }
-    /* the field set before under that name (names are case-insensitive) goes */
-    uint8_t *p = buf_data(&c->meta), *end = p + buf_size(&c->meta);
-    while (p < end) {
-        uint8_t *line_end = (uint8_t *)memchr(p, '\n', (size_t)(end - p)) + 1;
-        if ((size_t)(line_end - p) > 5 + name_len && p[5 + name_len] == ':' &&
-            strncasecmp((const char *)p + 5, name, name_len) == 0) {
-            memmove(p, line_end, (size_t)(end - line_end));
-            c->meta.len -= (size_t)(line_end - p);
-            break;
-        }
-        p = line_end;
-    }
-    if (value == NULL)
-        return;
-    if (buf_size(&c->meta) + name_len + value_len + 9 > MAX_META) {
-        serow_log_warn("connection holder: a WebSocket's meta refused: its Meta-* fields would be over "
-                       "%d bytes", MAX_META);
-        return;
-    }
-    buf_add(&c->meta, "Meta-", 5);
-    buf_add(&c->meta, name, name_len);
-    buf_add(&c->meta, ": ", 2);
-    buf_add(&c->meta, value, value_len);
-    buf_add(&c->meta, "\r\n", 2);
-}
-
-static void set_meta_control(struct ws_conn *c, const struct serow_wse_control *ctl)
-{
-    char name[128], value[MAX_META];
-    size_t name_len = serow_wse_control_string(&ctl->name, name, sizeof(name));
-    size_t value_len = serow_wse_control_string(&ctl->value, value, sizeof(value));
-    if (name_len > sizeof(name) || value_len > sizeof(value)) {
-        serow_log_warn("connection holder: a WebSocket's set-meta refused: too long");
-        return;
-    }
-    set_meta(c, name, name_len, ctl->value.p ? value : NULL, value_len);
-}
-
-/* The Set-Meta-NAME fields of the app's answer (Pushpin's
- * WebSocket-over-HTTP): an empty value takes the field away. */
-static void set_meta_fields(struct ws_conn *c, const struct serow_response_head *h)
-{
-    for (size_t i = 0; i < h->num_headers; i++) {
-        const struct http_header *f = &h->headers[i];
-        if (f->name_len > 9 && strncasecmp(f->name, "Set-Meta-", 9) == 0)
-            set_meta(c, f->name + 9, f->name_len - 9, f->value_len ? f->value : NULL, f->value_len);
-    }
-}
 
 /* keep-alive: the app's message sent to an idle client (or every timeout),
  * so that the proxies on its way keep the connection; no content: none. */
@@ -616,7 +549,7 @@ static void control(struct serow_ws_holds *ws, struct ws_conn *c, const uint8_t 
     if (c->client_done)
         return;
     if (ctl.type == SEROW_WSC_SET_META) {
-        set_meta_control(c, &ctl);
+        serow_ws_meta_control(&c->meta, &ctl);
         return;
     }
     if (ctl.type == SEROW_WSC_KEEP_ALIVE) {
@@ -768,14 +701,14 @@ static void app_answered(struct serow_ws_holds *ws, struct ws_conn *c)
     } else if (!c->opened) {
         answer_open(ws, c, &h, head_len);
         if (c->opened)
-            set_meta_fields(c, &h);
+            serow_ws_meta_answer(&c->meta, &h);
     } else if (h.status != 200) {
         serow_log_warn("connection holder: the app answered a WebSocket's events %d: closed with 1011",
                        h.status);
         queue_close(c, 1011, NULL, 0);
         client_gone(c, 0);
     } else {
-        set_meta_fields(c, &h);
+        serow_ws_meta_answer(&c->meta, &h);
         if (app_events(ws, c, buf_data(&c->response) + head_len, buf_size(&c->response) - (size_t)head_len) != 0)
             client_gone(c, 0);
     }
