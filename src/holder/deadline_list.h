@@ -78,12 +78,13 @@ static inline struct serow_deadline *serow_deadline_due(struct serow_deadline_li
 }
 
 /* The ms until l's first deadline, combined with next (-1: none) as the
- * smaller of the two. */
+ * smaller of the two (a day at most: an int, and the loop looks again). */
 static inline int serow_deadline_next(const struct serow_deadline_list *l, uint64_t now_ms, int next)
 {
     if (l->head == NULL)
         return next;
-    int in = l->head->at_ms > now_ms ? (int)(l->head->at_ms - now_ms) : 0;
+    uint64_t wait = l->head->at_ms > now_ms ? l->head->at_ms - now_ms : 0;
+    int in = wait > 86400000u ? 86400000 : (int)wait;
     return next < 0 || in < next ? in : next;
 }
 
