@@ -158,7 +158,8 @@ my ($status, $text) = Serow::Test::run_serow('--websocket-max-message', 0, "$ROO
 is $status, 2, 'on the command line too: exit status 2';
 like $text, qr/--websocket-max-message: 0 is not between 1 and 1G/, '... and the message';
 
-my $server = start_server(app => $app, options => ['--workers', 1, '--grip',
+my $access_log = "$record_dir/access.log"; # (no Connection-Id: never an app's record)
+my $server = start_server(app => $app, options => ['--workers', 1, '--grip', '--access-log', $access_log,
     '--websocket-max-message', 1000, '--websocket-max-gathered', 100]);
 $server->wait_until_serving('/');
 
@@ -178,6 +179,8 @@ is say_to($ws, 'who'),
     'REMOTE_ADDR=127.0.0.2 HTTP_X_FORWARDED_FOR=192.0.2.7, 127.0.0.2 HTTP_META_USER= HTTP_META_ROLE=',
     "the event requests: the client's REMOTE_ADDR, its address appended to X-Forwarded-For, "
     . "no Meta-* of the client's";
+ok wait_until(sub { -e $access_log && `cat $access_log` =~ m{^127\.0\.0\.2 .*"POST /chat }m }),
+    "the access log's line of an event request has the client's address";
 is say_to($ws, 'set User alice'), 'set', 'set-meta';
 is say_to($ws, 'set Role admin'), 'set', 'set-meta again';
 is say_to($ws, 'set user bob'), 'set', 'set-meta of the first name, in another case';
