@@ -31,6 +31,19 @@ static void control(const uint8_t *json, size_t len)
         CHECK(c.type >= SEROW_WSC_SUBSCRIBE && c.type <= SEROW_WSC_FLUSH_DELAYED);
         if (c.type == SEROW_WSC_SUBSCRIBE || c.type == SEROW_WSC_UNSUBSCRIBE)
             CHECK(c.channel_len > 0 && serow_grip_channel_name_ok(c.channel, c.channel_len));
+        if (c.type == SEROW_WSC_SET_META)
+            CHECK(c.name.p != NULL);
+        CHECK(c.message_type >= SEROW_WSE_TEXT && c.message_type <= SEROW_WSE_PONG);
+        /* the kept strings lie inside the JSON, and decode no longer than they stand */
+        const struct serow_wse_json_string *kept[] = {&c.name, &c.value, &c.content};
+        for (size_t i = 0; i < 3; i++) {
+            if (kept[i]->p == NULL)
+                continue;
+            CHECK(kept[i]->p >= copy && kept[i]->p + kept[i]->len <= copy + len && kept[i]->len >= 2);
+            char out[64];
+            size_t n = serow_wse_control_string(kept[i], out, sizeof out);
+            CHECK(n <= kept[i]->len - 2);
+        }
     } else {
         CHECK(c.fail_why != NULL);
     }

@@ -183,7 +183,12 @@ shared_run_holder(Serow::Shared shared, int ready_channel, int handback_channel,
     string_setting(aTHX_ settings, who, "redis_prefix", s.redis_prefix, sizeof(s.redis_prefix));
     s.grip.max_channels = (uint32_t)setting(aTHX_ settings, who, "hold_max_channels");
     s.grip.max_item = (uint32_t)setting(aTHX_ settings, who, "publish_max_item");
-    s.websocket_deflate = setting(aTHX_ settings, who, "websocket_deflate") != 0;
+    memset(&s.websocket, 0, sizeof(s.websocket));
+    s.websocket.max_message = (uint64_t)setting(aTHX_ settings, who, "websocket_max_message");
+    s.websocket.max_gathered = (size_t)setting(aTHX_ settings, who, "websocket_max_gathered");
+    s.websocket.ping_interval_ms = (uint64_t)(setting(aTHX_ settings, who, "websocket_ping_interval") * 1000);
+    s.websocket.ping_timeout_ms = (uint64_t)(setting(aTHX_ settings, who, "websocket_ping_timeout") * 1000);
+    s.websocket.deflate = setting(aTHX_ settings, who, "websocket_deflate") != 0;
     RETVAL = serow_run_connection_holder(shared, ready_channel, handback_channel, &s);
     if (s.access_log)
         serow_access_log_close(s.access_log);

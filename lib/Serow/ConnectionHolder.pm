@@ -76,6 +76,11 @@ sub settings {
         redis_prefix              => $redis->{prefix},
         hold_max_channels         => $options->{hold_max_channels},
         publish_max_item          => $options->{publish_max_item},
+        # WebSockets in the holder (with --grip)
+        websocket_max_message     => $options->{websocket_max_message},
+        websocket_max_gathered    => $options->{websocket_max_gathered},
+        websocket_ping_interval   => $options->{websocket_ping_interval}, # seconds
+        websocket_ping_timeout    => $options->{websocket_ping_timeout},
         websocket_deflate         => $options->{websocket_deflate} eq 'on' ? 1 : 0,
     };
 }

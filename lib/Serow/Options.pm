@@ -54,6 +54,10 @@ my @OPTIONS = (
     grip => ['switch', 0, 'hold connections for responses with Grip-Hold (GRIP, as Pushpin): the worker is freed at once and the connection holder keeps the connection, delivering what is published to its channels (Serow::Holding::publish); off: Grip-* headers pass as any other (docs/holding.md)'],
     hold_max_pending => ['size', 1024 * 1024, 'with --grip: bytes queued for one held connection whose client does not read; past it the connection is closed and counted, so that it never slows the others'],
     hold_max_channels => ['int', 20, 'with --grip: channels one held connection may subscribe to (Grip-Channel); a hold naming more is answered 500 and logged, as any broken instruction (1 to 64)'],
+    websocket_max_message => ['size', 1024 * 1024, 'with --grip: the largest message a WebSocket client may send, all its frames together; a larger one closes the connection with 1009 (Message Too Big), before its payload is read (1 to 1G)'],
+    websocket_max_gathered => ['size', 64 * 1024, 'with --grip: bytes of a WebSocket client\'s messages gathered while the app serves the last ones; past it (one message more at most) the client is not read until the app answers, so a fast client waits for a slow app rather than filling memory (1 to 1G)'],
+    websocket_ping_interval => ['seconds', 30, 'with --grip: a WebSocket client quiet this long is pinged, so that a connection whose client is gone (a laptop asleep, a NAT that forgot it) does not stay open forever, and the proxies on the way see traffic'],
+    websocket_ping_timeout => ['seconds', 30, 'with --grip: a pinged WebSocket client that sends nothing for this long is closed (without a close frame, which it would not read: it sees 1006) and the app hears DISCONNECT'],
     websocket_psgix_io => ['repeat', [], 'with --grip: WebSocket upgrades to paths starting with this prefix are left to the app\'s psgix.io (a worker kept per connection, as without --grip); every other upgrade is served by the connection holder, each message by any free worker (repeatable; docs/websocket.md)', 'PATH-PREFIX'],
     websocket_deflate => ['choice', 'on', 'with --grip: permessage-deflate (RFC 7692) for the WebSockets the connection holder serves, when the client offers it (browsers do): messages of 64 bytes and more are compressed, without context takeover, so that no compression state is kept per connection (docs/websocket.md); off: declined', 'on|off', [qw(on off)]],
     max_held_connections => ['int', 0, 'with --grip: connections held at once for streams and long polls; more are closed (0: no limit but the open-file limit)'],
@@ -284,6 +288,15 @@ sub _check_together {
             or die "--ssl-verify-client: no address serves TLS (--enable-ssl, or :ssl after a --listen address)\n";
     }
     _check_client_certificates($opts);
+    for my $name (qw(websocket_max_message websocket_max_gathered)) {
+        $opts->{$name} >= 1 && $opts->{$name} <= 1024**3
+            or die "--" . _dashed($name) . ": $opts->{$name} is not between 1 and 1G\n";
+    }
+    # (the events of one request to the app: what was gathered and a message;
+    # only with holding on, which serves WebSockets in the holder)
+    my $holding = $opts->{grip} || defined $opts->{publish_listen} || defined $opts->{publish_redis};
+    !$holding || !$opts->{max_body_size} || $opts->{websocket_max_message} + $opts->{websocket_max_gathered} <= $opts->{max_body_size}
+        or die "--websocket-max-message: with --websocket-max-gathered, a WebSocket's request to the app could be over --max-body-size $opts->{max_body_size} (and refused with 413); lower them or raise it\n";
     if (defined $opts->{min_requests}) {
         $opts->{max_requests} or die "--min-requests: needs --max-requests (the highest limit a worker draws)\n";
         $opts->{min_requests} <= $opts->{max_requests}

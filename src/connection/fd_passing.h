@@ -15,6 +15,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include "connection/transport.h"
@@ -22,10 +24,27 @@
 /* The kernel's limit of descriptors in one SCM_RIGHTS message is 253. */
 #define FD_PASSING_BATCH 64
 
+/* The client's address when the descriptor is not the client's socket:
+ * the holder's request to the app for a WebSocket's events comes over a
+ * socket pair (websocket_holds.c), and the app's REMOTE_ADDR is still the
+ * client's.  Read only when the descriptor's peer is a UNIX socket on an IP
+ * listener, which no client's socket is: senders of clients' own sockets
+ * need not set it. */
+struct serow_peer_address {
+    union {
+        struct sockaddr sa;
+        struct sockaddr_in in;
+        struct sockaddr_in6 in6;
+    } addr;
+    socklen_t len; /* 0: none */
+};
+
 struct passed_connection {
     uint32_t requests_served;
     uint32_t listener_index;
     uint64_t idle_since_ms;
+    struct serow_peer_address peer; /* (before carried: the holder keeps a plain
+                                     * connection's info without carried's TLS part) */
     struct serow_connection_state carried; /* how to read and write it (transport.h) */
 };
 

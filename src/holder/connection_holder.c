@@ -77,6 +77,7 @@ static void held_info(const struct held_connection *c, struct passed_connection 
     to->requests_served = c->info.requests_served;
     to->listener_index = c->info.listener_index;
     to->idle_since_ms = c->info.idle_since_ms;
+    to->peer = c->info.peer;
     serow_connection_state_copy(&to->carried, &c->info.carried);
 }
 
@@ -178,6 +179,7 @@ static int hold(struct holder *h, int fd, const struct passed_connection *info)
     c->info.requests_served = info->requests_served;
     c->info.listener_index = info->listener_index;
     c->info.idle_since_ms = info->idle_since_ms;
+    c->info.peer = info->peer;
     serow_connection_state_copy(&c->info.carried, &info->carried);
     struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP, .data.u64 = (uint64_t)fd};
     /* (EEXIST: an entry left from when we held this socket under the same
@@ -817,10 +819,9 @@ int serow_run_connection_holder(struct shared_state *shared, int ready_channel, 
             free(h);
             return -1;
         }
-        struct serow_ws_settings ws = {.max_message = SEROW_WS_MAX_MESSAGE,
-                                       .max_pending = settings->grip.max_pending,
-                                       .store = serow_grip_holds_store(h->grip),
-                                       .deflate = settings->websocket_deflate};
+        struct serow_ws_settings ws = settings->websocket;
+        ws.max_pending = settings->grip.max_pending;
+        ws.store = serow_grip_holds_store(h->grip);
         h->ws = serow_ws_holds_new(shared, h->epoll_fd, &ws, ws_dispatch, h);
         if (h->ws == NULL) {
             serow_grip_holds_free(h->grip);

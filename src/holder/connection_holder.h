@@ -14,6 +14,7 @@
 
 #include "shared/shared_state.h"
 #include "holder/grip_holds.h"
+#include "holder/websocket_holds.h"
 
 struct holder_settings {
     uint64_t keepalive_timeout_ms;
@@ -26,7 +27,7 @@ struct holder_settings {
     char request_id_header[64];    /* --request-id-header, for those 503s ("": off) */
     size_t request_id_header_len;
     struct serow_grip_settings grip; /* --grip: max_pending 0 when off */
-    uint8_t websocket_deflate;       /* --websocket-deflate (with --grip) */
+    struct serow_ws_settings websocket; /* --websocket-*: limits, pings (the rest set by the holder) */
     /* --publish-redis (with --grip): Redis at host:port, channels "PREFIX:NAME";
      * redis_host "": none */
     char redis_host[256];

@@ -16,6 +16,7 @@
 #include "holder/websocket_holds.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
@@ -28,8 +29,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "connection/connection.h"
 #include "connection/transport.h"
 #include "holder/channel_store.h"
+#include "holder/deadline_list.h"
+#include "holder/websocket_meta.h"
 #include "http/http_parser.h"
 #include "http/http_response_head.h"
 #include "http/websocket_deflate.h"
@@ -41,15 +45,13 @@
 /* Bytes read from a client at a time; at least a whole control frame. */
 #define READ_CHUNK (64u << 10)
 _Static_assert(READ_CHUNK >= SEROW_WS_MAX_HEAD + SEROW_WS_MAX_CONTROL_PAYLOAD, "a control frame fits");
-/* Events gathered while a request is in flight, past which the client is
- * not read until they go (one message more than this at most: the message
- * being gathered is not counted, or one longer than this would never end). */
-#define EVENTS_BOUND (64u << 10)
 /* The client's time to answer the app's close frame (section 7.1.1: then
  * the server closes the TCP connection), after which it is closed anyway. */
 #define CLOSE_WAIT_MS 5000
 /* Headers of the upgrade request passed on with each event request. */
 #define MAX_REQUEST_HEADERS 10000 /* (an upgrade with more is closed) */
+/* keep-alive without a "timeout" (or 0): Pushpin's default. */
+#define KEEP_ALIVE_DEFAULT_S 55
 
 struct buf {
     uint8_t *p;
@@ -110,6 +112,15 @@ struct ws_conn {
     uint8_t deflate_bits;     /* permessage-deflate: our window bits; 0: not negotiated */
     uint8_t deflate_bits_asked; /* the client's offer named them: the 101 does too */
     uint8_t message_deflated; /* the message being gathered came with RSV1 */
+    uint8_t detached;         /* the app said detach: no more events go to it */
+    uint8_t pinged;           /* alive is in the pinged list: our ping awaits its answer */
+    uint8_t keep_opcode;      /* the app's keep-alive: its frame's opcode */
+    uint8_t keep_interval;    /* ... sent every keep_ms, not only after keep_ms of quiet */
+    uint64_t keep_ms;
+    uint8_t *keep_content;    /* NULL: no keep-alive */
+    size_t keep_len;
+    struct serow_deadline alive; /* quiet: the next ping is due; pinged: its answer */
+    struct serow_deadline keep;  /* the app's keep-alive is due */
     uint64_t close_by_ms;     /* the app closed: the client's close frame is due by then; 0: none */
     uint32_t watching;        /* the client's epoll events now */
     uint32_t app_watching;
@@ -124,6 +135,7 @@ struct ws_conn {
     struct buf out;           /* for the client */
     char *head;               /* "POST target HTTP/1.0\r\n" and the fields passed on */
     size_t head_len;
+    struct serow_ws_meta meta; /* the Meta-* fields the app set */
     char accept[32];          /* Sec-WebSocket-Accept */
     char id[32];              /* Connection-Id */
     /* Last: a plain connection's is allocated without the TLS state at the
@@ -153,7 +165,13 @@ struct serow_ws_holds {
     const struct serow_channel_item *deflated_item;
     uint8_t deflated_bits;
     struct buf deflated;
+    /* Deadlines, each list in order (deadline_list.h): */
+    struct serow_deadline_list quiet;       /* now + ping_interval_ms when last heard */
+    struct serow_deadline_list pinged;      /* now + ping_timeout_ms when pinged */
+    struct serow_deadline_list keep_alives; /* the apps' keep-alives */
 };
+
+#define CONN_OF(d, member) ((struct ws_conn *)(void *)((char *)(d) - offsetof(struct ws_conn, member)))
 
 struct serow_ws_holds *serow_ws_holds_new(struct shared_state *shared, int epoll_fd,
                                           const struct serow_ws_settings *settings,
@@ -167,6 +185,12 @@ struct serow_ws_holds *serow_ws_holds_new(struct shared_state *shared, int epoll
     ws->settings = *settings;
     if (!ws->settings.max_message)
         ws->settings.max_message = SEROW_WS_MAX_MESSAGE;
+    if (!ws->settings.max_gathered)
+        ws->settings.max_gathered = SEROW_WS_MAX_GATHERED;
+    if (!ws->settings.ping_interval_ms)
+        ws->settings.ping_interval_ms = SEROW_WS_PING_INTERVAL_MS;
+    if (!ws->settings.ping_timeout_ms)
+        ws->settings.ping_timeout_ms = SEROW_WS_PING_TIMEOUT_MS;
     if (ws->settings.deflate && (ws->wsd = serow_wsd_new()) == NULL) {
         free(ws);
         return NULL;
@@ -235,6 +259,8 @@ static void end(struct serow_ws_holds *ws, struct ws_conn *c)
         serow_channels_unsubscribe_all(ws->settings.store, (uint32_t)c->fd);
     if (c->close_by_ms)
         ws->awaiting_close--;
+    serow_deadline_unset(c->pinged ? &ws->pinged : &ws->quiet, &c->alive);
+    serow_deadline_unset(&ws->keep_alives, &c->keep);
     close_app(ws, c);
     epoll_ctl(ws->epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
     ws->by_fd[c->fd] = NULL;
@@ -246,6 +272,8 @@ static void end(struct serow_ws_holds *ws, struct ws_conn *c)
     buf_free(&c->message);
     buf_free(&c->events);
     buf_free(&c->out);
+    serow_ws_meta_free(&c->meta);
+    free(c->keep_content);
     free(c->head);
     free(c);
 }
@@ -255,16 +283,27 @@ static void end(struct serow_ws_holds *ws, struct ws_conn *c)
 /* Events enough wait for the next request: the client is not read on.  The
  * message being gathered does not count: it is bounded by max_message, and
  * it becomes an event only once its last byte is read, so a message over
- * EVENTS_BOUND that stopped the reading would never be read whole. */
-static inline int gathered_enough(const struct ws_conn *c)
+ * max_gathered that stopped the reading would never be read whole. */
+static inline int gathered_enough(const struct serow_ws_holds *ws, const struct ws_conn *c)
 {
-    return buf_size(&c->events) >= EVENTS_BOUND;
+    return buf_size(&c->events) >= ws->settings.max_gathered;
+}
+
+/* The client said something: the next ping is due ping_interval_ms from
+ * now (a pong, or any frame, answers ours). */
+static void heard_from(struct serow_ws_holds *ws, struct ws_conn *c)
+{
+    if (c->pinged) {
+        serow_deadline_unset(&ws->pinged, &c->alive);
+        c->pinged = 0;
+    }
+    serow_deadline_set(&ws->quiet, &c->alive, serow_shared_clock_ms() + ws->settings.ping_interval_ms);
 }
 
 static void watch(struct serow_ws_holds *ws, struct ws_conn *c)
 {
     uint32_t want = 0;
-    if (c->opened && !c->client_done && !gathered_enough(c))
+    if (c->opened && !c->client_done && !gathered_enough(ws, c))
         want |= EPOLLIN;
     if (!c->client_gone && buf_size(&c->out))
         want |= EPOLLOUT;
@@ -306,6 +345,9 @@ static int queue_frame(struct serow_ws_holds *ws, struct ws_conn *c, unsigned op
                         "--hold-max-pending): closed");
         return -1;
     }
+    /* an idle keep-alive waits for quiet: a message sent puts it off */
+    if (c->keep_content && !c->keep_interval && (opcode == SEROW_WS_OP_TEXT || opcode == SEROW_WS_OP_BINARY))
+        serow_deadline_set(&ws->keep_alives, &c->keep, serow_shared_clock_ms() + c->keep_ms);
     return 0;
 }
 
@@ -337,6 +379,8 @@ static void queue_close(struct ws_conn *c, unsigned code, const uint8_t *reason,
 
 static int add_event(struct ws_conn *c, unsigned type, const uint8_t *p, size_t len, int with_content)
 {
+    if (c->detached)
+        return 0; /* (the app hears nothing more) */
     size_t n = serow_wse_encode(NULL, type, p, len, with_content);
     if (buf_add(&c->events, NULL, n) != 0)
         return -1;
@@ -398,8 +442,8 @@ static int client_piece(struct serow_ws_holds *ws, struct ws_conn *c, const stru
     switch (piece->opcode) {
     case SEROW_WS_OP_TEXT:
     case SEROW_WS_OP_BINARY:
-        if (c->close_sent)
-            return 0; /* (after our close, data is not the app's any more) */
+        if (c->close_sent || c->detached)
+            return 0; /* (after our close, or detach, data is not the app's any more) */
         if (piece->first)
             c->message_deflated = (piece->rsv & SEROW_WS_RSV1) != 0;
         if (buf_add(&c->message, piece->data, piece->len) != 0)
@@ -415,9 +459,10 @@ static int client_piece(struct serow_ws_holds *ws, struct ws_conn *c, const stru
         if (!c->close_sent) {
             /* the app hears the close; the client has its echo (section 5.5.1) */
             size_t n = serow_wse_encode_close(NULL, code, piece->data, piece->len);
-            if (buf_add(&c->events, NULL, n) != 0)
+            if (!c->detached && buf_add(&c->events, NULL, n) != 0)
                 return -1;
-            serow_wse_encode_close(c->events.p + c->events.len - n, code, piece->data, piece->len);
+            if (!c->detached)
+                serow_wse_encode_close(c->events.p + c->events.len - n, code, piece->data, piece->len);
             queue_close(c, code, piece->data, piece->len);
         }
         c->client_done = 1;
@@ -431,7 +476,7 @@ static int client_piece(struct serow_ws_holds *ws, struct ws_conn *c, const stru
 /* Reads the frames buffered, as far as the events gathered may grow. */
 static void read_buffered(struct serow_ws_holds *ws, struct ws_conn *c)
 {
-    while (buf_size(&c->in) && !c->client_done && !gathered_enough(c)) {
+    while (buf_size(&c->in) && !c->client_done && !gathered_enough(ws, c)) {
         size_t used = 0;
         struct serow_ws_piece piece;
         int r = serow_ws_read(&c->reader, buf_data(&c->in), buf_size(&c->in), &used, &piece);
@@ -456,7 +501,7 @@ static void client_readable(struct serow_ws_holds *ws, struct ws_conn *c, int ca
 {
     for (;;) {
         read_buffered(ws, c);
-        if (!can_recv || c->client_done || gathered_enough(c))
+        if (!can_recv || c->client_done || gathered_enough(ws, c))
             return;
         if (buf_add(&c->in, NULL, READ_CHUNK) != 0) {
             client_gone(c, 1);
@@ -472,6 +517,7 @@ static void client_readable(struct serow_ws_holds *ws, struct ws_conn *c, int ca
             return;
         }
         c->in.len += (size_t)n;
+        heard_from(ws, c);
     }
 }
 
@@ -516,7 +562,9 @@ static void start_request(struct serow_ws_holds *ws, struct ws_conn *c)
                      "Content-Type: " SEROW_WSE_CONTENT_TYPE "\r\nContent-Length: %zu\r\n"
                      "Connection-Id: %s\r\nSec-WebSocket-Extensions: grip\r\n\r\n",
                      buf_size(&c->events), c->id);
-    if (buf_add(&c->request, c->head, c->head_len) != 0 || buf_add(&c->request, fields, (size_t)n) != 0 ||
+    if (buf_add(&c->request, c->head, c->head_len) != 0 ||
+        buf_add(&c->request, c->meta.fields, c->meta.len) != 0 ||
+        buf_add(&c->request, fields, (size_t)n) != 0 ||
         buf_add(&c->request, buf_data(&c->events), buf_size(&c->events)) != 0) {
         close(pair[0]);
         close(pair[1]);
@@ -542,8 +590,39 @@ static void start_request(struct serow_ws_holds *ws, struct ws_conn *c)
 static const char SWITCHING[] = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
                                 "Connection: Upgrade\r\nSec-WebSocket-Accept: ";
 
-/* A control message of the app's (GRIP on): subscriptions; the others
- * Pushpin knows are not served here yet, and ignored. */
+/* keep-alive: the app's message sent to an idle client (or every timeout),
+ * so that the proxies on its way keep the connection; no content: none. */
+static void set_keep_alive(struct serow_ws_holds *ws, struct ws_conn *c, const struct serow_wse_control *ctl)
+{
+    free(c->keep_content);
+    c->keep_content = NULL;
+    serow_deadline_unset(&ws->keep_alives, &c->keep);
+    if (ctl->content.p == NULL)
+        return;
+    size_t len = serow_wse_control_string(&ctl->content, NULL, 0);
+    if ((c->keep_content = malloc(len ? len : 1)) == NULL)
+        return;
+    serow_wse_control_string(&ctl->content, (char *)c->keep_content, len);
+    c->keep_len = len;
+    static const uint8_t opcodes[] = {[SEROW_WSE_TEXT] = SEROW_WS_OP_TEXT, [SEROW_WSE_BINARY] = SEROW_WS_OP_BINARY,
+                                      [SEROW_WSE_PING] = SEROW_WS_OP_PING, [SEROW_WSE_PONG] = SEROW_WS_OP_PONG};
+    c->keep_opcode = opcodes[ctl->message_type];
+    if ((c->keep_opcode == SEROW_WS_OP_PING || c->keep_opcode == SEROW_WS_OP_PONG) &&
+        len > SEROW_WS_MAX_CONTROL_PAYLOAD) {
+        serow_log_warn("connection holder: a WebSocket's keep-alive refused: a %s of %zu bytes",
+                       c->keep_opcode == SEROW_WS_OP_PING ? "ping" : "pong", len);
+        free(c->keep_content);
+        c->keep_content = NULL;
+        return;
+    }
+    c->keep_interval = ctl->mode == SEROW_WSE_KEEP_ALIVE_INTERVAL;
+    c->keep_ms = (uint64_t)(ctl->timeout_s ? ctl->timeout_s : KEEP_ALIVE_DEFAULT_S) * 1000u;
+    serow_deadline_set(&ws->keep_alives, &c->keep, serow_shared_clock_ms() + c->keep_ms);
+}
+
+/* A control message of the app's (GRIP on): subscriptions, set-meta,
+ * keep-alive, detach; session, send-delayed and flush-delayed are not
+ * served yet, and ignored. */
 static void control(struct serow_ws_holds *ws, struct ws_conn *c, const uint8_t *json, size_t len)
 {
     struct serow_wse_control ctl;
@@ -551,7 +630,24 @@ static void control(struct serow_ws_holds *ws, struct ws_conn *c, const uint8_t 
         serow_log_warn("connection holder: a WebSocket's control message refused (%s)", ctl.fail_why);
         return;
     }
-    if (ws->settings.store == NULL || c->client_done)
+    if (c->client_done)
+        return;
+    if (ctl.type == SEROW_WSC_SET_META) {
+        serow_ws_meta_control(&c->meta, &ctl);
+        return;
+    }
+    if (ctl.type == SEROW_WSC_KEEP_ALIVE) {
+        set_keep_alive(ws, c, &ctl);
+        return;
+    }
+    if (ctl.type == SEROW_WSC_DETACH) {
+        /* (what was gathered for the next request is dropped with the rest) */
+        c->detached = 1;
+        buf_free(&c->events);
+        buf_free(&c->message);
+        return;
+    }
+    if (ws->settings.store == NULL)
         return;
     if (ctl.type == SEROW_WSC_SUBSCRIBE) {
         const struct serow_delivery *d; /* (none: no prev-id, no replay) */
@@ -664,6 +760,7 @@ static void answer_open(struct serow_ws_holds *ws, struct ws_conn *c, const stru
     }
     buf_add(&c->out, "\r\n", 2);
     c->opened = 1;
+    heard_from(ws, c); /* (the first ping is due ping_interval_ms from now) */
     if (app_events(ws, c, body + 6, body_len - 6) != 0)
         client_gone(c, 0);
 }
@@ -694,14 +791,17 @@ static void app_answered(struct serow_ws_holds *ws, struct ws_conn *c)
         client_gone(c, 0);
     } else if (!c->opened) {
         answer_open(ws, c, &h, head_len);
+        if (c->opened)
+            serow_ws_meta_answer(&c->meta, &h);
     } else if (h.status != 200) {
         serow_log_warn("connection holder: the app answered a WebSocket's events %d: closed with 1011",
                        h.status);
         queue_close(c, 1011, NULL, 0);
         client_gone(c, 0);
-    } else if (app_events(ws, c, buf_data(&c->response) + head_len,
-                          buf_size(&c->response) - (size_t)head_len) != 0) {
-        client_gone(c, 0);
+    } else {
+        serow_ws_meta_answer(&c->meta, &h);
+        if (app_events(ws, c, buf_data(&c->response) + head_len, buf_size(&c->response) - (size_t)head_len) != 0)
+            client_gone(c, 0);
     }
     close_app(ws, c);
 }
@@ -742,7 +842,7 @@ static void settle(struct serow_ws_holds *ws, struct ws_conn *c)
      * TLS plaintext the transport opened past the room of the last read,
      * which epoll does not report (transport.h) */
     int buffered = serow_transport_buffered(&c->info.carried, c->fd);
-    if (c->opened && (buf_size(&c->in) || buffered) && !c->client_done && !gathered_enough(c)) {
+    if (c->opened && (buf_size(&c->in) || buffered) && !c->client_done && !gathered_enough(ws, c)) {
         client_readable(ws, c, buffered);
         start_request(ws, c);
     }
@@ -816,9 +916,12 @@ static int make_accept(const struct http_header *key, char out[32])
 }
 
 /* Whether a field of the upgrade request stays out of the event requests:
- * the handshake's own, and what the POST's framing says itself. */
+ * the handshake's own, what the POST's framing says itself, and Meta-*,
+ * which only the app sets (set-meta), as in Pushpin. */
 static int left_out(const struct http_header *h)
 {
+    if (h->name_len >= 5 && strncasecmp(h->name, "Meta-", 5) == 0)
+        return 1;
     static const char *const names[] = {"Upgrade", "Connection", "Sec-WebSocket-Key",
                                         "Sec-WebSocket-Version", "Sec-WebSocket-Extensions",
                                         "Content-Length", "Content-Type", "Transfer-Encoding",
@@ -849,19 +952,27 @@ static struct serow_wsd_params negotiate_deflate(const struct http_request_head 
     return agreed;
 }
 
-/* The request line and fields every event request starts with. */
-static int make_head(struct ws_conn *c, const struct http_request_head *r)
+/* The request line and fields every event request starts with; the
+ * client's address appended to X-Forwarded-For, as a proxy does (nginx's
+ * $proxy_add_x_forwarded_for), for an app that reads it; REMOTE_ADDR is the
+ * client's already (c->info.peer). */
+static int make_head(struct ws_conn *c, const struct http_request_head *r, const char *client)
 {
-    size_t size = 32 + r->target_len;
+    size_t size = 64 + SEROW_REMOTE_ADDR_SIZE + r->target_len;
     for (size_t i = 0; i < r->num_headers; i++)
         size += r->headers[i].name_len + r->headers[i].value_len + 4;
     char *p = c->head = malloc(size);
     if (p == NULL)
         return -1;
     p += sprintf(p, "POST %.*s HTTP/1.0\r\n", (int)r->target_len, r->target);
+    const struct http_header *forwarded = serow_find_header(r, "X-Forwarded-For", 15);
+    if (forwarded)
+        p += sprintf(p, "X-Forwarded-For: %.*s, %s\r\n", (int)forwarded->value_len, forwarded->value, client);
+    else
+        p += sprintf(p, "X-Forwarded-For: %s\r\n", client);
     for (size_t i = 0; i < r->num_headers; i++) {
         const struct http_header *h = &r->headers[i];
-        if (left_out(h))
+        if (left_out(h) || h == forwarded)
             continue;
         memcpy(p, h->name, h->name_len);
         p += h->name_len;
@@ -893,7 +1004,14 @@ void serow_ws_holds_add(struct serow_ws_holds *ws, const struct serow_holding_he
     c->info.listener_index = head->conn.listener_index;
     c->info.idle_since_ms = head->conn.idle_since_ms;
     serow_connection_state_copy(&c->info.carried, &carried);
-    if (make_accept(serow_find_header(&r, "Sec-WebSocket-Key", 17), c->accept) != 0 || make_head(c, &r) != 0)
+    socklen_t peer_len = sizeof(c->info.peer.addr);
+    if (getpeername(fd, &c->info.peer.addr.sa, &peer_len) != 0)
+        peer_len = 0;
+    c->info.peer.len = peer_len;
+    char client[SEROW_REMOTE_ADDR_SIZE];
+    serow_format_remote_address(client, peer_len ? &c->info.peer.addr.sa : NULL, peer_len);
+    if (make_accept(serow_find_header(&r, "Sec-WebSocket-Key", 17), c->accept) != 0 ||
+        make_head(c, &r, client) != 0)
         goto refused;
     snprintf(c->id, sizeof(c->id), "%x-%llx", (unsigned)getpid(), (unsigned long long)++ws->next_id);
     serow_ws_reader_init(&c->reader, 1, ws->settings.max_message);
@@ -984,12 +1102,71 @@ void serow_ws_holds_deliver(void *arg, const struct serow_delivery *d)
     settle(ws, c);
 }
 
+/* A quiet client's ping is due: it is sent, and the answer awaited.  One
+ * whose input waits for the app (gathered_enough) is not read, so its
+ * silence says nothing: its turn comes again later. */
+static void ping_due(struct serow_ws_holds *ws, struct ws_conn *c, uint64_t now_ms)
+{
+    if (c->client_done || c->close_sent)
+        return;
+    if (gathered_enough(ws, c) || buf_size(&c->in)) {
+        serow_deadline_set(&ws->quiet, &c->alive, now_ms + ws->settings.ping_interval_ms);
+        return;
+    }
+    if (queue_frame(ws, c, SEROW_WS_OP_PING, NULL, 0) != 0) {
+        client_gone(c, 1);
+    } else {
+        c->pinged = 1;
+        serow_deadline_set(&ws->pinged, &c->alive, now_ms + ws->settings.ping_timeout_ms);
+    }
+    settle(ws, c);
+}
+
+/* No answer to the ping: the client (or the NAT on its way) is gone.  The
+ * connection is closed without a close frame, which the client would not
+ * read: what a client still there sees is 1006 (RFC 6455 7.1.5), the code
+ * a frame may not carry; the app hears DISCONNECT. */
+static void answer_overdue(struct serow_ws_holds *ws, struct ws_conn *c, uint64_t now_ms)
+{
+    c->pinged = 0;
+    if (gathered_enough(ws, c) || buf_size(&c->in)) {
+        serow_deadline_set(&ws->quiet, &c->alive, now_ms + ws->settings.ping_interval_ms);
+        return;
+    }
+    serow_log_debug("connection holder: a WebSocket client did not answer a ping in %llu ms: closed",
+                    (unsigned long long)ws->settings.ping_timeout_ms);
+    client_gone(c, 1);
+    settle(ws, c);
+}
+
+static void keep_alive_due(struct serow_ws_holds *ws, struct ws_conn *c, uint64_t now_ms)
+{
+    if (c->keep_content == NULL || c->client_gone || c->close_sent)
+        return;
+    if (queue_frame(ws, c, c->keep_opcode, c->keep_content, c->keep_len) != 0)
+        client_gone(c, 1);
+    else
+        serow_deadline_set(&ws->keep_alives, &c->keep, now_ms + c->keep_ms);
+    settle(ws, c);
+}
+
 int serow_ws_holds_timers(struct serow_ws_holds *ws, uint64_t now_ms)
 {
-    if (ws == NULL || ws->awaiting_close == 0)
+    if (ws == NULL)
         return -1;
-    /* (a walk over every connection, only while some close is awaited) */
-    int64_t next = -1;
+    struct serow_deadline *d;
+    while ((d = serow_deadline_due(&ws->quiet, now_ms)) != NULL)
+        ping_due(ws, CONN_OF(d, alive), now_ms);
+    while ((d = serow_deadline_due(&ws->pinged, now_ms)) != NULL)
+        answer_overdue(ws, CONN_OF(d, alive), now_ms);
+    while ((d = serow_deadline_due(&ws->keep_alives, now_ms)) != NULL)
+        keep_alive_due(ws, CONN_OF(d, keep), now_ms);
+    int next = serow_deadline_next(&ws->quiet, now_ms, -1);
+    next = serow_deadline_next(&ws->pinged, now_ms, next);
+    next = serow_deadline_next(&ws->keep_alives, now_ms, next);
+    if (ws->awaiting_close == 0)
+        return next;
+    /* (a walk over every connection, only while some app's close is awaited) */
     for (int fd = 0; fd < ws->size; fd++) {
         struct ws_conn *c = ws->by_fd[fd];
         if (c == NULL || !c->close_by_ms)
@@ -998,10 +1175,10 @@ int serow_ws_holds_timers(struct serow_ws_holds *ws, uint64_t now_ms)
             c->client_done = c->client_gone = c->closing = 1;
             settle(ws, c);
         } else if (next < 0 || (int64_t)(c->close_by_ms - now_ms) < next) {
-            next = (int64_t)(c->close_by_ms - now_ms);
+            next = (int)(c->close_by_ms - now_ms);
         }
     }
-    return (int)next;
+    return next;
 }
 
 void serow_ws_holds_free(struct serow_ws_holds *ws)

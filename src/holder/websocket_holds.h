@@ -31,14 +31,21 @@
 #define SEROW_WS_TAG     (1ULL << 49)
 #define SEROW_WS_APP_TAG (1ULL << 50)
 
-/* The largest data message a client may send, all its frames (1009 past it). */
-#define SEROW_WS_MAX_MESSAGE (1u << 20)
+/* Defaults of the settings (lib/Serow/Options.pm has the options'). */
+#define SEROW_WS_MAX_MESSAGE (1u << 20)    /* --websocket-max-message */
+#define SEROW_WS_MAX_GATHERED (64u << 10)  /* --websocket-max-gathered */
+#define SEROW_WS_PING_INTERVAL_MS 30000    /* --websocket-ping-interval */
+#define SEROW_WS_PING_TIMEOUT_MS 30000     /* --websocket-ping-timeout */
 
 struct serow_channels;
 struct serow_delivery;
 
 struct serow_ws_settings {
-    uint64_t max_message;  /* SEROW_WS_MAX_MESSAGE */
+    uint64_t max_message;  /* the largest data message a client may send, all its frames (1009 past it) */
+    size_t max_gathered;   /* events gathered while a request is in flight, past which the
+                            * client is not read until they go (one message more at most) */
+    uint64_t ping_interval_ms; /* a client quiet that long is pinged */
+    uint64_t ping_timeout_ms;  /* ... and closed when it said nothing that long after */
     size_t max_pending;    /* --hold-max-pending: bytes queued for one client */
     struct serow_channels *store; /* grip_holds.c's: subscriptions (c:{"type":"subscribe"}) */
     uint8_t deflate;       /* --websocket-deflate: permessage-deflate offered by a client is accepted */
@@ -64,8 +71,9 @@ void serow_ws_holds_event(struct serow_ws_holds *ws, uint64_t tag, uint32_t even
  * serow_grip_elsewhere: ws is the struct serow_ws_holds): its ws-message
  * format, as a frame. */
 void serow_ws_holds_deliver(void *ws, const struct serow_delivery *d);
-/* Closes the connections whose client did not answer the app's close in
- * time; the ms until the next is due (-1: none). */
+/* Pings the quiet clients, closes those that did not answer a ping or the
+ * app's close in time, sends the apps' keep-alives; the ms until the next
+ * is due (-1: none). */
 int serow_ws_holds_timers(struct serow_ws_holds *ws, uint64_t now_ms);
 uint32_t serow_ws_holds_count(const struct serow_ws_holds *ws);
 /* Closes every WebSocket (the holder stops), with 1001 where it can. */

@@ -440,13 +440,70 @@ static int control_fail(struct serow_wse_control *c, const char *why)
     return 0;
 }
 
+/* The string members a control message's reader keeps (where they stand):
+ * the slot of key's, or NULL. */
+static struct serow_wse_json_string *member_kept(struct serow_wse_control *c,
+                                                 struct serow_wse_json_string *message_type,
+                                                 struct serow_wse_json_string *mode, const char *key,
+                                                 size_t len)
+{
+    static const struct {
+        const char *name;
+        int which;
+    } kept[] = {{"name", 0}, {"value", 1}, {"content", 2}, {"message-type", 3}, {"mode", 4}};
+    for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++) {
+        if (strlen(kept[i].name) != len || memcmp(kept[i].name, key, len) != 0)
+            continue;
+        struct serow_wse_json_string *slots[] = {&c->name, &c->value, &c->content, message_type, mode};
+        return slots[kept[i].which];
+    }
+    return NULL;
+}
+
+/* keep-alive's "timeout": a whole number of seconds that fits an int, as
+ * Pushpin reads it. */
+static int json_seconds(struct json *j, uint32_t *out)
+{
+    const uint8_t *start = j->p;
+    if (!json_number(j))
+        return 0;
+    uint64_t v = 0;
+    for (const uint8_t *p = start; p < j->p; p++) {
+        if (*p < '0' || *p > '9' || v > INT32_MAX)
+            return json_fail(j, "\"timeout\" is not a whole number of seconds");
+        v = v * 10 + (uint64_t)(*p - '0');
+    }
+    if (v > INT32_MAX)
+        return json_fail(j, "\"timeout\" is not a whole number of seconds");
+    *out = (uint32_t)v;
+    return 1;
+}
+
+static int string_is(const struct serow_wse_json_string *s, const char *word)
+{
+    char got[16];
+    size_t n = serow_wse_control_string(s, got, sizeof got);
+    return n == strlen(word) && memcmp(got, word, n) == 0;
+}
+
+size_t serow_wse_control_string(const struct serow_wse_json_string *s, char *out, size_t cap)
+{
+    if (s->p == NULL)
+        return 0;
+    struct json j = {s->p, s->p + s->len, NULL};
+    size_t n = 0;
+    json_string(&j, out, cap, &n); /* (checked when the message was read) */
+    return n;
+}
+
 int serow_wse_parse_control(const uint8_t *json, size_t len, struct serow_wse_control *c)
 {
     memset(c, 0, sizeof *c);
     struct json j = {json, json + len, NULL};
     char key[16], type[16];
     size_t key_len, type_len = 0;
-    int seen_type = 0, seen_channel = 0;
+    int seen_type = 0, seen_channel = 0, seen_timeout = 0;
+    struct serow_wse_json_string message_type = {0}, mode = {0};
 
     json_ws(&j);
     if (j.p == j.end || *j.p++ != '{')
@@ -465,15 +522,25 @@ int serow_wse_parse_control(const uint8_t *json, size_t len, struct serow_wse_co
             json_ws(&j);
             int is_type = key_len == 4 && memcmp(key, "type", 4) == 0;
             int is_channel = key_len == 7 && memcmp(key, "channel", 7) == 0;
-            if ((is_type && seen_type++) || (is_channel && seen_channel++))
+            struct serow_wse_json_string *kept = member_kept(c, &message_type, &mode, key, key_len);
+            int is_timeout = key_len == 7 && memcmp(key, "timeout", 7) == 0;
+            if ((is_type && seen_type++) || (is_channel && seen_channel++) || (kept && kept->p) ||
+                (is_timeout && seen_timeout++))
                 return control_fail(c, "a member given twice");
-            if (is_type || is_channel) {
+            if (is_type || is_channel || kept) {
                 if (j.p == j.end || *j.p != '"')
-                    return control_fail(c, is_type ? "\"type\" is not a string"
-                                                   : "\"channel\" is not a string");
-                int ok = is_type ? json_string(&j, type, sizeof type, &type_len)
-                                 : json_string(&j, c->channel, sizeof c->channel, &c->channel_len);
+                    return control_fail(c, "a member that must be a string is not");
+                const uint8_t *start = j.p;
+                size_t n;
+                int ok = is_type      ? json_string(&j, type, sizeof type, &type_len)
+                         : is_channel ? json_string(&j, c->channel, sizeof c->channel, &c->channel_len)
+                                      : json_string(&j, NULL, 0, &n);
                 if (!ok)
+                    return control_fail(c, j.fail_why);
+                if (kept)
+                    *kept = (struct serow_wse_json_string){start, (size_t)(j.p - start)};
+            } else if (is_timeout) {
+                if (!json_seconds(&j, &c->timeout_s))
                     return control_fail(c, j.fail_why);
             } else if (!json_value(&j, 1)) {
                 return control_fail(c, j.fail_why);
@@ -498,6 +565,28 @@ int serow_wse_parse_control(const uint8_t *json, size_t len, struct serow_wse_co
             c->type = (uint8_t)t;
     if (c->type == 0)
         return control_fail(c, "unknown \"type\"");
+    if (c->type == SEROW_WSC_SET_META && c->name.p == NULL)
+        return control_fail(c, "no \"name\"");
+    c->message_type = SEROW_WSE_TEXT;
+    if (message_type.p) {
+        static const struct {
+            const char *name;
+            uint8_t type;
+        } types[] = {{"text", SEROW_WSE_TEXT}, {"binary", SEROW_WSE_BINARY},
+                     {"ping", SEROW_WSE_PING}, {"pong", SEROW_WSE_PONG}};
+        c->message_type = 0;
+        for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+            if (string_is(&message_type, types[i].name))
+                c->message_type = types[i].type;
+        if (c->message_type == 0)
+            return control_fail(c, "\"message-type\" is not text, binary, ping or pong");
+    }
+    if (mode.p) {
+        if (string_is(&mode, "interval"))
+            c->mode = SEROW_WSE_KEEP_ALIVE_INTERVAL;
+        else if (!string_is(&mode, "idle"))
+            return control_fail(c, "\"mode\" is neither idle nor interval");
+    }
     if (c->type == SEROW_WSC_SUBSCRIBE || c->type == SEROW_WSC_UNSUBSCRIBE) {
         if (!seen_channel)
             return control_fail(c, "no \"channel\"");

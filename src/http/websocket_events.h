@@ -114,20 +114,42 @@ enum serow_wse_control_type {
     SEROW_WSC_FLUSH_DELAYED
 };
 
+/* A string member of a control message, as it stands in the JSON (its
+ * quotes included), decoded by serow_wse_control_string(); p NULL: absent. */
+struct serow_wse_json_string {
+    const uint8_t *p;
+    size_t len;
+};
+
+/* keep-alive's "mode": after the connection was idle that long, or every
+ * "timeout" whatever it sent meanwhile. */
+enum serow_wse_keep_alive_mode { SEROW_WSE_KEEP_ALIVE_IDLE = 0, SEROW_WSE_KEEP_ALIVE_INTERVAL };
+
 struct serow_wse_control {
     uint8_t type;                              /* enum serow_wse_control_type */
     char channel[SEROW_GRIP_MAX_NAME];         /* subscribe, unsubscribe: decoded */
     size_t channel_len;
+    struct serow_wse_json_string name, value;  /* set-meta */
+    struct serow_wse_json_string content;      /* keep-alive: none turns it off */
+    uint8_t message_type;                      /* keep-alive: SEROW_WSE_TEXT (absent), _BINARY, _PING, _PONG */
+    uint8_t mode;                              /* keep-alive: enum serow_wse_keep_alive_mode */
+    uint32_t timeout_s;                        /* keep-alive: "timeout", whole seconds; 0: absent */
     const char *fail_why;
 };
 
 /*
  * A control message's JSON (what follows "c:"): one object with a string
  * "type" Pushpin knows; subscribe and unsubscribe need a "channel" that
- * grip_instruct.h's rule accepts.  Other members are checked as JSON and
- * otherwise ignored.  1 when read, 0 when refused (c->fail_why).
+ * grip_instruct.h's rule accepts; set-meta a string "name" (and "value");
+ * keep-alive's "content" and "message-type" ("text", "binary", "ping" or
+ * "pong", as Pushpin) are strings, "timeout" a whole number of seconds (0:
+ * the default), "mode" "idle" or "interval".  Other members are checked as JSON and otherwise ignored.
+ * 1 when read, 0 when refused (c->fail_why).
  */
 int serow_wse_parse_control(const uint8_t *json, size_t len, struct serow_wse_control *c);
+/* A string member decoded into out (UTF-8, at most cap bytes written); its
+ * decoded length, which may exceed cap (then out holds the first cap). */
+size_t serow_wse_control_string(const struct serow_wse_json_string *s, char *out, size_t cap);
 
 #define SEROW_WSE_MAX_PREFIX 64
 #define SEROW_WSE_DEFAULT_PREFIX "m:"

@@ -104,6 +104,7 @@ int serow_take_parked_connection(struct shared_state *shared, struct worker_hand
     info->listener_index = s->listener_index;
     info->carried = s->carried;
     info->idle_since_ms = atomic_load(&s->idle_since_ms);
+    info->peer.len = 0; /* (the client's own socket: getpeername says) */
     atomic_fetch_sub(&w->idle_connections, 1);
     /* No longer the worker's from here, though its copy stays open until it
      * reads the ring (a busy worker reads it after its request): were the

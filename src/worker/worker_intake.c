@@ -386,9 +386,14 @@ struct connection *serow_adopt_passed_connection(struct worker_loop *loop, int f
     uint32_t listener = info->listener_index < (uint32_t)loop->num_listeners ? info->listener_index : 0;
     struct sockaddr_storage addr;
     socklen_t addr_len = sizeof(addr);
+    const struct sockaddr *peer = (struct sockaddr *)&addr;
     if (getpeername(fd, (struct sockaddr *)&addr, &addr_len) != 0)
         addr_len = 0;
-    struct connection *conn = adopt_connection(loop, fd, addr_len ? (struct sockaddr *)&addr : NULL,
+    else if (addr.ss_family == AF_UNIX && info->peer.len && info->peer.len <= sizeof(info->peer.addr)) {
+        peer = &info->peer.addr.sa; /* (the holder's socket pair: the client's address it gave) */
+        addr_len = info->peer.len;
+    }
+    struct connection *conn = adopt_connection(loop, fd, addr_len ? peer : NULL,
                                                addr_len, (int)listener, &info->carried);
     if (conn)
         conn->requests_served = info->requests_served;

@@ -33,6 +33,7 @@ static void hand_back_connections(struct worker_loop *loop, struct connection **
         info[i].listener_index = (uint32_t)conns[i]->listener_index;
         info[i].carried = conns[i]->carried;
         info[i].idle_since_ms = serow_shared_clock_ms();
+        info[i].peer.len = 0; /* (the client's own socket: getpeername says) */
     }
     /* When the whole server stops, the holder would only close them too. */
     int sent = n > 0 && loop->handback_channel >= 0 &&

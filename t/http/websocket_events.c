@@ -213,6 +213,38 @@ static void test_control(void)
                  1, SEROW_WSC_SUBSCRIBE, "A/b");
     control_case("{\"t\\u00e9\":\"\\ud83d\\ude00\",\"type\":\"detach\"}", 1, SEROW_WSC_DETACH, NULL);
 
+    {
+        /* the members set-meta and keep-alive carry */
+        struct serow_wse_control c;
+        const char *json = "{\"type\":\"keep-alive\",\"content\":\"a\\n\\u00e9\",\"message-type\":\"binary\","
+                           "\"timeout\":45,\"mode\":\"interval\"}";
+        char out[16];
+        int ok = serow_wse_parse_control((const uint8_t *)json, strlen(json), &c);
+        size_t n = ok ? serow_wse_control_string(&c.content, out, sizeof out) : 0;
+        check(ok && n == 4 && memcmp(out, "a\n\xc3\xa9", 4) == 0 && c.message_type == SEROW_WSE_BINARY && c.timeout_s == 45 &&
+                  c.mode == SEROW_WSE_KEEP_ALIVE_INTERVAL,
+              "control: keep-alive's content decoded, message-type, timeout, mode");
+        json = "{\"type\":\"keep-alive\"}";
+        ok = serow_wse_parse_control((const uint8_t *)json, strlen(json), &c);
+        check(ok && c.content.p == NULL && c.message_type == SEROW_WSE_TEXT && c.timeout_s == 0 && c.mode == SEROW_WSE_KEEP_ALIVE_IDLE,
+              "control: keep-alive without content (off), text and idle by default");
+        json = "{\"value\":\"x y\",\"type\":\"set-meta\",\"name\":\"User\"}";
+        ok = serow_wse_parse_control((const uint8_t *)json, strlen(json), &c);
+        check(ok && serow_wse_control_string(&c.name, out, sizeof out) == 4 && memcmp(out, "User", 4) == 0 &&
+                  serow_wse_control_string(&c.value, out, sizeof out) == 3 && memcmp(out, "x y", 3) == 0,
+              "control: set-meta's name and value");
+    }
+    control_case("{\"type\":\"set-meta\",\"value\":\"x\"}", 0, 0, NULL);
+    control_case("{\"type\":\"set-meta\",\"name\":1}", 0, 0, NULL);
+    control_case("{\"type\":\"set-meta\",\"name\":\"a\",\"name\":\"b\"}", 0, 0, NULL);
+    control_case("{\"type\":\"keep-alive\",\"content\":\"x\",\"timeout\":0,\"message-type\":\"ping\"}", 1,
+                 SEROW_WSC_KEEP_ALIVE, NULL);
+    control_case("{\"type\":\"keep-alive\",\"content\":\"x\",\"timeout\":-1}", 0, 0, NULL);
+    control_case("{\"type\":\"keep-alive\",\"content\":\"x\",\"timeout\":1.5}", 0, 0, NULL);
+    control_case("{\"type\":\"keep-alive\",\"content\":\"x\",\"timeout\":2147483648}", 0, 0, NULL);
+    control_case("{\"type\":\"keep-alive\",\"content\":\"x\",\"timeout\":\"30\"}", 0, 0, NULL);
+    control_case("{\"type\":\"keep-alive\",\"content\":\"x\",\"mode\":\"often\"}", 0, 0, NULL);
+    control_case("{\"type\":\"keep-alive\",\"content\":\"x\",\"message-type\":\"json\"}", 0, 0, NULL);
     control_case("", 0, 0, NULL);
     control_case("[]", 0, 0, NULL);
     control_case("{}", 0, 0, NULL);

@@ -159,6 +159,19 @@ async def held(url, n):
     return {"end": True}
 
 
+async def idle(url):
+    """A client whose own pings are off, on a connection kept idle: its
+    library answers the server's pings, so it stays open through many of
+    them (the app's keep-alive messages count the time passed)."""
+    async with websockets.connect(url, ping_interval=None) as ws:
+        await ws.send("keep-alive interval text")
+        seen = {"kept": await ws.recv()}
+        seen["keep_alives"] = sum([1 for _ in range(3) if await ws.recv() == "still here"])
+        await ws.send("hello")
+        seen["echo"] = await ws.recv()
+    return seen
+
+
 def main():
     global CA
     if sys.argv[1] == "--ca":
@@ -173,6 +186,8 @@ def main():
         job = two(url, args[0])
     elif command == "burst":
         job = burst(url, int(args[0]))
+    elif command == "idle":
+        job = idle(url)
     elif command == "subscribers":
         job = subscribers(url, int(args[0]), args[1])
     elif command == "once":

@@ -185,8 +185,12 @@ C<subscribe> and C<unsubscribe> (with C<channel>), C<detach>, C<session>,
 C<set-meta>, C<keep-alive>. A publish with the C<ws-message> format reaches
 the connections subscribed to its channel.
 
-Serow's holder does not serve WebSocket connections yet (F<docs/websocket.md>);
-this module works behind Pushpin today.
+Serow's connection holder serves them with holding on (F<docs/websocket.md>):
+C<subscribe>, C<unsubscribe>, C<set-meta> (a C<Meta-*> header on every later
+request; a C<Set-Meta-NAME> header on an answer does the same), C<keep-alive>
+(C<content>, C<message-type> C<text>, C<binary>, C<ping> or C<pong>, C<timeout>
+in seconds, C<mode> C<idle> or C<interval>) and C<detach>; C<session> and the delayed
+sends are ignored there. The same app works behind Pushpin.
 
 =head1 FUNCTIONS
 
@@ -222,7 +226,10 @@ A C<CLOSE> event's code and reason (characters), or the empty list.
 =item websocket_control_message($type, %fields)
 
 C<c:> and the control message's JSON: C<websocket_control_message(subscribe
-=E<gt> channel =E<gt> 'news')>.
+=E<gt> channel =E<gt> 'news')>, C<websocket_control_message('set-meta', name
+=E<gt> 'user', value =E<gt> $user)>, C<websocket_control_message('keep-alive',
+content =E<gt> '{}', timeout =E<gt> 20)>. A number (C<timeout>) must be a Perl
+number, not a string, for the JSON to carry it as one.
 
 =item websocket_response_headers(grip =E<gt> 1, message_prefix =E<gt> 'm:', headers =E<gt> [...])
 
