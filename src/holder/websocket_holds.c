@@ -579,9 +579,10 @@ static void start_request(struct serow_ws_holds *ws, struct ws_conn *c)
     struct epoll_event ev = {.events = c->app_watching, .data.u64 = SEROW_WS_APP_TAG | (uint64_t)pair[0]};
     epoll_ctl(ws->epoll_fd, EPOLL_CTL_ADD, pair[0], &ev);
     /* (the socket pair's: plain, or the tests' transport; never the
-     * client's TLS) */
+     * client's TLS; the client's address, for the worker's REMOTE_ADDR) */
     struct passed_connection info = {.listener_index = c->info.listener_index,
-                                     .idle_since_ms = serow_shared_clock_ms()};
+                                     .idle_since_ms = serow_shared_clock_ms(),
+                                     .peer = c->info.peer};
     info.carried.transport = serow_transport_of_listeners();
     atomic_fetch_add(&ws->shared->open_connections, 1); /* (a worker counts its close) */
     ws->dispatch(ws->arg, pair[1], &info);
