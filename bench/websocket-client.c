@@ -32,9 +32,9 @@
  *   echo S C      for S seconds the first C open connections each send a
  *                 message and wait for its echo before the next (a closed
  *                 loop): echoes, echoes_per_sec, p50_ms, p99_ms, unanswered
- *   check         every open connection sends one message: answered,
- *                 unanswered (no echo, and none of the others' for
- *                 --timeout), lost
+ *   check         every open connection sends one message, at most --batch
+ *                 waiting for their echo at a time: answered, unanswered
+ *                 (no echo, and none of the others' for --timeout), lost
  *
  * Messages are text: an echo's "e" and a publish's "p NNNNNNNN" (its number)
  * padded to --message-size; a connection has at most one echo outstanding,
@@ -721,18 +721,33 @@ static void cmd_echo(double seconds, int clients) {
 
 static void cmd_check(void) {
     answered = 0;
-    int sent = 0;
-    for (int i = 0; i < nconns; i++) {
-        if (conns[i].state != C_OPEN)
-            continue;
-        send_echo(&conns[i]);
-        sent++;
-        /* a batch at a time, so that the server is not asked for thousands
-         * of answers at once (a measure of its queue, not of its liveness) */
-        if (sent % batch == 0)
-            turn(0);
+    int sent = 0, next = 0, unanswered;
+    uint64_t deadline = now_ns() + (uint64_t)(timeout_s * 1e9);
+    /* at most --batch messages outstanding: this asks whether each
+     * connection still answers, not how a server takes thousands at once
+     * (Pushpin closed half of 1,000 connections sent a message each at once) */
+    for (;;) {
+        int outstanding = 0;
+        for (int i = 0; i < next; i++)
+            outstanding += conns[i].state == C_OPEN && conns[i].sent_ns;
+        while (next < nconns && outstanding < batch) {
+            struct conn *c = &conns[next++];
+            if (c->state != C_OPEN)
+                continue;
+            send_echo(c);
+            sent++;
+            outstanding++;
+        }
+        if (next >= nconns)
+            break;
+        int before = answered;
+        turn(10);
+        if (answered != before)
+            deadline = now_ns() + (uint64_t)(timeout_s * 1e9);
+        else if (now_ns() >= deadline)
+            break; /* no answer for --timeout: the rest are not tried */
     }
-    int unanswered = drain();
+    unanswered = drain() + (nconns - next);
     printf("checked %d\nanswered %d\nunanswered %d\nlost %d\nunexpected %llu\ndone\n", sent, answered,
            unanswered, lost, (unsigned long long)unexpected);
     fflush(stdout);
