@@ -48,6 +48,8 @@ _Static_assert(READ_CHUNK >= SEROW_WS_MAX_HEAD + SEROW_WS_MAX_CONTROL_PAYLOAD, "
 /* The client's time to answer the app's close frame (section 7.1.1: then
  * the server closes the TCP connection), after which it is closed anyway. */
 #define CLOSE_WAIT_MS 5000
+/* What a failed client may still send while its close frame reaches it. */
+#define DRAIN_MAX (4u << 20)
 /* Headers of the upgrade request passed on with each event request. */
 #define MAX_REQUEST_HEADERS 10000 /* (an upgrade with more is closed) */
 /* keep-alive without a "timeout" (or 0): Pushpin's default. */
@@ -108,6 +110,10 @@ struct ws_conn {
     uint8_t client_gone;      /* nothing more is written to it either */
     uint8_t close_sent;       /* our close frame is queued */
     uint8_t closing;          /* ends once events are delivered and output is out */
+    uint8_t draining;         /* we failed it: what it sends is read and thrown away until it
+                               * closes or close_by_ms, so that a reset does not destroy our
+                               * close frame before the client reads it */
+    uint8_t shut;             /* our side is shut (close_notify and FIN sent): draining */
     uint8_t subscribed;       /* it subscribed to a channel in the store */
     uint8_t deflate_bits;     /* permessage-deflate: our window bits; 0: not negotiated */
     uint8_t deflate_bits_asked; /* the client's offer named them: the 101 does too */
@@ -121,7 +127,9 @@ struct ws_conn {
     size_t keep_len;
     struct serow_deadline alive; /* quiet: the next ping is due; pinged: its answer */
     struct serow_deadline keep;  /* the app's keep-alive is due */
-    uint64_t close_by_ms;     /* the app closed: the client's close frame is due by then; 0: none */
+    uint64_t close_by_ms;     /* the app closed (or we failed it): the client's close is due by
+                               * then; 0: none */
+    uint64_t drained;         /* bytes thrown away while draining */
     uint32_t watching;        /* the client's epoll events now */
     uint32_t app_watching;
     char prefix[SEROW_WSE_MAX_PREFIX];
@@ -243,10 +251,11 @@ static void close_app(struct serow_ws_holds *ws, struct ws_conn *c)
 /* The client's descriptor closed for good.  TLS: close_notify after what
  * was sent (the close frame), and what this process and the shared memory
  * kept of the connection goes. */
-static void close_client(int fd, struct serow_connection_state *cs)
+static void close_client(int fd, struct serow_connection_state *cs, int shut)
 {
     if (!SEROW_TRANSPORT_IS_PLAIN(cs)) {
-        serow_transport_shutdown(cs, fd);
+        if (!shut)
+            serow_transport_shutdown(cs, fd);
         serow_transport_forget(cs, fd);
         serow_transport_closed(cs);
     }
@@ -264,7 +273,7 @@ static void end(struct serow_ws_holds *ws, struct ws_conn *c)
     close_app(ws, c);
     epoll_ctl(ws->epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
     ws->by_fd[c->fd] = NULL;
-    close_client(c->fd, &c->info.carried);
+    close_client(c->fd, &c->info.carried, c->shut);
     atomic_fetch_sub(&ws->shared->open_connections, 1);
     ws->count--;
     atomic_store(&ws->shared->grip.websockets, ws->count);
@@ -303,7 +312,7 @@ static void heard_from(struct serow_ws_holds *ws, struct ws_conn *c)
 static void watch(struct serow_ws_holds *ws, struct ws_conn *c)
 {
     uint32_t want = 0;
-    if (c->opened && !c->client_done && !gathered_enough(ws, c))
+    if ((c->opened && !c->client_done && !gathered_enough(ws, c)) || (c->draining && !c->client_gone))
         want |= EPOLLIN;
     if (!c->client_gone && buf_size(&c->out))
         want |= EPOLLOUT;
@@ -406,6 +415,32 @@ static void client_failed(struct serow_ws_holds *ws, struct ws_conn *c, unsigned
     serow_log_debug("connection holder: a WebSocket client broke a rule (%s): closed with %u", why, code);
     queue_close(c, code, NULL, 0);
     client_gone(c, 0);
+    /* Closed with what it may still be sending unread, its socket would send
+     * a reset, which can destroy our close frame on its way: the client
+     * would see 1006, not the code.  So what it sends is read and thrown
+     * away until it closes, within the close wait. */
+    c->draining = 1;
+    buf_take(&c->in, buf_size(&c->in));
+    if (!c->close_by_ms) {
+        c->close_by_ms = serow_shared_clock_ms() + CLOSE_WAIT_MS;
+        ws->awaiting_close++;
+    }
+}
+
+/* A failed client's bytes, thrown away (client_failed); its end, or too
+ * much of them, ends the connection. */
+static void drain(struct ws_conn *c)
+{
+    uint8_t discard[16384];
+    for (;;) {
+        ssize_t n = serow_transport_recv(&c->info.carried, c->fd, discard, sizeof(discard), MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+            return;
+        if (n <= 0 || (c->drained += (uint64_t)n) > DRAIN_MAX) {
+            client_gone(c, 1);
+            return;
+        }
+    }
 }
 
 /* A whole message gathered: its event, inflated first when it came
@@ -851,9 +886,15 @@ static void settle(struct serow_ws_holds *ws, struct ws_conn *c)
         client_gone(c, 1);
     if (c->closing && c->app_fd < 0) {
         start_request(ws, c); /* (the DISCONNECT a failed write just added) */
-        if (c->app_fd < 0 && (c->client_gone || buf_size(&c->out) == 0)) {
+        if (c->app_fd < 0 && (c->client_gone || (buf_size(&c->out) == 0 && !c->draining))) {
             end(ws, c);
             return;
+        }
+        if (c->draining && !c->client_gone && !c->shut && buf_size(&c->out) == 0) {
+            /* our close frame is out: then our end (close_notify, FIN), and
+             * the client's is awaited */
+            serow_transport_shutdown(&c->info.carried, c->fd);
+            c->shut = 1;
         }
     }
     watch(ws, c);
@@ -878,7 +919,9 @@ void serow_ws_holds_event(struct serow_ws_holds *ws, uint64_t tag, uint32_t even
         if ((c = ws->by_fd[fd]) == NULL)
             return;
         if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
-            if (c->opened && !c->client_done)
+            if (c->draining && !c->client_gone)
+                drain(c);
+            else if (c->opened && !c->client_done)
                 client_readable(ws, c, 1);
             else if (events & (EPOLLHUP | EPOLLERR))
                 client_gone(c, 1);
@@ -1039,7 +1082,7 @@ refused:
     if (c)
         free(c->head);
     free(c);
-    close_client(fd, &carried);
+    close_client(fd, &carried, 0);
     atomic_fetch_sub(&ws->shared->open_connections, 1);
 }
 
