@@ -95,7 +95,7 @@ sub http_post {
 #   dir: where configurations and logs go
 sub start_server {
     my ($server, %o) = @_;
-    my $s = { server => $server, procs => [], commands => [], path => '/ws', port => free_port() };
+    my $s = { server => $server, procs => [], commands => [], path => '/ws', port => free_port(), dir => $o{dir} };
     my $ok = eval {
         if ($server eq 'serow') {
             $s->{publish_port} = free_port();
