@@ -12,14 +12,15 @@
  *
  *   websocket-client --port P --path /ws --conns N [--message-size 64]
  *                    [--publish-port Q --publish-request FILE]
- *                    [--batch 50] [--timeout S] [--open-timeout S]
+ *                    [--batch 50] [--open-rate R] [--timeout S] [--open-timeout S]
  *
  * --timeout (30 s) bounds each wait, --open-timeout (300 s) opening the
  * connections.  It then reads commands on standard input, one a line, and
  * answers each with "key value" lines ending with "done":
  *
  *   open          opens the N connections (at most --batch upgrading at a
- *                 time), each until its 101 arrived: opened, failed (and why:
+ *                 time and, with --open-rate, at most R started a second),
+ *                 each until its 101 arrived: opened, failed (and why:
  *                 failed_connect, failed_closed, failed_status with
  *                 last_bad_status, failed_timeout), lost
  *   ready         publishes until every open connection has received one (a
@@ -87,7 +88,7 @@ struct conn {
 };
 
 static int port = 0, pub_port = 0, nconns = 0, batch = 50, msg_size = 64;
-static double timeout_s = 30, open_timeout_s = 300;
+static double timeout_s = 30, open_timeout_s = 300, open_rate = 0;
 static const char *host = "127.0.0.1", *path = "/";
 static char *pub_template;
 static size_t pub_template_len;
@@ -116,6 +117,7 @@ static uint64_t publish_errors;
 static int64_t next_seq = 1, measure_seq = -1;
 static uint64_t measure_sent_ns;
 static int measure_count, warm_ready;
+static uint64_t last_delivery_ns; /* when any connection last read a publish */
 static uint64_t disordered, unexpected;
 static int echo_active;       /* echo: connections 0..echo_active-1 loop */
 static uint64_t echo_stop_ns; /* echo: no new message after this */
@@ -238,6 +240,7 @@ static void delivered(struct conn *c, int64_t seq, uint64_t t) {
     if (c->last_seq < 0)
         warm_ready++;
     c->last_seq = seq;
+    last_delivery_ns = t;
     if (seq == measure_seq) {
         c->got_ns = t;
         measure_count++;
@@ -547,10 +550,14 @@ static int upgrading(void) {
 }
 
 static void cmd_open(void) {
-    uint64_t deadline = now_ns() + (uint64_t)(open_timeout_s * 1e9);
+    uint64_t start = now_ns(), deadline = start + (uint64_t)(open_timeout_s * 1e9);
     int next = 0, in_flight = 0;
     while (now_ns() < deadline) {
-        while (next < nconns && in_flight < batch) {
+        /* a server may take upgrades faster than the rest of it can follow
+         * (Pushpin answers the 101 before its handler has the connection's
+         * subscription): --open-rate paces them as clients arriving over time */
+        int allowed = open_rate > 0 ? (int)((now_ns() - start) / 1e9 * open_rate) + 1 : nconns;
+        while (next < nconns && in_flight < batch && next < allowed) {
             struct conn *c = &conns[next++];
             c->fd = open_socket(port);
             if (c->fd < 0) {
@@ -585,16 +592,25 @@ static void cmd_open(void) {
 
 static void cmd_ready(void) {
     uint64_t deadline = now_ns() + (uint64_t)(timeout_s * 1e9);
-    int warmups = 0;
+    int warmups = 0, before = warm_ready;
     uint64_t last = 0;
     while (warm_ready < opened && now_ns() < deadline) {
-        /* one warm-up publish every 100 ms until every connection has had one */
-        if (!pub.busy && now_ns() - last > 100000000ull) {
+        /* a warm-up publish once the last has stopped arriving (none sent or
+         * read for a second), until every connection has had one: a publish
+         * sent while the last is still being delivered would measure how a
+         * server copes with a backlog of publishes (Pushpin lost most of
+         * 10,000 connections to one every 100 ms), not make them ready */
+        uint64_t now = now_ns(), quiet = last > last_delivery_ns ? last : last_delivery_ns;
+        if (!pub.busy && now - quiet > 1000000000ull) {
             publish(next_seq++);
             warmups++;
-            last = now_ns();
+            last = now;
         }
         turn(10);
+        if (warm_ready != before) {
+            before = warm_ready;
+            deadline = now_ns() + (uint64_t)(timeout_s * 1e9);
+        }
     }
     /* let the last warm-ups arrive, so that none is taken for a later publish */
     while (pub.busy && now_ns() < deadline)
@@ -787,6 +803,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--batch")) batch = atoi(v);
         else if (!strcmp(a, "--timeout")) timeout_s = atof(v);
         else if (!strcmp(a, "--open-timeout")) open_timeout_s = atof(v);
+        else if (!strcmp(a, "--open-rate")) open_rate = atof(v);
         else {
             fprintf(stderr, "websocket-client: unknown option %s\n", a);
             return 2;
@@ -795,7 +812,7 @@ int main(int argc, char **argv) {
     }
     if (!port || nconns <= 0 || batch <= 0 || msg_size < 1 || msg_size > 65535 || (pub_file && !pub_port)) {
         fprintf(stderr, "usage: websocket-client --port P --path PATH --conns N [--message-size 64] "
-                        "[--publish-port Q --publish-request FILE] [--batch 50] [--timeout S] [--open-timeout S]\n");
+                        "[--publish-port Q --publish-request FILE] [--batch 50] [--open-rate R] [--timeout S] [--open-timeout S]\n");
         return 2;
     }
     if (pub_file)

@@ -35,11 +35,11 @@ use Serow::Bench::Util qw(logf median loadavg cpu_count slurp);
 chdir $ROOT or die "$ROOT: $!\n";
 
 my %opt = (rounds => 3, connections => 10_000, 'echo-clients' => 100, seconds => 10, fanouts => 5,
-    'message-size' => 64, batch => 50, 'open-timeout' => 300, workers => 4, servers => join(',', @SERVERS),
+    'message-size' => 64, batch => 50, 'open-timeout' => 300, 'pushpin-open-rate' => 50, workers => 4, servers => join(',', @SERVERS),
     timeout => 30, out => "$ROOT/bench/results", client => "$ROOT/bench/.build/websocket-client");
 my @ARGS = @ARGV;
 Getopt::Long::GetOptions(\%opt, 'rounds=i', 'connections=i', 'echo-clients=i', 'seconds=f', 'fanouts=i',
-    'message-size=i', 'batch=i', 'open-timeout=f', 'workers=i', 'servers=s', 'timeout=f', 'out=s', 'client=s',
+    'message-size=i', 'batch=i', 'open-timeout=f', 'pushpin-open-rate=f', 'workers=i', 'servers=s', 'timeout=f', 'out=s', 'client=s',
     'help|h')
     or usage(2);
 usage(0) if $opt{help};
@@ -47,6 +47,7 @@ sub usage {
     print <<'EOF';
 Usage: bench/websocket [--rounds 3] [--connections 10000] [--echo-clients 100] [--seconds 10]
                        [--fanouts 5] [--message-size 64] [--batch 50] [--workers 4]
+                       [--pushpin-open-rate 50]
                        [--servers serow,pushpin,mojo,mojo1] [--timeout 30]
                        [--out bench/results] [--client PATH]
 
@@ -57,6 +58,14 @@ Usage: bench/websocket [--rounds 3] [--connections 10000] [--echo-clients 100] [
   --message-size N   bytes of each message (echo and publish)
   --batch N          upgrades in flight at once while opening
   --open-timeout S   the longest the connections may take to open
+  --pushpin-open-rate R
+                     Pushpin's upgrades started a second at most (0: as
+                     many as --batch allows, as for the others).  Pushpin
+                     answers the 101 before its handler has taken the
+                     connection's subscription, and its proxy closes a
+                     connection whose subscription the handler has not
+                     acknowledged within 8 s (fixed in its source): opened
+                     faster than its handler follows, connections are lost
   --workers N        Serow's workers (and those of Pushpin's origin and of
                      Mojolicious prefork)
   --servers LIST     which of serow, pushpin, mojo (prefork), mojo1 (one
@@ -125,7 +134,8 @@ sub measure {
     my $ok = eval {
         my $before = memory($s);
         $c = client($opt{client}, $s, conns => $opt{connections}, message_size => $opt{'message-size'},
-            timeout => $opt{timeout}, open_timeout => $opt{'open-timeout'}, batch => $opt{batch}, dir => "$DIR");
+            timeout => $opt{timeout}, open_timeout => $opt{'open-timeout'}, batch => $opt{batch}, dir => "$DIR",
+            open_rate => $server eq 'pushpin' ? $opt{'pushpin-open-rate'} : 0);
         open_all($c, $r);
         my $held = memory($s);
         for my $part (keys %$before) {
@@ -273,7 +283,9 @@ sub report {
     $md .= "| load average (1 min) | $load_start at the start, $load_end at the end; per round below |\n";
     $md .= "| pinning | each server's processes (Pushpin's origin included) on CPU 0; the client on CPU 1, one thread |\n";
     $md .= "| rounds | $opt{rounds}, the servers in turn within a round; the median is reported |\n";
-    $md .= "| connections | $n WebSockets opened (at most $opt{batch} upgrades at once) and held through every measure |\n";
+    $md .= "| connections | $n WebSockets opened (at most $opt{batch} upgrades at once"
+        . ($opt{'pushpin-open-rate'} > 0 ? "; Pushpin's at most $opt{'pushpin-open-rate'} started a second" : '')
+        . ") and held through every measure |\n";
     $md .= "| workers | $opt{workers} (Serow, Pushpin's origin, Mojolicious prefork) |\n";
     $md .= "| messages | $opt{'message-size'} bytes of text, masked by the client |\n";
     $md .= "| echo | $opt{'echo-clients'} of the connections in a closed loop for $opt{seconds} s |\n";
@@ -394,7 +406,12 @@ What differs, by design of each server:
   `over_http` route): Serow without `--grip`, with the same app and $opt{workers} workers, so
   no connection is pinned to a worker there either. Publishes go to Pushpin's HTTP endpoint,
   the same JSON. Pushpin's memory includes its origin's. Its `message_rate` and `message_hwm`
-  are raised so that they do not cap the measure; its info logging is off.
+  are raised so that they do not cap the measure; its info logging is off. Its upgrades are
+  paced (`--pushpin-open-rate`, in the conditions above): it answers the 101 before its
+  handler has taken the connection's subscription, and its proxy closes a connection whose
+  subscription is not acknowledged within 8 s (fixed in its source), so opened as fast as
+  the others its handler, on the core shared with everything else, fell behind and most of
+  10,000 were closed; its users' clients arrive over time.
 - **Mojolicious prefork** (`bench/apps/websocket-mojo.pl prefork`, $opt{workers} workers, EV's
   loop) holds each WebSocket in the worker that accepted it, which also runs the app: a
   message is answered in that worker's event loop, with no request to any other process. Its

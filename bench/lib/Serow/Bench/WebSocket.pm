@@ -95,7 +95,7 @@ sub http_post {
 #   dir: where configurations and logs go
 sub start_server {
     my ($server, %o) = @_;
-    my $s = { server => $server, procs => [], commands => [], path => '/ws', port => free_port() };
+    my $s = { server => $server, procs => [], commands => [], path => '/ws', port => free_port(), dir => $o{dir} };
     my $ok = eval {
         if ($server eq 'serow') {
             $s->{publish_port} = free_port();
@@ -189,7 +189,7 @@ sub client {
     }
     my @cmd = ('taskset', '-c', 1, $binary, '--port', $s->{port}, '--path', $s->{path}, '--conns', $o{conns},
         '--message-size', $o{message_size}, @publish, '--timeout', $o{timeout},
-        '--open-timeout', $o{open_timeout}, '--batch', $o{batch});
+        '--open-timeout', $o{open_timeout}, '--batch', $o{batch}, '--open-rate', $o{open_rate} // 0);
     my $pid = IPC::Open2::open2(my $from, my $to, @cmd);
     return bless { pid => $pid, from => $from, to => $to }, 'Serow::Bench::Holding::Client';
 }
