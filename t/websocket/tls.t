@@ -10,8 +10,7 @@ use Time::HiRes ();
 use Serow::Test qw(start_server wait_until find_command need_debian_packages);
 use Serow::Test::Prometheus ();
 use Serow::Test::TLS qw(test_pki tls_options tls_connect tls_request);
-use Serow::WebSocket::Events qw(decode_websocket_events encode_websocket_events
-    websocket_response_headers websocket_control_message);
+use Serow::Test::WebSocket qw(websocket_test_app);
 
 # WebSocket over TLS in the connection holder (docs/websocket.md): a wss://
 # upgrade is handed to the holder with the connection's record state, as a
@@ -34,42 +33,13 @@ my $pki = test_pki();
 my $record_dir = File::Temp->newdir;
 my $gate_dir = File::Temp->newdir;
 
+# Serow::Test::WebSocket's echo app (holder.t's and node_ws.t's), and the
+# app's own psgix.io WebSocket under /raw/.
+my $echo = websocket_test_app(disconnected => "$record_dir/disconnected");
 my $app = sub {
     my ($env) = @_;
-    my $path = $env->{PATH_INFO};
-    return psgix_io_echo($env) if $path =~ m{\A/raw/};
-    if (($env->{CONTENT_TYPE} // '') ne 'application/websocket-events') {
-        Serow::Holding::publish({ channel => 'room', ws_message => { content => 'to all' } })
-            if $path eq '/publish';
-        return [200, ['Content-Type' => 'text/plain'], ["plain $$"]];
-    }
-    if ($path eq '/room') {
-        return [200, websocket_response_headers(grip => 1),
-            [encode_websocket_events(['OPEN'], ['TEXT', websocket_control_message('subscribe', channel => 'room')])]];
-    }
-    my $body = '';
-    while ($env->{'psgi.input'}->read(my $chunk, 65536)) { $body .= $chunk }
-    my @out;
-    for my $e (decode_websocket_events($body)) {
-        my ($t, $c) = @$e{qw(type content)};
-        if ($t eq 'OPEN') {
-            push @out, ['OPEN'];
-        } elsif ($t eq 'TEXT' && $c eq 'pid') {
-            push @out, ['TEXT', "pid $$"];
-        } elsif ($t eq 'TEXT' && $c =~ /\Await (.+)\z/) {
-            # held until the client opens the gate
-            my ($gate, $deadline) = ($1, time + 60);
-            Time::HiRes::sleep(0.01) until -e $gate || time > $deadline;
-            push @out, ['TEXT', "pid $$"];
-        } elsif ($t eq 'TEXT' && $c =~ /\Aclose (\d+)\z/) {
-            push @out, ['CLOSE', pack('n', $1) . 'app done'];
-        } elsif ($t eq 'TEXT' || $t eq 'BINARY' || $t eq 'CLOSE') {
-            push @out, [$t, $c];
-        } elsif ($t eq 'DISCONNECT') {
-            open my $fh, '>', "$record_dir/disconnected" or die $!;
-        }
-    }
-    return [200, websocket_response_headers(), [encode_websocket_events(@out)]];
+    return psgix_io_echo($env) if $env->{PATH_INFO} =~ m{\A/raw/};
+    return $echo->($env);
 };
 
 # --websocket-psgix-io's paths: the app's own WebSocket on psgix.io

@@ -3,8 +3,8 @@ use strict;
 use warnings;
 
 # The app the WebSocket tests' real clients talk to (t/websocket/holder.t
-# with Python's websockets, t/websocket/node_ws.t with Node's ws), written
-# with Serow::WebSocket::Events as an app would be.
+# and tls.t with Python's websockets, t/websocket/node_ws.t with Node's ws),
+# written with Serow::WebSocket::Events as an app would be.
 
 use Exporter 'import';
 use Time::HiRes ();
