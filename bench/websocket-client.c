@@ -59,6 +59,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "client_common.h"
+
 #define SEQ_TOKEN "@@SEQ@@@"
 #define SEQ_WIDTH 8
 #define KEEP 128 /* a frame's first payload bytes kept: a ping's whole */
@@ -126,36 +128,10 @@ static size_t lat_len, lat_cap;
 static int answered;          /* check: connections whose echo came */
 static int opened, lost, failed_connect, failed_closed, failed_status, last_bad_status;
 
-static uint64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
-static void die(const char *msg) {
-    perror(msg);
-    exit(2);
-}
-
-static int open_socket(int to_port) {
-    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(to_port) };
-    inet_pton(AF_INET, host, &sa.sin_addr);
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -1;
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0 && errno != EINPROGRESS) {
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
 static void watch(int fd, uint32_t events, uint32_t id, int op) {
     struct epoll_event ev = { .events = events, .data.u32 = id };
     if (epoll_ctl(epfd, op, fd, &ev) < 0)
-        die("epoll_ctl");
+        bench_die("epoll_ctl");
 }
 
 /* ---- frames ------------------------------------------------------------- */
@@ -199,7 +175,7 @@ static char *echo_msg;
 static void conn_lost(struct conn *c);
 
 static void send_echo(struct conn *c) {
-    c->sent_ns = now_ns();
+    c->sent_ns = bench_now_ns();
     if (send_frame(c->fd, 1, echo_msg, msg_size) < 0)
         conn_lost(c);
 }
@@ -262,7 +238,7 @@ static void message(struct conn *c, const unsigned char *p, size_t n, uint64_t t
                 lat_cap = lat_cap ? lat_cap * 2 : 65536;
                 lat = realloc(lat, lat_cap * sizeof *lat);
                 if (!lat)
-                    die("realloc");
+                    bench_die("realloc");
             }
             lat[lat_len++] = t - sent;
             if (c - conns < echo_active && t < echo_stop_ns)
@@ -329,7 +305,7 @@ static int frames(struct conn *c, const unsigned char *p, size_t n, uint64_t t) 
 static int upgrade_head(struct conn *c, const char *p, size_t n, uint64_t t) {
     c->head = realloc(c->head, c->head_len + n + 1);
     if (!c->head)
-        die("realloc");
+        bench_die("realloc");
     memcpy(c->head + c->head_len, p, n);
     c->head_len += n;
     c->head[c->head_len] = 0;
@@ -342,7 +318,7 @@ static int upgrade_head(struct conn *c, const char *p, size_t n, uint64_t t) {
     size_t rest = c->head + c->head_len - (end + 4);
     unsigned char *after = malloc(rest + 1);
     if (!after)
-        die("malloc");
+        bench_die("malloc");
     memcpy(after, end + 4, rest);
     free(c->head);
     c->head = NULL;
@@ -377,7 +353,7 @@ static void conn_event(struct conn *c, uint32_t events) {
             conn_lost(c);
             return;
         }
-        uint64_t t = now_ns();
+        uint64_t t = bench_now_ns();
         int r = c->state == C_HEAD ? upgrade_head(c, rbuf, n, t) : frames(c, (unsigned char *)rbuf, n, t);
         if (r < 0) {
             conn_lost(c);
@@ -424,9 +400,9 @@ static void pub_write(void) {
 /* Writes publish number seq (once its connection is up, when new). */
 static void publish(int64_t seq) {
     if (pub.fd < 0) {
-        pub.fd = open_socket(pub_port);
+        pub.fd = bench_connect(host, pub_port);
         if (pub.fd < 0)
-            die("publish connection");
+            bench_die("publish connection");
         watch(pub.fd, EPOLLOUT | EPOLLIN | EPOLLRDHUP, nconns, EPOLL_CTL_ADD);
     }
     char num[SEQ_WIDTH + 1];
@@ -532,7 +508,7 @@ static void turn(int wait_ms) {
     static struct epoll_event evs[1024];
     int n = epoll_wait(epfd, evs, 1024, wait_ms);
     if (n < 0 && errno != EINTR)
-        die("epoll_wait");
+        bench_die("epoll_wait");
     for (int i = 0; i < n; i++) {
         uint32_t id = evs[i].data.u32;
         if (id == (uint32_t)nconns)
@@ -550,16 +526,16 @@ static int upgrading(void) {
 }
 
 static void cmd_open(void) {
-    uint64_t start = now_ns(), deadline = start + (uint64_t)(open_timeout_s * 1e9);
+    uint64_t start = bench_now_ns(), deadline = start + (uint64_t)(open_timeout_s * 1e9);
     int next = 0, in_flight = 0;
-    while (now_ns() < deadline) {
+    while (bench_now_ns() < deadline) {
         /* a server may take upgrades faster than the rest of it can follow
          * (Pushpin answers the 101 before its handler has the connection's
          * subscription): --open-rate paces them as clients arriving over time */
-        int allowed = open_rate > 0 ? (int)((now_ns() - start) / 1e9 * open_rate) + 1 : nconns;
+        int allowed = open_rate > 0 ? (int)((bench_now_ns() - start) / 1e9 * open_rate) + 1 : nconns;
         while (next < nconns && in_flight < batch && next < allowed) {
             struct conn *c = &conns[next++];
-            c->fd = open_socket(port);
+            c->fd = bench_connect(host, port);
             if (c->fd < 0) {
                 c->state = C_LOST;
                 failed_connect++;
@@ -591,16 +567,16 @@ static void cmd_open(void) {
 }
 
 static void cmd_ready(void) {
-    uint64_t deadline = now_ns() + (uint64_t)(timeout_s * 1e9);
+    uint64_t deadline = bench_now_ns() + (uint64_t)(timeout_s * 1e9);
     int warmups = 0, before = warm_ready;
     uint64_t last = 0;
-    while (warm_ready < opened && now_ns() < deadline) {
+    while (warm_ready < opened && bench_now_ns() < deadline) {
         /* a warm-up publish once the last has stopped arriving (none sent or
          * read for a second), until every connection has had one: a publish
          * sent while the last is still being delivered would measure how a
          * server copes with a backlog of publishes (Pushpin lost most of
          * 10,000 connections to one every 100 ms), not make them ready */
-        uint64_t now = now_ns(), quiet = last > last_delivery_ns ? last : last_delivery_ns;
+        uint64_t now = bench_now_ns(), quiet = last > last_delivery_ns ? last : last_delivery_ns;
         if (!pub.busy && now - quiet > 1000000000ull) {
             publish(next_seq++);
             warmups++;
@@ -609,22 +585,17 @@ static void cmd_ready(void) {
         turn(10);
         if (warm_ready != before) {
             before = warm_ready;
-            deadline = now_ns() + (uint64_t)(timeout_s * 1e9);
+            deadline = bench_now_ns() + (uint64_t)(timeout_s * 1e9);
         }
     }
     /* let the last warm-ups arrive, so that none is taken for a later publish */
-    while (pub.busy && now_ns() < deadline)
+    while (pub.busy && bench_now_ns() < deadline)
         turn(10);
-    uint64_t settle = now_ns() + 200000000ull;
-    while (now_ns() < settle)
+    uint64_t settle = bench_now_ns() + 200000000ull;
+    while (bench_now_ns() < settle)
         turn(10);
     printf("warmups %d\nready %d\nlost %d\ndone\n", warmups, warm_ready, lost);
     fflush(stdout);
-}
-
-static int cmp_u64(const void *a, const void *b) {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
 }
 
 static double ms(uint64_t ns) { return ns / 1e6; }
@@ -634,7 +605,7 @@ static void cmd_fanout(int k) {
     uint64_t *p50 = calloc(k, sizeof *p50), *p99 = calloc(k, sizeof *p99), *max = calloc(k, sizeof *max);
     int *got = calloc(k, sizeof *got);
     if (!l || !p50 || !p99 || !max || !got)
-        die("malloc");
+        bench_die("malloc");
     uint64_t missed = 0;
     for (int round = 0; round < k; round++) {
         for (int i = 0; i < nconns; i++)
@@ -643,10 +614,10 @@ static void cmd_fanout(int k) {
         measure_seq = next_seq++;
         while (pub.busy)
             turn(10);
-        measure_sent_ns = now_ns();
+        measure_sent_ns = bench_now_ns();
         publish(measure_seq);
-        uint64_t deadline = now_ns() + (uint64_t)(timeout_s * 1e9);
-        while (measure_count < opened && now_ns() < deadline)
+        uint64_t deadline = bench_now_ns() + (uint64_t)(timeout_s * 1e9);
+        while (measure_count < opened && bench_now_ns() < deadline)
             turn(10);
         int n = 0;
         for (int i = 0; i < nconns; i++)
@@ -655,7 +626,7 @@ static void cmd_fanout(int k) {
         got[round] = n;
         missed += opened > measure_count ? opened - measure_count : 0;
         if (n) {
-            qsort(l, n, sizeof *l, cmp_u64);
+            qsort(l, n, sizeof *l, bench_cmp_u64);
             p50[round] = l[(n - 1) / 2];
             p99[round] = l[(size_t)((n - 1) * 0.99)];
             max[round] = l[n - 1];
@@ -664,9 +635,9 @@ static void cmd_fanout(int k) {
                ms(p50[round]), ms(p99[round]), ms(max[round]));
     }
     measure_seq = -1;
-    qsort(p50, k, sizeof *p50, cmp_u64);
-    qsort(p99, k, sizeof *p99, cmp_u64);
-    qsort(max, k, sizeof *max, cmp_u64);
+    qsort(p50, k, sizeof *p50, bench_cmp_u64);
+    qsort(p99, k, sizeof *p99, bench_cmp_u64);
+    qsort(max, k, sizeof *max, bench_cmp_u64);
     int least = got[0];
     for (int i = 1; i < k; i++)
         least = got[i] < least ? got[i] : least;
@@ -687,16 +658,16 @@ static void cmd_fanout(int k) {
  * answering); returns how many are still outstanding (dropped: their echo
  * is late). */
 static int drain(void) {
-    uint64_t deadline = now_ns() + (uint64_t)(timeout_s * 1e9);
+    uint64_t deadline = bench_now_ns() + (uint64_t)(timeout_s * 1e9);
     int outstanding, before = -1;
     for (;;) {
         outstanding = 0;
         for (int i = 0; i < nconns; i++)
             outstanding += conns[i].state == C_OPEN && conns[i].sent_ns;
-        if (!outstanding || now_ns() >= deadline)
+        if (!outstanding || bench_now_ns() >= deadline)
             break;
         if (outstanding != before)
-            deadline = now_ns() + (uint64_t)(timeout_s * 1e9);
+            deadline = bench_now_ns() + (uint64_t)(timeout_s * 1e9);
         before = outstanding;
         turn(10);
     }
@@ -711,7 +682,7 @@ static void cmd_echo(double seconds, int clients) {
         active += conns[i].state == C_OPEN;
     lat_len = 0;
     echo_active = nconns; /* in the loop: a connection's echo sends the next */
-    uint64_t start = now_ns();
+    uint64_t start = bench_now_ns();
     echo_stop_ns = start + (uint64_t)(seconds * 1e9);
     int started = 0;
     for (int i = 0; i < nconns && started < clients; i++) {
@@ -721,13 +692,13 @@ static void cmd_echo(double seconds, int clients) {
         echo_active = i + 1;
         send_echo(&conns[i]);
     }
-    while (now_ns() < echo_stop_ns)
+    while (bench_now_ns() < echo_stop_ns)
         turn(10);
     size_t in_time = lat_len;
     int unanswered = drain();
     echo_active = 0;
     double secs = (echo_stop_ns - start) / 1e9;
-    qsort(lat, lat_len, sizeof *lat, cmp_u64);
+    qsort(lat, lat_len, sizeof *lat, bench_cmp_u64);
     printf("clients %d\nechoes %zu\nseconds %.3f\nechoes_per_sec %.0f\np50_ms %.3f\np99_ms %.3f\n"
            "unanswered %d\nlost %d\ndone\n", started, in_time, secs, in_time / secs,
            lat_len ? ms(lat[(lat_len - 1) / 2]) : 0, lat_len ? ms(lat[(size_t)((lat_len - 1) * 0.99)]) : 0,
@@ -738,7 +709,7 @@ static void cmd_echo(double seconds, int clients) {
 static void cmd_check(void) {
     answered = 0;
     int sent = 0, next = 0, unanswered;
-    uint64_t deadline = now_ns() + (uint64_t)(timeout_s * 1e9);
+    uint64_t deadline = bench_now_ns() + (uint64_t)(timeout_s * 1e9);
     /* at most --batch messages outstanding: this asks whether each
      * connection still answers, not how a server takes thousands at once
      * (Pushpin closed half of 1,000 connections sent a message each at once) */
@@ -759,8 +730,8 @@ static void cmd_check(void) {
         int before = answered;
         turn(10);
         if (answered != before)
-            deadline = now_ns() + (uint64_t)(timeout_s * 1e9);
-        else if (now_ns() >= deadline)
+            deadline = bench_now_ns() + (uint64_t)(timeout_s * 1e9);
+        else if (bench_now_ns() >= deadline)
             break; /* no answer for --timeout: the rest are not tried */
     }
     unanswered = drain() + (nconns - next);
@@ -772,10 +743,10 @@ static void cmd_check(void) {
 static char *slurp(const char *file, size_t *len) {
     FILE *f = fopen(file, "rb");
     if (!f)
-        die(file);
+        bench_die(file);
     char *buf = malloc(65536);
     if (!buf)
-        die("malloc");
+        bench_die("malloc");
     *len = fread(buf, 1, 65535, f);
     fclose(f);
     if (*len == 0 || *len >= 65535) {
@@ -820,23 +791,23 @@ int main(int argc, char **argv) {
     if (asprintf(&upgrade_request, "GET %s HTTP/1.1\r\nHost: %s:%d\r\nUpgrade: websocket\r\n"
                  "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
                  "Sec-WebSocket-Version: 13\r\n\r\n", path, host, port) < 0)
-        die("asprintf");
+        bench_die("asprintf");
     upgrade_request_len = strlen(upgrade_request);
     echo_msg = malloc(msg_size);
     if (!echo_msg)
-        die("malloc");
+        bench_die("malloc");
     memset(echo_msg, 'x', msg_size);
     echo_msg[0] = 'e';
     conns = calloc(nconns, sizeof *conns);
     if (!conns)
-        die("calloc");
+        bench_die("calloc");
     for (int i = 0; i < nconns; i++) {
         conns[i].fd = -1;
         conns[i].last_seq = -1;
     }
     epfd = epoll_create1(EPOLL_CLOEXEC);
     if (epfd < 0)
-        die("epoll_create1");
+        bench_die("epoll_create1");
 
     char line[256];
     while (fgets(line, sizeof line, stdin)) {

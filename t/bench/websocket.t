@@ -15,7 +15,7 @@ use Serow::Bench::Util qw(cpu_count slurp);
 # No figure is judged: the machine is shared.
 
 plan skip_all => 'bench/websocket pins the servers to CPU 0 and the client to CPU 1' if cpu_count() < 2;
-my $built = Serow::Test::CProgram::build(name => 'websocket-client', sources => ['bench/websocket-client.c'],
+my $built = Serow::Test::CProgram::build(name => 'websocket-client', sources => ['bench/websocket-client.c', 'bench/client_common.c'],
     includes => []);
 plan skip_all => 'no working C compiler' unless exists $built->{status};
 ok $built->{binary}, 'bench/websocket-client.c builds' or diag $built->{output};
