@@ -111,7 +111,7 @@ struct ws_conn {
     uint8_t close_sent;       /* our close frame is queued */
     uint8_t closing;          /* ends once events are delivered and output is out */
     uint8_t draining;         /* we failed it: what it sends is read and thrown away until it
-                               * closes or close_by_ms, so that a reset does not destroy our
+                               * closes or close_by, so that a reset does not destroy our
                                * close frame before the client reads it */
     uint8_t shut;             /* our side is shut (close_notify and FIN sent): draining */
     uint8_t subscribed;       /* it subscribed to a channel in the store */
@@ -127,8 +127,8 @@ struct ws_conn {
     size_t keep_len;
     struct serow_deadline alive; /* quiet: the next ping is due; pinged: its answer */
     struct serow_deadline keep;  /* the app's keep-alive is due */
-    uint64_t close_by_ms;     /* the app closed (or we failed it): the client's close is due by
-                               * then; 0: none */
+    struct serow_deadline close_by; /* the app closed (or we failed it): the client's
+                                     * close is due by then */
     uint64_t drained;         /* bytes thrown away while draining */
     uint32_t watching;        /* the client's epoll events now */
     uint32_t app_watching;
@@ -165,7 +165,6 @@ struct serow_ws_holds {
     struct ws_conn **by_app;  /* by the descriptor of the request in flight */
     int size;
     uint32_t count;
-    uint32_t awaiting_close;  /* connections with a close_by_ms */
     uint64_t next_id;
     struct serow_wsd *wsd;    /* permessage-deflate's (NULL: off), for every connection */
     /* the last publish compressed, kept for its next subscribers (with a
@@ -177,6 +176,7 @@ struct serow_ws_holds {
     struct serow_deadline_list quiet;       /* now + ping_interval_ms when last heard */
     struct serow_deadline_list pinged;      /* now + ping_timeout_ms when pinged */
     struct serow_deadline_list keep_alives; /* the apps' keep-alives */
+    struct serow_deadline_list close_waits; /* now + CLOSE_WAIT_MS when our close went */
 };
 
 #define CONN_OF(d, member) ((struct ws_conn *)(void *)((char *)(d) - offsetof(struct ws_conn, member)))
@@ -266,8 +266,7 @@ static void end(struct serow_ws_holds *ws, struct ws_conn *c)
 {
     if (c->subscribed)
         serow_channels_unsubscribe_all(ws->settings.store, (uint32_t)c->fd);
-    if (c->close_by_ms)
-        ws->awaiting_close--;
+    serow_deadline_unset(&ws->close_waits, &c->close_by);
     serow_deadline_unset(c->pinged ? &ws->pinged : &ws->quiet, &c->alive);
     serow_deadline_unset(&ws->keep_alives, &c->keep);
     close_app(ws, c);
@@ -408,6 +407,14 @@ static void client_gone(struct ws_conn *c, int gone)
         c->client_gone = 1;
 }
 
+/* Our close went: the client has CLOSE_WAIT_MS to answer it (or, failed,
+ * to stop sending), then the connection is closed all the same.  Set once. */
+static void await_close(struct serow_ws_holds *ws, struct ws_conn *c)
+{
+    if (c->close_by.at_ms == 0)
+        serow_deadline_set(&ws->close_waits, &c->close_by, serow_shared_clock_ms() + CLOSE_WAIT_MS);
+}
+
 /* The client broke a rule: closed with its code, counted. */
 static void client_failed(struct serow_ws_holds *ws, struct ws_conn *c, unsigned code, const char *why)
 {
@@ -421,10 +428,7 @@ static void client_failed(struct serow_ws_holds *ws, struct ws_conn *c, unsigned
      * away until it closes, within the close wait. */
     c->draining = 1;
     buf_take(&c->in, buf_size(&c->in));
-    if (!c->close_by_ms) {
-        c->close_by_ms = serow_shared_clock_ms() + CLOSE_WAIT_MS;
-        ws->awaiting_close++;
-    }
+    await_close(ws, c);
 }
 
 /* A failed client's bytes, thrown away (client_failed); its end, or too
@@ -739,10 +743,8 @@ static int app_events(struct serow_ws_holds *ws, struct ws_conn *c, const uint8_
             break;
         case SEROW_WSE_CLOSE:
             queue_close(c, ev.close_code, ev.reason, ev.reason_len);
-            if (!c->client_done && !c->close_by_ms) {
-                c->close_by_ms = serow_shared_clock_ms() + CLOSE_WAIT_MS;
-                ws->awaiting_close++;
-            }
+            if (!c->client_done)
+                await_close(ws, c);
             break;
         case SEROW_WSE_DISCONNECT:
             c->client_done = 1;
@@ -1205,24 +1207,15 @@ int serow_ws_holds_timers(struct serow_ws_holds *ws, uint64_t now_ms)
         answer_overdue(ws, CONN_OF(d, alive), now_ms);
     while ((d = serow_deadline_due(&ws->keep_alives, now_ms)) != NULL)
         keep_alive_due(ws, CONN_OF(d, keep), now_ms);
+    while ((d = serow_deadline_due(&ws->close_waits, now_ms)) != NULL) {
+        struct ws_conn *c = CONN_OF(d, close_by);
+        c->client_done = c->client_gone = c->closing = 1;
+        settle(ws, c);
+    }
     int next = serow_deadline_next(&ws->quiet, now_ms, -1);
     next = serow_deadline_next(&ws->pinged, now_ms, next);
     next = serow_deadline_next(&ws->keep_alives, now_ms, next);
-    if (ws->awaiting_close == 0)
-        return next;
-    /* (a walk over every connection, only while some app's close is awaited) */
-    for (int fd = 0; fd < ws->size; fd++) {
-        struct ws_conn *c = ws->by_fd[fd];
-        if (c == NULL || !c->close_by_ms)
-            continue;
-        if (c->close_by_ms <= now_ms) {
-            c->client_done = c->client_gone = c->closing = 1;
-            settle(ws, c);
-        } else if (next < 0 || (int64_t)(c->close_by_ms - now_ms) < next) {
-            next = (int)(c->close_by_ms - now_ms);
-        }
-    }
-    return next;
+    return serow_deadline_next(&ws->close_waits, now_ms, next);
 }
 
 void serow_ws_holds_free(struct serow_ws_holds *ws)
